@@ -1,0 +1,11 @@
+/** The GPU layer: device, pool, tensors, pipelines, recorder. */
+export { acquireGpu, detectHost, GpuContext, installHint, summarizeAdapter } from './device.ts';
+export type { AcquireOptions, AdapterSummary, DeviceLostEvent, GpuHost } from './device.ts';
+export { BufferPool, bucketBytes, BufferUsage } from './pool.ts';
+export type { OwnerStats, PoolStats } from './pool.ts';
+export { bundledKernelNames, PipelineCache, pipelineCacheFor } from './pipelines.ts';
+export type { Constants } from './pipelines.ts';
+export { grid1d, Params, readTensor, Recorder } from './recorder.ts';
+export type { DispatchSpec, SubmitResult } from './recorder.ts';
+export { DTYPE_BYTES, emptyTensor, numel, Tensor, tensorFrom, zerosTensor } from './tensor.ts';
+export type { AnyHostArray, DType, TensorOptions } from './tensor.ts';

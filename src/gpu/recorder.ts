@@ -1,0 +1,305 @@
+/**
+ * Dispatch recorder: a whole step's work in one command buffer.
+ *
+ * Op wrappers call `dispatch()` synchronously; pipelines compile in the background and `submit()`
+ * waits for them, encodes every dispatch (consecutive dispatches share one compute pass; WebGPU
+ * orders each dispatch's writes before the next dispatch's reads), uploads every dispatch's
+ * uniform parameters in one write to a single arena buffer, and submits once. Only tensors passed
+ * to `read()` come back to the host, copied at that point of the recording.
+ *
+ * Validation and out-of-memory errors of the submission become a GpuValidationError naming the
+ * kernels it contained. Binding sizes and workgroup counts are checked against the device's
+ * limits before anything is recorded, so bad input fails with a LimitError naming the kernel.
+ */
+import { GpuValidationError, LimitError, WebtinkerError } from '../errors.ts';
+import type { GpuContext } from './device.ts';
+import type { Constants } from './pipelines.ts';
+import { type AnyHostArray, hostArray, Tensor } from './tensor.ts';
+
+/** Little-endian packer for a WGSL uniform struct of 4-byte scalars (u32, i32, f32), in order. */
+export class Params {
+  #view: DataView;
+  #n = 0;
+  constructor(maxFields = 16) {
+    this.#view = new DataView(new ArrayBuffer(maxFields * 4));
+  }
+  u32(v: number): this {
+    this.#view.setUint32(4 * this.#n++, v >>> 0, true);
+    return this;
+  }
+  i32(v: number): this {
+    this.#view.setInt32(4 * this.#n++, v | 0, true);
+    return this;
+  }
+  f32(v: number): this {
+    this.#view.setFloat32(4 * this.#n++, v, true);
+    return this;
+  }
+  /** The packed bytes, padded to 16 (uniform structs are 16-byte aligned). */
+  bytes(): Uint8Array {
+    const len = Math.max(16, Math.ceil((this.#n * 4) / 16) * 16);
+    return new Uint8Array(this.#view.buffer, 0, Math.min(len, this.#view.byteLength));
+  }
+}
+
+export interface DispatchSpec {
+  kernel: string;
+  entryPoint?: string;
+  /** Values of the kernel's `override` constants. */
+  constants?: Constants;
+  /** Storage buffers at @group(0) @binding(0 .. n-1), in order. */
+  bindings: readonly (Tensor | GPUBuffer)[];
+  /** Uniform struct bound at @binding(n), right after the storage buffers. */
+  params?: Params;
+  workgroups: readonly [number, number?, number?];
+}
+
+/** A 1-D launch of `threads` threads in workgroups of `wg`, split over y past the x limit. */
+export function grid1d(ctx: GpuContext, threads: number, wg: number): { workgroups: [number, number, number]; rowThreads: number } {
+  const groups = Math.max(1, Math.ceil(threads / wg));
+  const maxX = ctx.limit('maxComputeWorkgroupsPerDimension');
+  if (groups <= maxX) return { workgroups: [groups, 1, 1], rowThreads: groups * wg };
+  const y = Math.ceil(groups / maxX);
+  const x = Math.ceil(groups / y);
+  return { workgroups: [x, y, 1], rowThreads: x * wg };
+}
+
+export interface SubmitResult {
+  /** GPU time of the submission in nanoseconds where timestamp queries are available. */
+  gpuNs?: number;
+  dispatches: number;
+}
+
+type Command =
+  | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; paramOffset: number; paramBytes: number }
+  | { kind: 'copy'; src: GPUBuffer; dst: GPUBuffer; bytes: number }
+  | { kind: 'read'; tensor: Tensor; resolve: (a: AnyHostArray) => void; reject: (e: unknown) => void };
+
+export class Recorder {
+  readonly ctx: GpuContext;
+  readonly label: string;
+  readonly timing: boolean;
+  #commands: Command[] = [];
+  #params: Uint8Array[] = [];
+  #paramBytes = 0;
+  #submitted = false;
+
+  constructor(ctx: GpuContext, opts: { label?: string; timing?: boolean } = {}) {
+    this.ctx = ctx;
+    this.label = opts.label ?? 'step';
+    this.timing = Boolean(opts.timing) && ctx.hasTimestamps;
+  }
+
+  get pending(): number {
+    return this.#commands.length;
+  }
+
+  dispatch(spec: DispatchSpec): void {
+    this.#assertOpen();
+    const maxBinding = this.ctx.limit('maxStorageBufferBindingSize');
+    spec.bindings.forEach((b, i) => {
+      if (b instanceof Tensor) {
+        b.assertLive();
+        if (b.bindingBytes > maxBinding) {
+          throw new LimitError(spec.kernel, `binding ${i} (${b}) is ${b.bindingBytes} bytes, over the device's maxStorageBufferBindingSize of ${maxBinding}`);
+        }
+      }
+    });
+    const maxWg = this.ctx.limit('maxComputeWorkgroupsPerDimension');
+    for (const w of spec.workgroups) {
+      if (w !== undefined && (!Number.isInteger(w) || w < 0 || w > maxWg)) {
+        throw new LimitError(spec.kernel, `workgroup count ${w} outside [0, ${maxWg}] (workgroups [${spec.workgroups.join(', ')}])`);
+      }
+    }
+    const pipeline = this.ctx.pipelines.get(spec.kernel, spec.constants, spec.entryPoint);
+    pipeline.catch(() => {}); // reported by submit()
+    let paramOffset = 0;
+    let paramBytes = 0;
+    if (spec.params) {
+      const bytes = spec.params.bytes();
+      const align = this.ctx.limit('minUniformBufferOffsetAlignment');
+      paramOffset = Math.ceil(this.#paramBytes / align) * align;
+      paramBytes = bytes.byteLength;
+      this.#params.push(bytes);
+      this.#paramBytes = paramOffset + paramBytes;
+    }
+    this.#commands.push({ kind: 'dispatch', spec, pipeline, paramOffset, paramBytes });
+  }
+
+  /** Copy a tensor's elements into another of at least the same byte length. */
+  copy(src: Tensor, dst: Tensor): void {
+    this.#assertOpen();
+    src.assertLive();
+    dst.assertLive();
+    if (dst.byteLength < src.byteLength) {
+      throw new LimitError('copy', `${dst} (${dst.byteLength} bytes) is smaller than ${src} (${src.byteLength} bytes)`);
+    }
+    this.#commands.push({ kind: 'copy', src: src.buffer, dst: dst.buffer, bytes: src.bindingBytes });
+  }
+
+  /** The tensor's contents at this point of the recording, once `submit()` has run. */
+  read(tensor: Tensor): Promise<AnyHostArray> {
+    this.#assertOpen();
+    tensor.assertLive();
+    return new Promise((resolve, reject) => this.#commands.push({ kind: 'read', tensor, resolve, reject }));
+  }
+
+  /** Encode everything into one command buffer, submit it, and deliver the reads. */
+  async submit(): Promise<SubmitResult> {
+    this.#assertOpen();
+    this.#submitted = true;
+    const { device } = this.ctx;
+    const commands = this.#commands;
+    const reads = commands.filter((c): c is Extract<Command, { kind: 'read' }> => c.kind === 'read');
+    const kernels = [...new Set(commands.flatMap((c) => (c.kind === 'dispatch' ? [c.spec.kernel] : [])))];
+    const fail = (e: unknown): never => {
+      for (const r of reads) r.reject(e);
+      throw e;
+    };
+
+    let pipelines: (GPUComputePipeline | null)[];
+    try {
+      pipelines = await Promise.all(commands.map((c) => (c.kind === 'dispatch' ? c.pipeline : null)));
+    } catch (e) {
+      return fail(e);
+    }
+
+    const owner = `recorder:${this.label}`;
+    const uniform = this.#paramBytes > 0 ? this.ctx.uniformPool.acquire(this.#paramBytes, owner, `${this.label} params`) : null;
+    if (uniform) {
+      const arena = new Uint8Array(this.#paramBytes);
+      let i = 0;
+      for (const c of commands) if (c.kind === 'dispatch' && c.paramBytes > 0) arena.set(this.#params[i++], c.paramOffset);
+      device.queue.writeBuffer(uniform.buffer, 0, arena);
+    }
+    const staging = reads.map((r) => this.ctx.readbackPool.acquire(r.tensor.bindingBytes, owner, `read ${r.tensor.label}`));
+    let query: GPUQuerySet | null = null;
+    let queryBuf: ReturnType<typeof this.ctx.pool.acquire> | null = null;
+    let queryRead: ReturnType<typeof this.ctx.readbackPool.acquire> | null = null;
+    const passCount = this.#countPasses();
+    if (this.timing && passCount > 0) {
+      query = device.createQuerySet({ type: 'timestamp', count: 2, label: `${this.label} timestamps` });
+      queryBuf = this.ctx.queryPool.acquire(16, owner, `${this.label} timestamps`);
+      queryRead = this.ctx.readbackPool.acquire(16, owner, `${this.label} timestamps read`);
+    }
+
+    device.pushErrorScope('out-of-memory');
+    device.pushErrorScope('validation');
+    const enc = device.createCommandEncoder({ label: this.label });
+    let pass: GPUComputePassEncoder | null = null;
+    let passIndex = 0;
+    let readIndex = 0;
+    const endPass = () => {
+      pass?.end();
+      pass = null;
+    };
+    commands.forEach((c, ci) => {
+      if (c.kind === 'dispatch') {
+        if (!pass) {
+          // GPU time of the submission: a timestamp at the start of the first pass, one at the end of the last.
+          const first = passIndex === 0;
+          const last = passIndex === passCount - 1;
+          const timestampWrites: GPUComputePassTimestampWrites | undefined = query && (first || last)
+            ? { querySet: query, ...(first ? { beginningOfPassWriteIndex: 0 } : {}), ...(last ? { endOfPassWriteIndex: 1 } : {}) }
+            : undefined;
+          pass = enc.beginComputePass({ label: `${this.label} pass ${passIndex}`, ...(timestampWrites ? { timestampWrites } : {}) });
+          passIndex++;
+        }
+        const pipeline = pipelines[ci]!;
+        const entries: GPUBindGroupEntry[] = c.spec.bindings.map((b, i) => ({
+          binding: i,
+          resource: b instanceof Tensor ? { buffer: b.buffer, size: b.bindingBytes } : { buffer: b },
+        }));
+        if (c.paramBytes > 0) {
+          entries.push({ binding: entries.length, resource: { buffer: uniform!.buffer, offset: c.paramOffset, size: c.paramBytes } });
+        }
+        const group = device.createBindGroup({ label: c.spec.kernel, layout: pipeline.getBindGroupLayout(0), entries });
+        const p = pass as GPUComputePassEncoder;
+        p.setPipeline(pipeline);
+        p.setBindGroup(0, group);
+        const [x, y = 1, z = 1] = c.spec.workgroups;
+        p.dispatchWorkgroups(x, y, z);
+      } else if (c.kind === 'copy') {
+        endPass();
+        enc.copyBufferToBuffer(c.src, 0, c.dst, 0, c.bytes);
+      } else {
+        endPass();
+        enc.copyBufferToBuffer(c.tensor.buffer, 0, staging[readIndex++].buffer, 0, c.tensor.bindingBytes);
+      }
+    });
+    endPass();
+    if (query && queryBuf && queryRead) {
+      enc.resolveQuerySet(query, 0, 2, queryBuf.buffer, 0);
+      enc.copyBufferToBuffer(queryBuf.buffer, 0, queryRead.buffer, 0, 16);
+    }
+    device.queue.submit([enc.finish()]);
+    const validation = await device.popErrorScope();
+    const oom = await device.popErrorScope();
+
+    const cleanup = () => {
+      if (uniform) this.ctx.uniformPool.release(uniform.buffer);
+      if (queryBuf) this.ctx.queryPool.release(queryBuf.buffer);
+      query?.destroy();
+    };
+    if (validation || oom) {
+      await device.queue.onSubmittedWorkDone().catch(() => {});
+      cleanup();
+      for (const s of staging) this.ctx.readbackPool.release(s.buffer);
+      if (queryRead) this.ctx.readbackPool.release(queryRead.buffer);
+      const err = validation
+        ? new GpuValidationError('validation', kernels, validation.message)
+        : new GpuValidationError('out-of-memory', kernels, oom!.message);
+      return fail(err);
+    }
+
+    const result: SubmitResult = { dispatches: commands.filter((c) => c.kind === 'dispatch').length };
+    try {
+      await Promise.all(reads.map(async (r, i) => {
+        const s = staging[i].buffer;
+        await s.mapAsync(GPUMapMode.READ, 0, r.tensor.bindingBytes);
+        const copy = s.getMappedRange(0, r.tensor.bindingBytes).slice(0);
+        s.unmap();
+        this.ctx.readbackPool.release(s);
+        r.resolve(hostArray(r.tensor.dtype, copy, r.tensor.size));
+      }));
+      if (queryRead) {
+        await queryRead.buffer.mapAsync(GPUMapMode.READ, 0, 16);
+        const t = new BigUint64Array(queryRead.buffer.getMappedRange(0, 16).slice(0));
+        queryRead.buffer.unmap();
+        this.ctx.readbackPool.release(queryRead.buffer);
+        if (t[1] >= t[0]) result.gpuNs = Number(t[1] - t[0]);
+      } else if (reads.length === 0) {
+        await device.queue.onSubmittedWorkDone();
+      }
+    } catch (e) {
+      cleanup();
+      return fail(e instanceof WebtinkerError ? e : new GpuValidationError('internal', kernels, String(e)));
+    }
+    cleanup();
+    return result;
+  }
+
+  #countPasses(): number {
+    let n = 0;
+    let open = false;
+    for (const c of this.#commands) {
+      if (c.kind === 'dispatch') {
+        if (!open) n++;
+        open = true;
+      } else open = false;
+    }
+    return n;
+  }
+
+  #assertOpen(): void {
+    if (this.#submitted) throw new WebtinkerError('recorder-submitted', `recorder "${this.label}" was already submitted; make a new one per step`);
+  }
+}
+
+/** Read one tensor back to the host (one small submission). */
+export async function readTensor(t: Tensor): Promise<AnyHostArray> {
+  const rec = new Recorder(t.ctx, { label: `read ${t.label}` });
+  const p = rec.read(t);
+  await rec.submit();
+  return p;
+}

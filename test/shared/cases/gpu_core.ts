@@ -1,0 +1,233 @@
+/**
+ * GPU core cases, run by both GPU suites (Chromium: test/browser, Deno: test/deno) against the
+ * adapter each one has. Plain async functions with chai assertions, so the two runners share them.
+ */
+import { assert } from 'chai';
+import {
+  GpuValidationError,
+  KernelCompileError,
+  ReleasedError,
+  ShapeError,
+} from '../../../src/errors.ts';
+import type { GpuContext } from '../../../src/gpu/device.ts';
+import { Params, readTensor, Recorder } from '../../../src/gpu/recorder.ts';
+import { emptyTensor, tensorFrom, zerosTensor } from '../../../src/gpu/tensor.ts';
+import { add } from '../../../src/ops/add.ts';
+import { addRef } from '../../../src/ops/add.ref.ts';
+import { Rng } from '../../../src/util/rng.ts';
+import { firstBitDiff } from '../gpu.ts';
+import type { GpuCase } from '../register.ts';
+
+
+/** Sizes that are not multiples of any workgroup or tile size. */
+export const ODD_SIZES = [1, 7, 33, 100, 257, 4099, 100_003];
+
+/** The fixed input both suites (and a Worker) feed to `add`, so results can be compared. */
+export function addFixture(n = 1000): { a: Float32Array; b: Float32Array } {
+  const rng = new Rng(1234, 0);
+  return { a: rng.normalArray(n), b: rng.normalArray(n) };
+}
+
+async function runAdd(ctx: GpuContext, a: Float32Array, b: Float32Array): Promise<Float32Array> {
+  const ta = tensorFrom(ctx, a, [a.length], { owner: 'case', label: 'a' });
+  const tb = tensorFrom(ctx, b, [b.length], { owner: 'case', label: 'b' });
+  const out = emptyTensor(ctx, [a.length], 'f32', { owner: 'case', label: 'out' });
+  const rec = new Recorder(ctx, { label: 'add case' });
+  add(rec, out, ta, tb);
+  const read = rec.read(out);
+  await rec.submit();
+  const result = (await read) as Float32Array;
+  for (const t of [ta, tb, out]) t.release();
+  return result;
+}
+
+export const gpuCoreCases: GpuCase[] = [
+  {
+    name: 'adapter: acquired with maximum limits and its features listed',
+    async fn(ctx) {
+      assert.isAbove(ctx.adapter.limits.maxStorageBufferBindingSize, 0);
+      assert.strictEqual(ctx.device.limits.maxStorageBufferBindingSize, ctx.adapter.limits.maxStorageBufferBindingSize);
+      assert.strictEqual(ctx.device.limits.maxComputeWorkgroupStorageSize, ctx.adapter.limits.maxComputeWorkgroupStorageSize);
+      assert.strictEqual(ctx.hasF16, ctx.adapter.features.includes('shader-f16'));
+      assert.isString(ctx.adapter.description + ctx.adapter.vendor);
+    },
+  },
+  {
+    name: 'add: matches the CPU reference bitwise on odd sizes',
+    async fn(ctx) {
+      const rng = new Rng(7, 1);
+      for (const n of ODD_SIZES) {
+        const a = rng.normalArray(n);
+        const b = rng.normalArray(n);
+        const want = new Float32Array(n);
+        addRef(want, a, b);
+        const got = await runAdd(ctx, a, b);
+        assert.strictEqual(firstBitDiff(got, want), -1, `n=${n}`);
+      }
+    },
+  },
+  {
+    name: 'add: two runs give bitwise-identical output',
+    async fn(ctx) {
+      const { a, b } = addFixture(5000);
+      const r1 = await runAdd(ctx, a, b);
+      const r2 = await runAdd(ctx, a, b);
+      assert.strictEqual(firstBitDiff(r1, r2), -1);
+    },
+  },
+  {
+    name: 'add: mismatched shapes, wrong dtype and aliasing are refused before dispatch',
+    async fn(ctx) {
+      const a = zerosTensor(ctx, [3, 4], 'f32', { owner: 'case', label: 'a' });
+      const b = zerosTensor(ctx, [4, 3], 'f32', { owner: 'case', label: 'b' });
+      const i = zerosTensor(ctx, [3, 4], 'i32', { owner: 'case', label: 'ids' });
+      const rec = new Recorder(ctx);
+      assert.throws(() => add(rec, a, a, b), ShapeError, /add: shapes differ: a \[3, 4\], b \[4, 3\]/);
+      assert.throws(() => add(rec, a, i, a), ShapeError, /add: a \(Tensor\(ids: i32\[3, 4\]\)\) must be f32/);
+      const c = zerosTensor(ctx, [3, 4], 'f32', { owner: 'case', label: 'c' });
+      assert.throws(() => add(rec, a, a, c), ShapeError, /must not alias/);
+      assert.strictEqual(rec.pending, 0);
+      for (const t of [a, b, i, c]) t.release();
+      assert.throws(() => add(rec, a, c, c), ReleasedError);
+    },
+  },
+  {
+    name: 'pipelines: a broken WGSL source fails with an error naming its kernel',
+    async fn(ctx) {
+      ctx.pipelines.define('broken_kernel', '@compute @workgroup_size(1) fn main() { let x: f32 = undefined_thing; }');
+      let err: unknown;
+      try {
+        await ctx.pipelines.get('broken_kernel');
+      } catch (e) {
+        err = e;
+      }
+      assert.instanceOf(err, KernelCompileError);
+      assert.strictEqual((err as KernelCompileError).kernel, 'broken_kernel');
+      assert.match((err as Error).message, /kernel "broken_kernel" failed to compile/);
+      assert.match((err as Error).message, /undefined_thing/);
+      // The recorder reports the same error from submit(), and rejects its reads with it.
+      const t = zerosTensor(ctx, [4], 'f32', { owner: 'case', label: 'x' });
+      const rec = new Recorder(ctx);
+      rec.dispatch({ kernel: 'broken_kernel', bindings: [], workgroups: [1] });
+      const read = rec.read(t);
+      read.catch(() => {});
+      let subErr: unknown;
+      try {
+        await rec.submit();
+      } catch (e) {
+        subErr = e;
+      }
+      assert.instanceOf(subErr, KernelCompileError);
+      let readErr: unknown;
+      try {
+        await read;
+      } catch (e) {
+        readErr = e;
+      }
+      assert.instanceOf(readErr, KernelCompileError);
+      t.release();
+    },
+  },
+  {
+    name: 'pipelines: one pipeline per kernel and constants, cached',
+    async fn(ctx) {
+      const p1 = await ctx.pipelines.get('add', { WG: 64 });
+      const p2 = await ctx.pipelines.get('add', { WG: 64 });
+      const p3 = await ctx.pipelines.get('add', { WG: 128 });
+      assert.strictEqual(p1, p2);
+      assert.notStrictEqual(p1, p3);
+      assert.match(p1.label, /^add:main\{WG=64\}$/);
+    },
+  },
+  {
+    name: 'recorder: a validation error names the kernels of the submission',
+    async fn(ctx) {
+      // One buffer bound as read-only and as writable storage in one dispatch: invalid usage.
+      const t = zerosTensor(ctx, [16], 'f32', { owner: 'case', label: 'same' });
+      const rec = new Recorder(ctx, { label: 'bad usage' });
+      rec.dispatch({ kernel: 'add', constants: { WG: 64 }, bindings: [t, t, t], params: new Params().u32(16).u32(64), workgroups: [1] });
+      let err: unknown;
+      try {
+        await rec.submit();
+      } catch (e) {
+        err = e;
+      }
+      assert.instanceOf(err, GpuValidationError);
+      assert.deepEqual([...(err as GpuValidationError).kernels], ['add']);
+      assert.match((err as Error).message, /GPU validation error in submission \[add\]/);
+      t.release();
+    },
+  },
+  {
+    name: 'recorder: many dispatches in one submission, reads see the value at their point',
+    async fn(ctx) {
+      const n = 33;
+      const one = tensorFrom(ctx, new Float32Array(n).fill(1), [n], { owner: 'case', label: 'one' });
+      const x = zerosTensor(ctx, [n], 'f32', { owner: 'case', label: 'x' });
+      const y = emptyTensor(ctx, [n], 'f32', { owner: 'case', label: 'y' });
+      const rec = new Recorder(ctx, { label: 'chain', timing: true });
+      const reads: Promise<unknown>[] = [];
+      for (let k = 0; k < 5; k++) {
+        add(rec, y, x, one); // y = x + 1
+        rec.copy(y, x); // x = y
+        reads.push(rec.read(x));
+      }
+      const res = await rec.submit();
+      assert.strictEqual(res.dispatches, 5);
+      const got = (await Promise.all(reads)) as Float32Array[];
+      got.forEach((v, k) => assert.deepEqual([...v], new Array(n).fill(k + 1), `read ${k}`));
+      if (ctx.hasTimestamps && res.gpuNs !== undefined) assert.isAtLeast(res.gpuNs, 0);
+      for (const t of [one, x, y]) t.release();
+      assert.strictEqual(ctx.pool.owner('recorder:chain').currentBytes, 0);
+      assert.strictEqual(ctx.uniformPool.owner('recorder:chain').currentBytes, 0);
+      assert.strictEqual(ctx.readbackPool.owner('recorder:chain').currentBytes, 0);
+    },
+  },
+  {
+    name: 'tensors: f16, i32 and u32 round-trip through the GPU',
+    async fn(ctx) {
+      const f16 = Uint16Array.of(0x3c00, 0xc000, 0x7bff); // 1, -2, 65504 — odd length pads to 4 bytes
+      const i32 = Int32Array.of(-5, 0, 2147483647);
+      const u32 = Uint32Array.of(0, 1, 4294967295, 7);
+      for (const data of [f16, i32, u32]) {
+        const t = tensorFrom(ctx, data, [data.length], { owner: 'case' });
+        const back = await readTensor(t);
+        assert.strictEqual(back.constructor, data.constructor);
+        assert.deepEqual([...back], [...data]);
+        t.release();
+      }
+    },
+  },
+  {
+    name: 'pool: current and peak bytes per owner on the device',
+    async fn(ctx) {
+      const owner = `pool-case-${Math.random()}`;
+      const a = emptyTensor(ctx, [1000], 'f32', { owner }); // 4000 B -> 4096 class
+      const b = emptyTensor(ctx, [100], 'f32', { owner }); // 400 B -> 512 class
+      assert.deepEqual(ctx.pool.owner(owner), { currentBytes: 4608, peakBytes: 4608, buffers: 2 });
+      a.release();
+      assert.deepEqual(ctx.pool.owner(owner), { currentBytes: 512, peakBytes: 4608, buffers: 1 });
+      const c = emptyTensor(ctx, [1000], 'f32', { owner }); // reuses a's buffer
+      assert.strictEqual(c.buffer, a.buffer);
+      b.release();
+      c.release();
+      assert.deepEqual(ctx.pool.owner(owner), { currentBytes: 0, peakBytes: 4608, buffers: 0 });
+      assert.throws(() => c.release(), ReleasedError);
+    },
+  },
+  {
+    name: 'device loss: destroy() is delivered as an event with its reason',
+    async fn(ctx) {
+      const { acquireGpu } = await import('../../../src/gpu/device.ts');
+      const other = await acquireGpu({ label: 'doomed' });
+      const seen: string[] = [];
+      other.onLost((e) => seen.push(e.reason));
+      other.destroy();
+      const e = await other.lost;
+      assert.strictEqual(e.reason, 'destroyed');
+      assert.deepEqual(seen, ['destroyed']);
+      assert.isTrue(other.isLost);
+      assert.isFalse(ctx.isLost);
+    },
+  },
+];
