@@ -47,8 +47,11 @@ export interface DispatchSpec {
   entryPoint?: string;
   /** Values of the kernel's `override` constants. */
   constants?: Constants;
-  /** Storage buffers at @group(0) @binding(0 .. n-1), in order. */
-  bindings: readonly (Tensor | GPUBuffer)[];
+  /**
+   * Storage buffers at @group(0) @binding(0 .. n-1), in order. `null` leaves an index unbound, for
+   * an entry point that does not use that binding (layout 'auto' drops unused bindings).
+   */
+  bindings: readonly (Tensor | GPUBuffer | null)[];
   /** Uniform struct bound at @binding(n), right after the storage buffers. */
   params?: Params;
   workgroups: readonly [number, number?, number?];
@@ -206,12 +209,12 @@ export class Recorder {
           passIndex++;
         }
         const pipeline = pipelines[ci]!;
-        const entries: GPUBindGroupEntry[] = c.spec.bindings.map((b, i) => ({
-          binding: i,
-          resource: b instanceof Tensor ? { buffer: b.buffer, size: b.bindingBytes } : { buffer: b },
-        }));
+        const entries: GPUBindGroupEntry[] = [];
+        c.spec.bindings.forEach((b, i) => {
+          if (b) entries.push({ binding: i, resource: b instanceof Tensor ? { buffer: b.buffer, size: b.bindingBytes } : { buffer: b } });
+        });
         if (c.paramBytes > 0) {
-          entries.push({ binding: entries.length, resource: { buffer: uniform!.buffer, offset: c.paramOffset, size: c.paramBytes } });
+          entries.push({ binding: c.spec.bindings.length, resource: { buffer: uniform!.buffer, offset: c.paramOffset, size: c.paramBytes } });
         }
         const group = device.createBindGroup({ label: c.spec.kernel, layout: pipeline.getBindGroupLayout(0), entries });
         const p = pass as GPUComputePassEncoder;
