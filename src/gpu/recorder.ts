@@ -63,6 +63,7 @@ export function grid1d(ctx: GpuContext, threads: number, wg: number): { workgrou
   const maxX = ctx.limit('maxComputeWorkgroupsPerDimension');
   if (groups <= maxX) return { workgroups: [groups, 1, 1], rowThreads: groups * wg };
   const y = Math.ceil(groups / maxX);
+  if (y > maxX) throw new LimitError('grid1d', `${threads} threads in workgroups of ${wg} need ${groups} workgroups, over ${maxX}² (maxComputeWorkgroupsPerDimension)`);
   const x = Math.ceil(groups / y);
   return { workgroups: [x, y, 1], rowThreads: x * wg };
 }
