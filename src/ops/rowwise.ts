@@ -1,0 +1,85 @@
+/**
+ * Helpers shared by the row-wise kernel wrappers (layernorm, rmsnorm, gelu, swiglu, embedding,
+ * residual, sample): dtype and shape checks that throw ShapeError naming the kernel before any
+ * recording, the row grid (one workgroup per row, split over y past the per-dimension limit), the
+ * workgroup size per adapter, and the check of a caller-provided scratch tensor.
+ */
+import { LimitError, ShapeError } from '../errors.ts';
+import type { GpuContext } from '../gpu/device.ts';
+import type { DType, Tensor } from '../gpu/tensor.ts';
+
+/** `[a, b]` for messages. */
+export function dims(t: Tensor | readonly number[]): string {
+  const shape = Array.isArray(t) ? t : (t as Tensor).shape;
+  return `[${shape.join(', ')}]`;
+}
+
+/** Throws unless `t` has the dtype. */
+export function expectDtype(op: string, name: string, t: Tensor, dtype: DType): void {
+  if (t.dtype !== dtype) throw new ShapeError(op, `${name} (${t}) must be ${dtype}, got ${t.dtype}`);
+}
+
+/** Throws unless `t` has exactly this shape. */
+export function expectShape(op: string, name: string, t: Tensor, shape: readonly number[]): void {
+  const ok = t.shape.length === shape.length && t.shape.every((d, i) => d === shape[i]);
+  if (!ok) throw new ShapeError(op, `${name} must have shape ${dims(shape)}, got ${t}`);
+}
+
+/** [N, C] of a tensor of rank ≥ 1: the last dimension is C, the others are flattened into N. */
+export function rowsCols(op: string, name: string, t: Tensor): [number, number] {
+  if (t.shape.length < 1) throw new ShapeError(op, `${name} (${t}) needs at least one dimension`);
+  const c = t.shape[t.shape.length - 1];
+  return [c === 0 ? 0 : t.size / c, c];
+}
+
+/** Throws when two tensors share a buffer (WebGPU forbids read + write bindings of one buffer). */
+export function expectDistinct(op: string, pairs: readonly (readonly [string, Tensor | null, string, Tensor | null])[]): void {
+  for (const [na, a, nb, b] of pairs) {
+    if (a && b && a.buffer === b.buffer) throw new ShapeError(op, `${na} (${a}) must not alias ${nb} (${b})`);
+  }
+}
+
+/** Workgroups for `rows` independent workgroups: [x, y] with x·y ≥ rows, x within the limit. */
+export function rowGrid(ctx: GpuContext, rows: number): { workgroups: [number, number, number]; nx: number } {
+  const maxX = ctx.limit('maxComputeWorkgroupsPerDimension');
+  const groups = Math.max(1, rows);
+  if (groups <= maxX) return { workgroups: [groups, 1, 1], nx: groups };
+  const y = Math.ceil(groups / maxX);
+  if (y > maxX) throw new LimitError('grid', `${rows} workgroups exceed ${maxX}² (maxComputeWorkgroupsPerDimension)`);
+  const x = Math.ceil(groups / y);
+  return { workgroups: [x, y, 1], nx: x };
+}
+
+/** True on the CPU-emulated adapters (llvmpipe, SwiftShader, any fallback adapter). */
+export function isSoftwareAdapter(ctx: GpuContext): boolean {
+  const a = ctx.adapter;
+  const text = `${a.description} ${a.vendor} ${a.device} ${a.architecture}`.toLowerCase();
+  return a.isFallbackAdapter || text.includes('llvmpipe') || text.includes('swiftshader');
+}
+
+/**
+ * Threads per workgroup of the row kernels (a power of two: they reduce with a tree).
+ * Real GPUs want many threads per row to hide latency; on the software adapters each workgroup
+ * barrier is expensive and a row is best handled by few lanes (see DESIGN.md), so we use fewer.
+ */
+export function rowWorkgroupSize(ctx: GpuContext): number {
+  return isSoftwareAdapter(ctx) ? 16 : 128;
+}
+
+/** Throws unless `scratch` is an f32/u32 tensor with at least `elems` elements. */
+export function expectScratch(op: string, scratch: Tensor, elems: number, dtype: DType): void {
+  if (scratch.dtype !== dtype) throw new ShapeError(op, `scratch (${scratch}) must be ${dtype}, got ${scratch.dtype}`);
+  if (scratch.size < elems) {
+    throw new ShapeError(op, `scratch (${scratch}) holds ${scratch.size} elements, needs at least ${elems}`);
+  }
+}
+
+/** LimitError when a tensor is over the device's binding size (checked before recording). */
+export function expectBindable(op: string, ctx: GpuContext, tensors: readonly (readonly [string, Tensor | null])[]): void {
+  const max = ctx.limit('maxStorageBufferBindingSize');
+  for (const [name, t] of tensors) {
+    if (t && t.bindingBytes > max) {
+      throw new LimitError(op, `${name} (${t}) is ${t.bindingBytes} bytes, over the device's maxStorageBufferBindingSize of ${max}`);
+    }
+  }
+}
