@@ -30,6 +30,8 @@ export default defineConfig({
         },
       },
       {
+        // Pre-bundle what the browser tests import, so Vite does not discover it mid-run and reload.
+        optimizeDeps: { include: ['comlink', 'idb-keyval', 'chai', '@tensorflow/tfjs'] },
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],

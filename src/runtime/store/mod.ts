@@ -1,0 +1,26 @@
+/** Stores: the key-value backends and the versioned adapter store. */
+export { AdapterStore, fnv1a } from './adapter_store.ts';
+export type { AdapterInfo, AdapterMeta, AdapterTensor, StoredDType } from './adapter_store.ts';
+export { StoreCorruptError, StoreError, StoreNotFoundError, StoreQuotaError } from './errors.ts';
+export { MemoryKv } from './kv.ts';
+export type { KvStore, KvValue } from './kv.ts';
+export { IdbKv } from './idb_kv.ts';
+
+/**
+ * The default key-value store of this host: IndexedDB in browsers and browser Workers, files
+ * under `dir` (default `.webtinker/` in the working directory) under Deno and Node.
+ * The file backend is imported lazily so browser bundles never load node:fs.
+ */
+export async function defaultKv(dir = '.webtinker'): Promise<import('./kv.ts').KvStore> {
+  const g = globalThis as { Deno?: unknown; process?: { versions?: { node?: string } }; indexedDB?: unknown };
+  if (g.Deno || g.process?.versions?.node) {
+    const { FileKv } = await import('./fs_kv.ts');
+    return new FileKv(dir);
+  }
+  if (g.indexedDB) {
+    const { IdbKv } = await import('./idb_kv.ts');
+    return new IdbKv('webtinker');
+  }
+  const { MemoryKv } = await import('./kv.ts');
+  return new MemoryKv();
+}

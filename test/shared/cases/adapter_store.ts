@@ -1,0 +1,181 @@
+/**
+ * Adapter store cases, run against every backend: memory and files (Node suite), IndexedDB
+ * (Chromium suite), files (Deno suite). Plain async functions with chai assertions.
+ */
+import { assert } from 'chai';
+import { AdapterStore, type AdapterTensor } from '../../../src/runtime/store/adapter_store.ts';
+import { StoreCorruptError, StoreError, StoreNotFoundError, StoreQuotaError } from '../../../src/runtime/store/errors.ts';
+import type { KvStore, KvValue } from '../../../src/runtime/store/kv.ts';
+import { Rng } from '../../../src/util/rng.ts';
+
+export interface PlainCase {
+  name: string;
+  fn: () => Promise<void>;
+}
+
+/** Wraps a store so that `setMany` writes only the first `k` entries and then throws `error`. */
+export class FailingKv implements KvStore {
+  readonly kind: string;
+  failAfter: number | null = null;
+  error: unknown = new Error('disk on fire');
+  constructor(readonly inner: KvStore) {
+    this.kind = `failing(${inner.kind})`;
+  }
+  get<T>(key: string): Promise<T | undefined> {
+    return this.inner.get<T>(key);
+  }
+  async setMany(entries: readonly (readonly [string, KvValue])[]): Promise<void> {
+    if (this.failAfter === null) return this.inner.setMany(entries);
+    await this.inner.setMany(entries.slice(0, this.failAfter));
+    throw this.error;
+  }
+  delMany(keys: readonly string[]): Promise<void> {
+    return this.inner.delMany(keys);
+  }
+  keys(prefix?: string): Promise<string[]> {
+    return this.inner.keys(prefix);
+  }
+}
+
+function lora(seed: number, rank = 4, dim = 33): AdapterTensor[] {
+  const r = new Rng(seed);
+  return [
+    { name: 'layers.0.q.lora_A', shape: [rank, dim], dtype: 'f32', data: r.normalArray(rank * dim) },
+    { name: 'layers.0.q.lora_B', shape: [dim, rank], dtype: 'f32', data: r.normalArray(dim * rank) },
+    { name: 'layers.0.v.lora_A', shape: [rank, dim], dtype: 'f16', data: Uint16Array.from({ length: rank * dim }, () => r.nextInt(0x7c00)) },
+  ];
+}
+
+const info = (step: number) => ({ baseModel: 'tiny-gpt2', rank: 4, alpha: 8, targetModules: ['q', 'v'], step, metrics: { reward: step / 10 } });
+
+function assertSameTensors(got: AdapterTensor[], want: AdapterTensor[]): void {
+  assert.strictEqual(got.length, want.length);
+  got.forEach((t, i) => {
+    assert.strictEqual(t.name, want[i].name);
+    assert.deepEqual(t.shape, want[i].shape);
+    assert.strictEqual(t.dtype, want[i].dtype);
+    assert.strictEqual(t.data.constructor, want[i].data.constructor);
+    assert.deepEqual([...t.data], [...want[i].data]);
+  });
+}
+
+// deno-lint-ignore no-explicit-any
+async function rejects(p: Promise<unknown>, type: new (...a: any[]) => Error, re?: RegExp): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    assert.instanceOf(e, type);
+    if (re) assert.match((e as Error).message, re);
+    return e as Error;
+  }
+  throw new Error(`expected a ${type.name}`);
+}
+
+/** `makeKv` gives a fresh, empty store for each case. */
+export function adapterStoreCases(makeKv: () => Promise<KvStore>): PlainCase[] {
+  return [
+    {
+      name: 'adapter store: save and load round-trip f32 and f16 tensors with metadata',
+      async fn() {
+        const store = new AdapterStore(await makeKv());
+        const t = lora(1);
+        const meta = await store.save('calc', t, info(10));
+        assert.include(meta, { name: 'calc', version: 1, baseModel: 'tiny-gpt2', rank: 4, alpha: 8, step: 10 });
+        assert.strictEqual(meta.bytes, 4 * 132 + 4 * 132 + 2 * 132);
+        const back = await store.load('calc');
+        assert.deepEqual(back.meta, meta);
+        assertSameTensors(back.tensors, t);
+      },
+    },
+    {
+      name: 'adapter store: versions increase; load picks the latest or the one asked; list and delete',
+      async fn() {
+        const store = new AdapterStore(await makeKv());
+        await store.save('a', lora(1), info(1));
+        await store.save('a', lora(2), info(2));
+        await store.save('b.v2', lora(3), info(7));
+        assert.deepEqual((await store.versions('a')).map((v) => v.version), [1, 2]);
+        assertSameTensors((await store.load('a', 1)).tensors, lora(1));
+        assertSameTensors((await store.load('a')).tensors, lora(2));
+        assert.deepEqual((await store.list()).map((m) => [m.name, m.version]), [['a', 2], ['b.v2', 1]]);
+        await store.delete('a', 1);
+        assert.deepEqual((await store.versions('a')).map((v) => v.version), [2]);
+        await rejects(store.load('a', 1), StoreNotFoundError, /adapter "a" version 1 not found/);
+        await store.delete('a');
+        assert.deepEqual((await store.list()).map((m) => m.name), ['b.v2']);
+        assert.deepEqual(await store.kv.keys('adapters/a/'), []);
+        await rejects(store.delete('a'), StoreNotFoundError);
+      },
+    },
+    {
+      name: 'adapter store: a save that fails midway leaves the previous version loadable and invisible orphans cleaned',
+      async fn() {
+        const kv = new FailingKv(await makeKv());
+        const store = new AdapterStore(kv);
+        await store.save('run', lora(1), info(1));
+        for (const k of [0, 1, 2, 3]) {
+          kv.failAfter = k; // tensors written, index or manifest not
+          await rejects(store.save('run', lora(2), info(2)), StoreError, /saving adapter "run" version 2: disk on fire/);
+          kv.failAfter = null;
+          assert.deepEqual((await store.versions('run')).map((v) => v.version), [1]);
+          assertSameTensors((await store.load('run')).tensors, lora(1));
+        }
+        const m = await store.save('run', lora(3), info(3));
+        assert.strictEqual(m.version, 2);
+        assertSameTensors((await store.load('run')).tensors, lora(3));
+        const keys = await kv.keys('adapters/run/');
+        assert.isTrue(keys.every((k) => k === 'adapters/run/manifest' || k.startsWith('adapters/run/v1/') || k.startsWith('adapters/run/v2/')));
+      },
+    },
+    {
+      name: 'adapter store: a quota error comes back typed, the previous version intact',
+      async fn() {
+        const kv = new FailingKv(await makeKv());
+        const store = new AdapterStore(kv);
+        await store.save('q', lora(1), info(1));
+        kv.failAfter = 1;
+        kv.error = Object.assign(new Error('The quota has been exceeded.'), { name: 'QuotaExceededError' });
+        await rejects(store.save('q', lora(2), info(2)), StoreQuotaError, /saving adapter "q" version 2: storage quota exceeded/);
+        kv.failAfter = null;
+        assertSameTensors((await store.load('q')).tensors, lora(1));
+      },
+    },
+    {
+      name: 'adapter store: corrupt or missing bytes are reported naming the tensor, never returned',
+      async fn() {
+        const kv = await makeKv();
+        const store = new AdapterStore(kv);
+        await store.save('c', lora(1), info(1));
+        const bad = new Uint8Array(4 * 132);
+        await kv.setMany([['adapters/c/v1/t1', bad]]);
+        await rejects(store.load('c'), StoreCorruptError, /tensor "layers\.0\.q\.lora_B" \(adapters\/c\/v1\/t1\).*checksum/);
+        await kv.delMany(['adapters/c/v1/t0']);
+        await rejects(store.load('c'), StoreCorruptError, /"layers\.0\.q\.lora_A".*data missing/);
+      },
+    },
+    {
+      name: 'adapter store: bad names and tensors are refused before anything is written',
+      async fn() {
+        const kv = await makeKv();
+        const store = new AdapterStore(kv);
+        assert.throws(() => store.save('../etc', lora(1), info(1)), StoreError, /adapter name "..\/etc" is invalid/);
+        const t = lora(1);
+        assert.throws(() => store.save('x', [{ ...t[0], shape: [5, 5] }], info(1)), StoreError, /tensor "layers.0.q.lora_A": 132 values do not fill shape \[5, 5\]/);
+        assert.throws(() => store.save('x', [t[0], t[0]], info(1)), StoreError, /unique/);
+        assert.throws(() => store.save('x', [{ ...t[0], dtype: 'f16' }], info(1)), StoreError, /dtype f16 needs a Uint16Array/);
+        assert.deepEqual(await kv.keys(), []);
+      },
+    },
+    {
+      name: 'adapter store: concurrent saves of one name get distinct versions; the caller cannot mutate what was stored',
+      async fn() {
+        const store = new AdapterStore(await makeKv());
+        const t = lora(5);
+        const [m1, m2] = await Promise.all([store.save('p', t, info(1)), store.save('p', lora(6), info(2))]);
+        assert.deepEqual([m1.version, m2.version], [1, 2]);
+        (t[0].data as Float32Array)[0] = 12345;
+        assert.notStrictEqual((await store.load('p', 1)).tensors[0].data[0], 12345);
+      },
+    },
+  ];
+}
