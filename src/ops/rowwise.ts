@@ -25,6 +25,17 @@ export function expectShape(op: string, name: string, t: Tensor, shape: readonly
   if (!ok) throw new ShapeError(op, `${name} must have shape ${dims(shape)}, got ${t}`);
 }
 
+/** Throws unless every tensor is f32 with the shape of the first. */
+export function expectSameShapes(op: string, tensors: readonly (readonly [string, Tensor])[]): void {
+  const t0 = tensors[0][1];
+  for (const [name, t] of tensors) {
+    expectDtype(op, name, t, 'f32');
+    if (t.shape.length !== t0.shape.length || t.shape.some((d, i) => d !== t0.shape[i])) {
+      throw new ShapeError(op, `shapes differ: ${tensors.map(([m, u]) => `${m} ${dims(u)}`).join(', ')}`);
+    }
+  }
+}
+
 /** [N, C] of a tensor of rank ≥ 1: the last dimension is C, the others are flattened into N. */
 export function rowsCols(op: string, name: string, t: Tensor): [number, number] {
   if (t.shape.length < 1) throw new ShapeError(op, `${name} (${t}) needs at least one dimension`);

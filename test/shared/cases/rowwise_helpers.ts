@@ -45,7 +45,7 @@ export const maxErrors = new Map<string, number>();
 export function assertClose(got: ArrayLike<number>, want: ArrayLike<number>, tol: number, label: string): void {
   const rel = relL2(got, want);
   const abs = maxAbsDiff(got, want);
-  const key = label.replace(/ [A-Z]=.*$/, '');
+  const key = label.replace(/ [A-Za-z]+=.*$/, '');
   const err = Math.min(rel, abs);
   maxErrors.set(key, Math.max(maxErrors.get(key) ?? 0, err));
   assert.isTrue(rel <= tol || abs <= tol, `${label}: relL2 ${rel.toExponential(2)}, max |Δ| ${abs.toExponential(2)} > ${tol}`);

@@ -1,0 +1,40 @@
+/**
+ * swiglu — out = silu(gate)·up, forward and backward, elementwise (host wrappers of
+ * kernels/swiglu.wgsl). gate and up are two f32 tensors of one shape [..., F] — the outputs of the
+ * separate gate and up projections (each can carry its own LoRA adapter) — not one fused [N, 2F]
+ * tensor. Outputs may not alias inputs.
+ */
+import { Params, grid1d, type Recorder } from '../gpu/recorder.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { expectBindable, expectDistinct, expectSameShapes } from './rowwise.ts';
+
+const KERNEL = 'swiglu';
+const WG = 256;
+
+function dispatch(rec: Recorder, entryPoint: string, n: number, bindings: (Tensor | null)[]): void {
+  if (n === 0) return;
+  const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
+  rec.dispatch({ kernel: KERNEL, entryPoint, constants: { WG }, bindings, params: new Params().u32(n).u32(rowThreads), workgroups });
+}
+
+/** out = gate·σ(gate)·up; writes (=) out. */
+export function swigluForward(rec: Recorder, out: Tensor, gate: Tensor, up: Tensor): void {
+  const op = `${KERNEL}.forward`;
+  expectSameShapes(op, [['out', out], ['gate', gate], ['up', up]]);
+  expectDistinct(op, [['out', out, 'gate', gate], ['out', out, 'up', up]]);
+  expectBindable(op, rec.ctx, [['gate', gate], ['up', up], ['out', out]]);
+  dispatch(rec, 'forward', gate.size, [gate, up, out, null, null, null]);
+}
+
+/** dgate = dout·up·σ(g)(1 + g(1 − σ(g))), dup = dout·silu(g); writes (=) both. */
+export function swigluBackward(rec: Recorder, dgate: Tensor, dup: Tensor, dout: Tensor, gate: Tensor, up: Tensor): void {
+  const op = `${KERNEL}.backward`;
+  expectSameShapes(op, [['dgate', dgate], ['dup', dup], ['dout', dout], ['gate', gate], ['up', up]]);
+  const pairs: [string, Tensor, string, Tensor][] = [['dgate', dgate, 'dup', dup]];
+  for (const [nw, w] of [['dgate', dgate], ['dup', dup]] as const) {
+    for (const [nr, r] of [['dout', dout], ['gate', gate], ['up', up]] as const) pairs.push([nw, w, nr, r]);
+  }
+  expectDistinct(op, pairs);
+  expectBindable(op, rec.ctx, [['gate', gate], ['up', up], ['dout', dout], ['dgate', dgate], ['dup', dup]]);
+  dispatch(rec, 'backward', gate.size, [gate, up, null, dout, dgate, dup]);
+}
