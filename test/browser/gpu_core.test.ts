@@ -23,3 +23,10 @@ it('worker: the same kernel in a module Worker gives the CPU reference bitwise',
     worker.terminate();
   }
 });
+
+it('device: acquired in the page, on a WebGPU adapter with a description', async () => {
+  const { testGpu } = await import('../shared/gpu.ts');
+  const ctx = await testGpu();
+  expect(ctx.adapter.host).toBe('window');
+  expect(ctx.adapter.limits.maxComputeWorkgroupsPerDimension).toBeGreaterThanOrEqual(65535);
+});

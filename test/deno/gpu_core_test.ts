@@ -30,3 +30,14 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: 'device: acquired under Deno on the main thread',
+  ...opts,
+  fn: async () => {
+    const { testGpu } = await import('../shared/gpu.ts');
+    const ctx = await testGpu();
+    assert.strictEqual(ctx.adapter.host, 'deno');
+    assert.isAtLeast(ctx.adapter.limits.maxComputeWorkgroupsPerDimension, 65535);
+  },
+});
