@@ -1,7 +1,7 @@
 // Chromium suite: the adapter store on real IndexedDB (idb-keyval), a fresh database per case,
 // plus durability across a new connection (as after a page reload).
 import { expect, it } from 'vitest';
-import { adapterStoreCases } from '../shared/cases/adapter_store.ts';
+import { adapterStoreCases, checkpointStoreCases } from '../shared/cases/adapter_store.ts';
 import { IdbKv } from '../../src/runtime/store/idb_kv.ts';
 import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
 import { defaultKv } from '../../src/runtime/store/mod.ts';
@@ -9,7 +9,7 @@ import { defaultKv } from '../../src/runtime/store/mod.ts';
 let n = 0;
 const fresh = async () => new IdbKv(`wt-test-${Date.now()}-${n++}`);
 
-for (const c of adapterStoreCases(fresh)) it(`indexeddb: ${c.name}`, c.fn);
+for (const c of [...adapterStoreCases(fresh), ...checkpointStoreCases(fresh)]) it(`indexeddb: ${c.name}`, c.fn);
 
 it('indexeddb: a saved adapter is there for a new connection to the same database', async () => {
   const db = `wt-durable-${Date.now()}`;

@@ -1,10 +1,11 @@
 // Deno suite: the adapter store on the file backend, and the default store of this host.
 import { assert } from 'chai';
-import { adapterStoreCases } from '../shared/cases/adapter_store.ts';
+import { adapterStoreCases, checkpointStoreCases } from '../shared/cases/adapter_store.ts';
 import { FileKv } from '../../src/runtime/store/fs_kv.ts';
 import { defaultKv } from '../../src/runtime/store/mod.ts';
 
-for (const c of adapterStoreCases(async () => new FileKv(await Deno.makeTempDir({ prefix: 'wt-store-' })))) {
+const files = async () => new FileKv(await Deno.makeTempDir({ prefix: 'wt-store-' }));
+for (const c of [...adapterStoreCases(files), ...checkpointStoreCases(files)]) {
   Deno.test({ name: `files: ${c.name}`, fn: c.fn });
 }
 

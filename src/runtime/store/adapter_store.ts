@@ -1,28 +1,17 @@
 /**
- * Versioned, durable adapter store over a KvStore (IndexedDB in browsers, files under Deno).
- *
- * Layout of one adapter `name`:
- *   adapters/<name>/manifest          { name, versions: AdapterMeta[] }   ← the commit point
- *   adapters/<name>/v<k>/index        { tensors: [{ name, shape, dtype, bytes, checksum }] }
- *   adapters/<name>/v<k>/t<i>         the bytes of tensor i (binary)
- * A save writes the tensors and the index first and the manifest last, in one `setMany` (one
- * IndexedDB transaction; ordered atomic renames on files), so a version is visible only when
- * completely written, and a failed or interrupted save leaves the previous versions loadable.
- * Blobs of a failed save are orphans, removed by the next save of that name. Loads verify
- * sizes and FNV-1a checksums, so a corrupt blob is reported, never returned.
+ * Named, versioned LoRA adapters with their metadata (base model, rank, step, metrics, time),
+ * on IndexedDB in browsers and files under Deno — VersionedRecords under the "adapters" prefix.
+ * `save` resolves once the new version is durable and visible; a failed save leaves the previous
+ * versions loadable (see records.ts for how).
  */
-import { StoreCorruptError, StoreError, storeError, StoreNotFoundError } from './errors.ts';
 import type { KvStore } from './kv.ts';
+import { type StoredTensor, VersionedRecords, type VersionMeta } from './records.ts';
 
-export type StoredDType = 'f32' | 'f16';
+export { fnv1a } from './records.ts';
+export type { StoredDType } from './records.ts';
 
-/** One tensor of an adapter, as plain data (f16 as raw bits). */
-export interface AdapterTensor {
-  name: string;
-  shape: number[];
-  dtype: StoredDType;
-  data: Float32Array | Uint16Array;
-}
+/** One tensor of an adapter (f16 as raw bits in a Uint16Array). */
+export type AdapterTensor = StoredTensor;
 
 /** What a caller describes when saving. */
 export interface AdapterInfo {
@@ -34,197 +23,41 @@ export interface AdapterInfo {
   metrics?: Record<string, number>;
 }
 
-export interface AdapterMeta extends AdapterInfo {
-  name: string;
-  version: number;
+export interface AdapterMeta extends AdapterInfo, VersionMeta {
   metrics: Record<string, number>;
-  /** ISO time of the save. */
-  createdAt: string;
-  bytes: number;
-}
-
-interface Manifest {
-  name: string;
-  versions: AdapterMeta[];
-}
-
-interface IndexEntry {
-  name: string;
-  shape: number[];
-  dtype: StoredDType;
-  bytes: number;
-  checksum: number;
-}
-
-const NAME = /^[A-Za-z0-9._-]{1,128}$/;
-
-/** FNV-1a over bytes (32 bit). */
-export function fnv1a(bytes: Uint8Array): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < bytes.length; i++) {
-    h ^= bytes[i];
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
-function bytesOf(a: Float32Array | Uint16Array): Uint8Array {
-  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-}
-
-function checkName(name: string): void {
-  if (!NAME.test(name)) throw new StoreError(`adapter name "${name}" is invalid: use 1–128 of A–Z a–z 0–9 . _ -`);
-}
-
-function validateTensors(name: string, tensors: readonly AdapterTensor[]): void {
-  const seen = new Set<string>();
-  for (const t of tensors) {
-    const what = `adapter "${name}" tensor "${t.name}"`;
-    if (!t.name || seen.has(t.name)) throw new StoreError(`${what}: tensor names must be non-empty and unique`);
-    seen.add(t.name);
-    if (!t.shape.every((d) => Number.isInteger(d) && d >= 0)) throw new StoreError(`${what}: invalid shape [${t.shape.join(', ')}]`);
-    const n = t.shape.reduce((a, b) => a * b, 1);
-    const arrayOk = t.dtype === 'f32' ? t.data instanceof Float32Array : t.dtype === 'f16' ? t.data instanceof Uint16Array : false;
-    if (!arrayOk) throw new StoreError(`${what}: dtype ${t.dtype} needs a ${t.dtype === 'f16' ? 'Uint16Array' : 'Float32Array'}`);
-    if (t.data.length !== n) throw new StoreError(`${what}: ${t.data.length} values do not fill shape [${t.shape.join(', ')}]`);
-  }
 }
 
 export class AdapterStore {
   readonly kv: KvStore;
-  #locks = new Map<string, Promise<unknown>>();
+  #records: VersionedRecords<AdapterInfo & { metrics: Record<string, number> }>;
 
   constructor(kv: KvStore) {
     this.kv = kv;
-  }
-
-  /** Runs `f` after every earlier save/delete of `name` in this store has finished. */
-  #serial<T>(name: string, f: () => Promise<T>): Promise<T> {
-    const prev = this.#locks.get(name) ?? Promise.resolve();
-    const next = prev.then(f, f);
-    this.#locks.set(name, next.catch(() => {}));
-    return next;
-  }
-
-  async #manifest(name: string): Promise<Manifest | undefined> {
-    try {
-      return await this.kv.get<Manifest>(`adapters/${name}/manifest`);
-    } catch (e) {
-      throw storeError(`reading the manifest of adapter "${name}"`, e);
-    }
+    this.#records = new VersionedRecords(kv, 'adapters', 'adapter');
   }
 
   /** Save a new version (latest + 1). Resolves with its metadata once it is durable and visible. */
   save(name: string, tensors: readonly AdapterTensor[], info: AdapterInfo): Promise<AdapterMeta> {
-    checkName(name);
-    validateTensors(name, tensors);
-    return this.#serial(name, async () => {
-      const manifest = (await this.#manifest(name)) ?? { name, versions: [] };
-      const version = Math.max(0, ...manifest.versions.map((v) => v.version)) + 1;
-      const prefix = `adapters/${name}/v${version}`;
-      // Orphans of an earlier failed save of this version number would be overwritten anyway;
-      // remove every blob no committed version references.
-      await this.#removeOrphans(name, manifest);
-      const index: IndexEntry[] = [];
-      const entries: [string, unknown][] = [];
-      let bytes = 0;
-      tensors.forEach((t, i) => {
-        const b = bytesOf(t.data);
-        index.push({ name: t.name, shape: [...t.shape], dtype: t.dtype, bytes: b.byteLength, checksum: fnv1a(b) });
-        entries.push([`${prefix}/t${i}`, b]);
-        bytes += b.byteLength;
-      });
-      const meta: AdapterMeta = {
-        name,
-        version,
-        baseModel: info.baseModel,
-        rank: info.rank,
-        alpha: info.alpha,
-        targetModules: [...info.targetModules],
-        step: info.step,
-        metrics: { ...(info.metrics ?? {}) },
-        createdAt: new Date().toISOString(),
-        bytes,
-      };
-      entries.push([`${prefix}/index`, { tensors: index }]);
-      entries.push([`adapters/${name}/manifest`, { name, versions: [...manifest.versions, meta] } satisfies Manifest]);
-      try {
-        await this.kv.setMany(entries);
-      } catch (e) {
-        throw storeError(`saving adapter "${name}" version ${version}`, e);
-      }
-      return meta;
-    });
+    return this.#records.save(name, tensors, { ...info, targetModules: [...info.targetModules], metrics: { ...(info.metrics ?? {}) } });
   }
 
   /** Load a version (default: the latest). */
-  async load(name: string, version?: number): Promise<{ meta: AdapterMeta; tensors: AdapterTensor[] }> {
-    checkName(name);
-    const manifest = await this.#manifest(name);
-    const meta = version === undefined ? manifest?.versions.at(-1) : manifest?.versions.find((v) => v.version === version);
-    if (!meta) throw new StoreNotFoundError(`adapter "${name}"${version === undefined ? '' : ` version ${version}`}`);
-    const prefix = `adapters/${name}/v${meta.version}`;
-    try {
-      const index = await this.kv.get<{ tensors: IndexEntry[] }>(`${prefix}/index`);
-      if (!index) throw new StoreCorruptError(`adapter "${name}" version ${meta.version}: index missing`);
-      const tensors: AdapterTensor[] = [];
-      for (const [i, e] of index.tensors.entries()) {
-        const what = `adapter "${name}" version ${meta.version} tensor "${e.name}" (${prefix}/t${i})`;
-        const raw = await this.kv.get<ArrayBuffer | Uint8Array>(`${prefix}/t${i}`);
-        if (!raw) throw new StoreCorruptError(`${what}: data missing`);
-        const b = raw instanceof ArrayBuffer ? new Uint8Array(raw) : new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength);
-        if (b.byteLength !== e.bytes || fnv1a(b) !== e.checksum) throw new StoreCorruptError(`${what}: size or checksum mismatch`);
-        const copy = b.slice().buffer;
-        tensors.push({ name: e.name, shape: e.shape, dtype: e.dtype, data: e.dtype === 'f16' ? new Uint16Array(copy) : new Float32Array(copy) });
-      }
-      return { meta, tensors };
-    } catch (e) {
-      throw storeError(`loading adapter "${name}" version ${meta.version}`, e);
-    }
+  load(name: string, version?: number): Promise<{ meta: AdapterMeta; tensors: AdapterTensor[] }> {
+    return this.#records.load(name, version);
   }
 
   /** Every version of an adapter, oldest first. */
-  async versions(name: string): Promise<AdapterMeta[]> {
-    checkName(name);
-    return (await this.#manifest(name))?.versions ?? [];
+  versions(name: string): Promise<AdapterMeta[]> {
+    return this.#records.versions(name);
   }
 
   /** The latest version of every adapter, by name. */
-  async list(): Promise<AdapterMeta[]> {
-    const keys = await this.kv.keys('adapters/');
-    const names = keys.filter((k) => k.endsWith('/manifest')).map((k) => k.slice('adapters/'.length, -'/manifest'.length));
-    const out: AdapterMeta[] = [];
-    for (const n of names.sort()) {
-      const latest = (await this.#manifest(n))?.versions.at(-1);
-      if (latest) out.push(latest);
-    }
-    return out;
+  list(): Promise<AdapterMeta[]> {
+    return this.#records.list();
   }
 
   /** Delete one version, or every version when `version` is omitted. */
   delete(name: string, version?: number): Promise<void> {
-    checkName(name);
-    return this.#serial(name, async () => {
-      const manifest = await this.#manifest(name);
-      if (!manifest || (version !== undefined && !manifest.versions.some((v) => v.version === version))) {
-        throw new StoreNotFoundError(`adapter "${name}"${version === undefined ? '' : ` version ${version}`}`);
-      }
-      const keep = version === undefined ? [] : manifest.versions.filter((v) => v.version !== version);
-      try {
-        // Commit first (the manifest), then remove the blobs nothing references any more.
-        if (keep.length > 0) await this.kv.setMany([[`adapters/${name}/manifest`, { name, versions: keep }]]);
-        else await this.kv.delMany([`adapters/${name}/manifest`]);
-        await this.#removeOrphans(name, { name, versions: keep });
-      } catch (e) {
-        throw storeError(`deleting adapter "${name}"`, e);
-      }
-    });
-  }
-
-  async #removeOrphans(name: string, manifest: Manifest): Promise<void> {
-    const live = new Set(manifest.versions.map((v) => `adapters/${name}/v${v.version}/`));
-    const keys = await this.kv.keys(`adapters/${name}/v`);
-    const dead = keys.filter((k) => ![...live].some((p) => k.startsWith(p)));
-    if (dead.length > 0) await this.kv.delMany(dead);
+    return this.#records.delete(name, version);
   }
 }

@@ -1,6 +1,10 @@
 /** Stores: the key-value backends and the versioned adapter store. */
-export { AdapterStore, fnv1a } from './adapter_store.ts';
-export type { AdapterInfo, AdapterMeta, AdapterTensor, StoredDType } from './adapter_store.ts';
+export { AdapterStore } from './adapter_store.ts';
+export type { AdapterInfo, AdapterMeta, AdapterTensor } from './adapter_store.ts';
+export { CheckpointStore } from './checkpoint_store.ts';
+export type { CheckpointInfo, CheckpointMeta } from './checkpoint_store.ts';
+export { fnv1a, VersionedRecords } from './records.ts';
+export type { StoredDType, StoredTensor, VersionMeta } from './records.ts';
 export { StoreCorruptError, StoreError, StoreNotFoundError, StoreQuotaError } from './errors.ts';
 export { MemoryKv } from './kv.ts';
 export type { KvStore, KvValue } from './kv.ts';

@@ -179,3 +179,53 @@ export function adapterStoreCases(makeKv: () => Promise<KvStore>): PlainCase[] {
     },
   ];
 }
+
+/** Checkpoint store cases (same backends as the adapter store). */
+export function checkpointStoreCases(makeKv: () => Promise<KvStore>): PlainCase[] {
+  interface RunState {
+    rng: { seed: number; stream: number; position: number }[];
+    envCursor: number;
+    rewardCurve: number[];
+  }
+  const state = (step: number): RunState => ({
+    rng: [{ seed: 7, stream: 0, position: 4 * step }, { seed: 7, stream: 1, position: step }],
+    envCursor: 3 * step,
+    rewardCurve: Array.from({ length: step }, (_, i) => i / 10),
+  });
+  return [
+    {
+      name: 'checkpoint store: tensors and plain run state round-trip exactly; latest() follows saves',
+      async fn() {
+        const { CheckpointStore } = await import('../../../src/runtime/store/checkpoint_store.ts');
+        const store = new CheckpointStore<RunState>(await makeKv(), { keepLast: 5 });
+        assert.isUndefined(await store.latest('run-1'));
+        const t = lora(9);
+        await store.save('run-1', t, { step: 4, state: state(4) });
+        await store.save('run-1', lora(10), { step: 8, state: state(8) });
+        const latest = await store.latest('run-1');
+        assert.strictEqual(latest?.step, 8);
+        const { meta, tensors } = await store.load('run-1', 1);
+        assert.deepEqual(meta.state, state(4));
+        assertSameTensors(tensors, t);
+      },
+    },
+    {
+      name: 'checkpoint store: keeps the last N after each save; a failed save keeps the previous one',
+      async fn() {
+        const { CheckpointStore } = await import('../../../src/runtime/store/checkpoint_store.ts');
+        const kv = new FailingKv(await makeKv());
+        const store = new CheckpointStore<RunState>(kv, { keepLast: 2 });
+        for (const step of [1, 2, 3, 4]) await store.save('r', lora(step), { step, state: state(step) });
+        assert.deepEqual((await store.versions('r')).map((v) => v.step), [3, 4]);
+        kv.failAfter = 2;
+        await rejects(store.save('r', lora(5), { step: 5, state: state(5) }), StoreError, /saving checkpoint "r"/);
+        kv.failAfter = null;
+        assert.deepEqual((await store.versions('r')).map((v) => v.step), [3, 4]);
+        const { meta, tensors } = await store.load('r');
+        assert.deepEqual(meta.state, state(4));
+        assertSameTensors(tensors, lora(4));
+        assert.throws(() => new CheckpointStore(kv, { keepLast: 0 }), RangeError);
+      },
+    },
+  ];
+}
