@@ -75,7 +75,7 @@ async function main(argv: string[]): Promise<number> {
   return mismatches === 0 ? 0 : 1;
 }
 
-if (import.meta.main) {
+if ((import.meta as ImportMeta & { main?: boolean }).main) {
   const argv = (globalThis as unknown as { Deno: { args: string[]; exit(c: number): never } }).Deno;
   main(argv.args).then((code) => argv.exit(code), (e) => {
     console.error(e instanceof WebtinkerError ? `error: ${e.message}` : e);

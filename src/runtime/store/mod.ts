@@ -6,25 +6,23 @@ export type { CheckpointInfo, CheckpointMeta } from './checkpoint_store.ts';
 export { fnv1a, VersionedRecords } from './records.ts';
 export type { StoredDType, StoredTensor, VersionMeta } from './records.ts';
 export { StoreCorruptError, StoreError, StoreNotFoundError, StoreQuotaError } from './errors.ts';
-export { MemoryKv } from './kv.ts';
-export type { KvStore, KvValue } from './kv.ts';
-export { IdbKv } from './idb_kv.ts';
+import { IdbKv } from './idb_kv.ts';
+import { type KvStore, MemoryKv } from './kv.ts';
+
+export { IdbKv, MemoryKv };
+export type { KvStore };
+export type { KvValue } from './kv.ts';
 
 /**
  * The default key-value store of this host: IndexedDB in browsers and browser Workers, files
  * under `dir` (default `.webtinker/` in the working directory) under Deno and Node.
  * The file backend is imported lazily so browser bundles never load node:fs.
  */
-export async function defaultKv(dir = '.webtinker'): Promise<import('./kv.ts').KvStore> {
+export async function defaultKv(dir = '.webtinker'): Promise<KvStore> {
   const g = globalThis as { Deno?: unknown; process?: { versions?: { node?: string } }; indexedDB?: unknown };
   if (g.Deno || g.process?.versions?.node) {
     const { FileKv } = await import('./fs_kv.ts');
     return new FileKv(dir);
   }
-  if (g.indexedDB) {
-    const { IdbKv } = await import('./idb_kv.ts');
-    return new IdbKv('webtinker');
-  }
-  const { MemoryKv } = await import('./kv.ts');
-  return new MemoryKv();
+  return g.indexedDB ? new IdbKv('webtinker') : new MemoryKv();
 }
