@@ -1,0 +1,380 @@
+// policy_loss.wgsl — fused policy loss over the vocabulary: per-token log-probability of the
+// target, entropy, loss, and d(loss)/d(logits), for SFT cross-entropy, importance sampling, PPO
+// (optionally dual-clip) and GRPO (PPO + β·k3 KL to a reference policy), with an entropy bonus,
+// a token mask and token-mean / sequence-mean / sum aggregation.
+//
+// Legend: N tokens (rows), V vocabulary, S sequences.
+//
+// Entry points, dispatched in this order by src/ops/policy_loss.ts:
+//   prepare       one workgroup:     per-token gradient scale (mask · 1/normalizer) and the
+//                                    per-token inputs packed into scratch (4 floats per token)
+//   main          one row per group: pass 1 online max / sum-exp / entropy over V, pass 2 writes
+//                                    dlogits; also logprobs, entropy and loss per token
+//   main_inplace  the same, writing the gradient over the logits
+//   stats         one workgroup:     total loss, clip fraction, approx KL, mean entropy, by a
+//                                    fixed-order tree (no atomics, so bitwise reproducible)
+//
+// Per token i with lp = log softmax(z)[t], r = exp(lp − old), A the advantage, H the entropy:
+//   cross_entropy        ℓ = −lp
+//   importance_sampling  ℓ = −r·A                       (old is a constant: stop-grad)
+//   ppo                  ℓ = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), and with dual-clip c > 1
+//                        ℓ = −max(that min, c·A) where A < 0
+//   grpo                 ppo + β·k3,  k3 = exp(ref − lp) − (ref − lp) − 1
+//   every mode           ℓ −= ent_coef · H                (entropy bonus)
+// Total loss L = Σ_i scale_i · ℓ_i with scale_i = w_i / normalizer: token-mean divides by the
+// number of unmasked tokens (w ≠ 0); sequence-mean by (unmasked tokens of i's sequence) × (number
+// of sequences with any unmasked token); sum by 1.
+// Gradient: dL/dz_j = scale·(g·(δ_jt − p_j) + ent_coef·p_j·(log p_j + H)),  g = dℓ/dlp.
+//
+// Departures from the textbook: the max, sum-exp and the entropy's Σ p·(z − m) are carried
+// together online (one read of the row for all three, one more read for the gradient); the
+// entropy uses Σ e^(z−m)(z−m) rather than Σ p·z so it does not cancel for large logits. A target
+// outside [0, V) gives NaN log-prob, and NaN loss and gradient row unless the token is masked.
+// Masked tokens (w = 0) get loss 0 and an exactly zero gradient row whatever their inputs.
+
+override WG: u32 = 64;    // threads per row in main / main_inplace (power of two)
+override RWG: u32 = 256;  // threads of the single workgroup of prepare / stats (power of two)
+
+const MODE_CE: u32 = 0u;
+const MODE_IS: u32 = 1u;
+const MODE_PPO: u32 = 2u;
+const MODE_GRPO: u32 = 3u;
+const AGG_TOKEN_MEAN: u32 = 0u;
+const AGG_SEQUENCE_MEAN: u32 = 1u;
+const AGG_SUM: u32 = 2u;
+const FLT_LOWEST: f32 = -3.4028234663852886e38;
+
+struct Params {
+  n: u32,          // tokens
+  v: u32,          // vocabulary
+  s: u32,          // sequences (sequence-mean), else 1
+  mode: u32,       // MODE_*
+  agg: u32,        // AGG_*
+  rows_x: u32,     // workgroups along x of main (rows are split over y past the x limit)
+  eps_low: f32,
+  eps_high: f32,
+  dual_clip: f32,  // c > 1 enables dual-clip; 0 disables
+  kl_beta: f32,
+  ent_coef: f32,
+  nan: f32,        // a quiet NaN: WGSL has no NaN literal and rejects constant bitcasts to one
+}
+
+@group(0) @binding(0) var<storage, read_write> logits: array<f32>;    // [N, V]; gradient in place
+@group(0) @binding(1) var<storage, read> targets: array<i32>;         // [N]
+@group(0) @binding(2) var<storage, read_write> scratch: array<f32>;   // [4N + S]: (scale, old, adv, ref) per token, then counts
+@group(0) @binding(3) var<storage, read_write> dlogits: array<f32>;   // [N, V]
+@group(0) @binding(4) var<storage, read_write> logprobs: array<f32>;  // [N]
+@group(0) @binding(5) var<storage, read_write> entropy: array<f32>;   // [N]
+@group(0) @binding(6) var<storage, read_write> loss: array<f32>;      // [N] ℓ_i (0 where masked)
+@group(0) @binding(7) var<storage, read_write> stats_out: array<f32>; // [6]
+@group(0) @binding(8) var<storage, read> weights: array<f32>;         // [N], 0 = masked
+@group(0) @binding(9) var<storage, read> seq_ids: array<i32>;         // [N] in [0, S)
+@group(0) @binding(10) var<storage, read> old_lp: array<f32>;         // [N]
+@group(0) @binding(11) var<storage, read> adv: array<f32>;            // [N]
+@group(0) @binding(12) var<storage, read> ref_lp: array<f32>;         // [N]
+@group(0) @binding(13) var<uniform> p: Params;
+
+// ---------------------------------------------------------------------------------------------
+// The per-token loss of the mode and its derivative g = dℓ/dlp (without the entropy bonus).
+
+struct Terms {
+  loss: f32,
+  g: f32,
+  clipped: f32,  // 1 where a clip zeroed the surrogate's gradient
+  k3: f32,
+}
+
+fn token_terms(lp: f32, old: f32, a: f32, ref_l: f32) -> Terms {
+  if (p.mode == MODE_CE) {
+    return Terms(-lp, -1.0, 0.0, 0.0);
+  }
+  let r = exp(lp - old);
+  let s1 = r * a;  // also d(r·A)/dlp
+  if (p.mode == MODE_IS) {
+    return Terms(-s1, -s1, 0.0, 0.0);
+  }
+  let s2 = clamp(r, 1.0 - p.eps_low, 1.0 + p.eps_high) * a;
+  var obj = s1;
+  var dobj = s1;
+  var clipped = 0.0;
+  if (s2 < s1) {  // ties take the unclipped branch (as tf.minimum's gradient does)
+    obj = s2;
+    dobj = 0.0;
+    clipped = 1.0;
+  }
+  if (p.dual_clip > 0.0 && a < 0.0 && p.dual_clip * a > obj) {
+    obj = p.dual_clip * a;
+    dobj = 0.0;
+    clipped = 1.0;
+  }
+  var t = Terms(-obj, -dobj, clipped, 0.0);
+  if (p.mode == MODE_GRPO) {
+    let d = ref_l - lp;
+    let e = exp(d);
+    t.k3 = e - d - 1.0;
+    t.loss += p.kl_beta * t.k3;
+    t.g += p.kl_beta * (1.0 - e);
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// prepare: the normalizer and the per-token scale. Counts are integers, so their order is moot.
+
+var<workgroup> red_u: array<u32, RWG>;
+var<workgroup> red_u2: array<u32, RWG>;
+
+@compute @workgroup_size(RWG)
+fn prepare(@builtin(local_invocation_index) tid: u32) {
+  let n = p.n;
+  var unmasked = 0u;  // token-mean: unmasked tokens
+  var nonempty = 0u;  // sequence-mean: sequences with an unmasked token
+  if (p.agg == AGG_SEQUENCE_MEAN) {
+    // One thread per sequence scans every token: O(S·N / RWG) per thread, no atomics.
+    for (var s = tid; s < p.s; s += RWG) {
+      var c = 0u;
+      for (var i = 0u; i < n; i++) {
+        c += select(0u, 1u, seq_ids[i] == i32(s) && weights[i] != 0.0);
+      }
+      scratch[4u * n + s] = f32(c);
+      nonempty += select(0u, 1u, c > 0u);
+    }
+  } else if (p.agg == AGG_TOKEN_MEAN) {
+    for (var i = tid; i < n; i += RWG) {
+      unmasked += select(0u, 1u, weights[i] != 0.0);
+    }
+  }
+  red_u[tid] = unmasked;
+  red_u2[tid] = nonempty;
+  for (var k = RWG / 2u; k > 0u; k >>= 1u) {
+    workgroupBarrier();
+    if (tid < k) {
+      red_u[tid] += red_u[tid + k];
+      red_u2[tid] += red_u2[tid + k];
+    }
+  }
+  storageBarrier();  // the per-sequence counts above are read by other threads below
+  let total = f32(red_u[0]);
+  let seqs = f32(red_u2[0]);
+  for (var i = tid; i < n; i += RWG) {
+    let w = weights[i];
+    var scale = 0.0;
+    if (w != 0.0) {
+      if (p.agg == AGG_TOKEN_MEAN) {
+        scale = w / total;
+      } else if (p.agg == AGG_SEQUENCE_MEAN) {
+        let s = seq_ids[i];
+        if (s >= 0 && u32(s) < p.s) {  // a token outside every sequence counts as masked
+          scale = w / (scratch[4u * n + u32(s)] * seqs);
+        }
+      } else {
+        scale = w;
+      }
+    }
+    // Unused inputs are bound to `weights` by the host; token_terms ignores them per mode.
+    scratch[4u * i] = scale;
+    scratch[4u * i + 1u] = old_lp[i];
+    scratch[4u * i + 2u] = adv[i];
+    scratch[4u * i + 3u] = ref_lp[i];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// main: one workgroup per row.
+
+var<workgroup> red_m: array<f32, WG>;
+var<workgroup> red_s: array<f32, WG>;
+var<workgroup> red_t: array<f32, WG>;
+
+// (m, s, t) = (max, Σ e^(z−m), Σ e^(z−m)·(z−m)) of two disjoint sets, merged.
+fn merge(m1: f32, s1: f32, t1: f32, m2: f32, s2: f32, t2: f32) -> vec3f {
+  if (s2 == 0.0) {
+    return vec3f(m1, s1, t1);
+  }
+  if (s1 == 0.0) {
+    return vec3f(m2, s2, t2);
+  }
+  let m = max(m1, m2);
+  let c1 = exp(m1 - m);
+  let c2 = exp(m2 - m);
+  return vec3f(m, s1 * c1 + s2 * c2, c1 * (t1 + (m1 - m) * s1) + c2 * (t2 + (m2 - m) * s2));
+}
+
+struct Row {
+  base: u32,
+  lse: f32,    // log Σ e^z
+  h: f32,      // entropy
+  lp: f32,     // log-prob of the target (NaN when the target is out of range)
+  t: u32,      // target
+  scale: f32,  // 0 where masked
+  g: f32,      // dℓ/dlp, NaN for an unmasked out-of-range target
+}
+
+// Pass 1 over the row and the per-token outputs. Reads every logit of the row before returning
+// (its barriers separate these reads from the in-place writes of pass 2).
+fn row_forward(row: u32, tid: u32) -> Row {
+  let v = p.v;
+  let base = row * v;
+  var m = FLT_LOWEST;
+  var s = 0.0;
+  var t = 0.0;
+  if (tid < v) {
+    m = logits[base + tid];
+    s = 1.0;
+  }
+  // Chunks of four strided elements: one max test (and rarely a rescale) per chunk, so lanes
+  // seldom diverge; then one exp per element.
+  var j = tid + WG;
+  for (; j + 3u * WG < v; j += 4u * WG) {
+    let z = vec4f(logits[base + j], logits[base + j + WG], logits[base + j + 2u * WG], logits[base + j + 3u * WG]);
+    let cm = max(max(z.x, z.y), max(z.z, z.w));
+    if (cm > m) {
+      let c = exp(m - cm);
+      t = c * (t + (m - cm) * s);
+      s *= c;
+      m = cm;
+    }
+    let d = z - m;
+    let e = exp(d);
+    s += (e.x + e.y) + (e.z + e.w);
+    t += dot(e, d);
+  }
+  for (; j < v; j += WG) {
+    let z = logits[base + j];
+    if (z > m) {  // rare after the first few elements: rescale to the new max
+      let c = exp(m - z);
+      t = c * (t + (m - z) * s);
+      s = s * c + 1.0;
+      m = z;
+    } else {
+      let d = z - m;
+      let e = exp(d);
+      s += e;
+      t += e * d;
+    }
+  }
+  let ti = targets[row];
+  let valid = ti >= 0 && u32(ti) < v;
+  let tu = select(0u, u32(ti), valid);
+  let zt = logits[base + tu];
+  red_m[tid] = m;
+  red_s[tid] = s;
+  red_t[tid] = t;
+  for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    workgroupBarrier();
+    if (tid < k) {
+      let r = merge(red_m[tid], red_s[tid], red_t[tid], red_m[tid + k], red_s[tid + k], red_t[tid + k]);
+      red_m[tid] = r.x;
+      red_s[tid] = r.y;
+      red_t[tid] = r.z;
+    }
+  }
+  workgroupBarrier();
+  let ls = log(red_s[0]);
+  let lse = red_m[0] + ls;
+  let h = ls - red_t[0] / red_s[0];
+  let nan = p.nan;
+  let lp = select(nan, zt - lse, valid);
+  let scale = scratch[4u * row];
+  let terms = token_terms(lp, scratch[4u * row + 1u], scratch[4u * row + 2u], scratch[4u * row + 3u]);
+  let masked = scale == 0.0;
+  if (tid == 0u) {
+    logprobs[row] = lp;
+    entropy[row] = h;
+    loss[row] = select(terms.loss - p.ent_coef * h, 0.0, masked);
+  }
+  let g = select(terms.g, nan, !valid);
+  return Row(base, lse, h, lp, tu, scale, select(g, 0.0, masked));
+}
+
+// dL/dz_j for the element j of the row whose logit is z.
+fn grad_at(r: Row, j: u32, z: f32) -> f32 {
+  let lz = z - r.lse;  // log p_j
+  let pj = exp(lz);
+  let sg = r.scale * r.g;
+  var d = pj * (-sg + r.scale * p.ent_coef * (lz + r.h));
+  if (j == r.t) {
+    d += sg;
+  }
+  return d;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let row = wid.x + wid.y * p.rows_x;
+  if (row >= p.n) {
+    return;  // uniform: the whole workgroup leaves
+  }
+  let r = row_forward(row, tid);
+  if (r.scale == 0.0) {
+    for (var j = tid; j < p.v; j += WG) {
+      dlogits[r.base + j] = 0.0;
+    }
+    return;
+  }
+  for (var j = tid; j < p.v; j += WG) {
+    dlogits[r.base + j] = grad_at(r, j, logits[r.base + j]);
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main_inplace(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
+  let row = wid.x + wid.y * p.rows_x;
+  if (row >= p.n) {
+    return;
+  }
+  let r = row_forward(row, tid);
+  if (r.scale == 0.0) {
+    for (var j = tid; j < p.v; j += WG) {
+      logits[r.base + j] = 0.0;
+    }
+    return;
+  }
+  for (var j = tid; j < p.v; j += WG) {
+    logits[r.base + j] = grad_at(r, j, logits[r.base + j]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// stats: [total loss, clip fraction, approx KL mean(old − lp), mean k3 to ref, mean entropy,
+// unmasked tokens]. Means are over unmasked tokens; KL terms are 0 in modes without them.
+
+var<workgroup> red_f: array<vec3f, RWG>;
+var<workgroup> red_g: array<vec3f, RWG>;
+
+@compute @workgroup_size(RWG)
+fn stats(@builtin(local_invocation_index) tid: u32) {
+  var a = vec3f(0.0);  // Σ scale·ℓ, clipped, unmasked
+  var b = vec3f(0.0);  // Σ (old − lp), Σ k3, Σ H
+  for (var i = tid; i < p.n; i += RWG) {
+    let scale = scratch[4u * i];
+    if (scale != 0.0) {
+      let lp = logprobs[i];
+      let old = scratch[4u * i + 1u];
+      let terms = token_terms(lp, old, scratch[4u * i + 2u], scratch[4u * i + 3u]);
+      a += vec3f(scale * loss[i], terms.clipped, 1.0);
+      b += vec3f(select(old - lp, 0.0, p.mode == MODE_CE), terms.k3, entropy[i]);
+    }
+  }
+  red_f[tid] = a;
+  red_g[tid] = b;
+  for (var k = RWG / 2u; k > 0u; k >>= 1u) {
+    workgroupBarrier();
+    if (tid < k) {
+      red_f[tid] += red_f[tid + k];
+      red_g[tid] += red_g[tid + k];
+    }
+  }
+  workgroupBarrier();
+  if (tid == 0u) {
+    let f = red_f[0];
+    let g = red_g[0];
+    let inv = select(1.0 / f.z, 0.0, f.z == 0.0);
+    stats_out[0] = f.x;
+    stats_out[1] = f.y * inv;
+    stats_out[2] = g.x * inv;
+    stats_out[3] = g.y * inv;
+    stats_out[4] = g.z * inv;
+    stats_out[5] = f.z;
+  }
+}

@@ -1,0 +1,232 @@
+/**
+ * policyLoss — the fused policy loss over the vocabulary (host wrapper of kernels/policy_loss.wgsl).
+ *
+ * From logits [N, V] and targets [N] it writes (=), in one recording of four dispatches
+ * (prepare → main → stats, no host round trip):
+ *   dlogits  [N, V]  d(total loss)/d(logits); may be the logits tensor itself (in place)
+ *   logprobs [N]     log p(target) under the logits (the sampler's old-logprob path uses it)
+ *   entropy  [N]     entropy of each row's softmax
+ *   loss     [N]     per-token loss ℓ_i including the entropy bonus, 0 where masked
+ *   stats    [6]     see POLICY_STATS: total loss, clip fraction, approx KL, KL to ref, entropy, tokens
+ * The loss variant is a plain-data `PolicyLossSpec` (what src/algorithms produces); each variant
+ * is a row of the MODES table, never a branch here.
+ *
+ * Input checks (dtype, shape, aliasing, binding size) throw before anything is recorded. Target
+ * values live on the GPU and are not checked: a target outside [0, V) gives a NaN log-prob, and
+ * NaN loss, gradient row and total unless that token is masked (weight 0).
+ */
+import { ConfigError, ShapeError } from '../errors.ts';
+import { Params, type Recorder } from '../gpu/recorder.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { dims, expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, isSoftwareAdapter, rowGrid } from './rowwise.ts';
+
+const KERNEL = 'policy_loss';
+
+export type Aggregation = 'token-mean' | 'sequence-mean' | 'sum';
+
+interface LossCommon {
+  /** token-mean: Σ w·ℓ / #unmasked; sequence-mean: mean over sequences of their token-means; sum: Σ w·ℓ. */
+  aggregation: Aggregation;
+  /** Entropy bonus: ℓ −= entropyCoef · H. Default 0. */
+  entropyCoef?: number;
+}
+
+interface ClipParams {
+  /** ε_low: the ratio is clipped below at 1 − clipLow. */
+  clipLow: number;
+  /** ε_high: the ratio is clipped above at 1 + clipHigh. */
+  clipHigh: number;
+  /** Dual-clip c > 1 (Ye et al. 2020): for A < 0 the objective is at least c·A. Off when absent. */
+  dualClip?: number;
+}
+
+/** Supervised fine-tuning: ℓ = −log p(target), weighted per token. */
+export interface CrossEntropySpec extends LossCommon { kind: 'cross_entropy' }
+/** Off-policy policy gradient: ℓ = −r·A, r = exp(lp − old) with old held constant. */
+export interface ImportanceSamplingSpec extends LossCommon { kind: 'importance_sampling' }
+/** PPO clipped surrogate (Schulman et al. 2017), asymmetric clip, optional dual-clip. */
+export interface PpoSpec extends LossCommon, ClipParams { kind: 'ppo' }
+/** GRPO (Shao et al. 2024): PPO surrogate + β·k3 KL estimate to a reference policy. */
+export interface GrpoSpec extends LossCommon, ClipParams { kind: 'grpo'; klBeta: number }
+
+export type PolicyLossSpec = CrossEntropySpec | ImportanceSamplingSpec | PpoSpec | GrpoSpec;
+
+export interface PolicyLossInputs {
+  logits: Tensor; // [N, V] f32
+  targets: Tensor; // [N] i32, in [0, V)
+  weights: Tensor; // [N] f32, per-token weight; 0 masks the token
+  oldLogprobs?: Tensor; // [N] f32 (importance_sampling, ppo, grpo)
+  advantages?: Tensor; // [N] f32 (importance_sampling, ppo, grpo)
+  refLogprobs?: Tensor; // [N] f32 (grpo)
+  seqIds?: Tensor; // [N] i32 in [0, numSequences) (sequence-mean)
+  numSequences?: number; // S (sequence-mean)
+}
+
+export interface PolicyLossOutputs {
+  dlogits: Tensor; // [N, V] f32; may be inputs.logits (then the logits are overwritten)
+  logprobs: Tensor; // [N] f32
+  entropy: Tensor; // [N] f32
+  loss: Tensor; // [N] f32
+  stats: Tensor; // [6] f32
+  scratch: Tensor; // f32, at least policyLossScratchSize(N, S) elements
+}
+
+/** Indices into the stats tensor. Means are over unmasked tokens. */
+export const POLICY_STATS = {
+  /** The aggregated loss whose gradient is dlogits. */
+  loss: 0,
+  /** Fraction of tokens whose surrogate gradient a clip (ratio or dual) zeroed (ppo, grpo). */
+  clipFraction: 1,
+  /** mean(old − lp), the k1 estimate of KL(old ‖ new) (0 for cross_entropy). */
+  approxKl: 2,
+  /** mean k3 to the reference policy (grpo; 0 otherwise). */
+  refKl: 3,
+  /** Mean entropy. */
+  entropy: 4,
+  /** Number of unmasked tokens. */
+  tokens: 5,
+} as const;
+export const POLICY_STATS_SIZE = 6;
+
+type PerTokenInput = 'oldLogprobs' | 'advantages' | 'refLogprobs';
+
+interface Mode<S extends PolicyLossSpec> {
+  id: number; // MODE_* in the kernel
+  needs: readonly PerTokenInput[];
+  /** [ε_low, ε_high, dual-clip c (0 = off), β]. */
+  hyper: (spec: S) => [number, number, number, number];
+}
+
+const clip = (s: PpoSpec | GrpoSpec): [number, number, number] => [s.clipLow, s.clipHigh, s.dualClip ?? 0];
+
+/** One row per loss variant: its kernel mode, the per-token inputs it reads, its hyperparameters. */
+export const MODES: { readonly [K in PolicyLossSpec['kind']]: Mode<Extract<PolicyLossSpec, { kind: K }>> } = {
+  cross_entropy: { id: 0, needs: [], hyper: () => [0, 0, 0, 0] },
+  importance_sampling: { id: 1, needs: ['oldLogprobs', 'advantages'], hyper: () => [0, 0, 0, 0] },
+  ppo: { id: 2, needs: ['oldLogprobs', 'advantages'], hyper: (s) => [...clip(s), 0] },
+  grpo: { id: 3, needs: ['oldLogprobs', 'advantages', 'refLogprobs'], hyper: (s) => [...clip(s), s.klBeta] },
+};
+
+const AGGREGATIONS: Readonly<Record<Aggregation, number>> = { 'token-mean': 0, 'sequence-mean': 1, sum: 2 };
+
+/** Elements of the f32 scratch tensor: 4 per token (scale, old, advantage, ref) + S counts. */
+export function policyLossScratchSize(n: number, numSequences = 1): number {
+  return 4 * n + Math.max(1, numSequences);
+}
+
+function modeOf<S extends PolicyLossSpec>(spec: S): Mode<S> {
+  const mode = (MODES as Record<string, Mode<PolicyLossSpec>>)[spec.kind];
+  if (!mode) throw new ConfigError('spec.kind', `unknown policy loss kind "${String(spec.kind)}"; known: ${Object.keys(MODES).join(', ')}`);
+  return mode as Mode<S>;
+}
+
+/** Checks the spec's numbers; returns [ε_low, ε_high, c, β, entropyCoef]. */
+function hyperparameters(spec: PolicyLossSpec): number[] {
+  const [lo, hi, c, beta] = modeOf(spec).hyper(spec);
+  const ent = spec.entropyCoef ?? 0;
+  const finite = (field: string, x: number) => {
+    if (!Number.isFinite(x)) throw new ConfigError(`spec.${field}`, `must be a finite number, got ${x}`);
+  };
+  for (const [f, x] of [['clipLow', lo], ['clipHigh', hi], ['dualClip', c], ['klBeta', beta], ['entropyCoef', ent]] as const) finite(f, x);
+  if (lo < 0 || lo >= 1) throw new ConfigError('spec.clipLow', `must be in [0, 1), got ${lo}`);
+  if (hi < 0) throw new ConfigError('spec.clipHigh', `must be ≥ 0, got ${hi}`);
+  if (c !== 0 && c <= 1) throw new ConfigError('spec.dualClip', `must be > 1 (or absent), got ${c}`);
+  if (!(spec.aggregation in AGGREGATIONS)) {
+    throw new ConfigError('spec.aggregation', `must be one of ${Object.keys(AGGREGATIONS).join(', ')}, got "${spec.aggregation}"`);
+  }
+  return [lo, hi, c, beta, ent];
+}
+
+/** Tunables; the defaults are chosen per adapter. */
+export interface PolicyLossTuning {
+  /** Threads per row of the main kernel (power of two ≤ 256). */
+  rowThreads?: number;
+}
+
+/** Threads per row of the main kernel: few lanes on the software adapters, many on GPUs. */
+function rowThreads(rec: Recorder, tuning: PolicyLossTuning): number {
+  const wg = tuning.rowThreads ?? (isSoftwareAdapter(rec.ctx) ? 16 : 256);
+  if (!Number.isInteger(Math.log2(wg)) || wg > 256) throw new ConfigError('tuning.rowThreads', `must be a power of two ≤ 256, got ${wg}`);
+  return wg;
+}
+
+/**
+ * The policy loss and its gradient (see the file comment). Writes (=) every output tensor.
+ * `dlogits === inputs.logits` selects the in-place variant.
+ */
+export function policyLoss(
+  rec: Recorder, out: PolicyLossOutputs, inputs: PolicyLossInputs, spec: PolicyLossSpec, tuning: PolicyLossTuning = {},
+): void {
+  const mode = modeOf(spec);
+  const [epsLow, epsHigh, dualClip, klBeta, entCoef] = hyperparameters(spec);
+  const { logits, targets, weights } = inputs;
+  expectDtype(KERNEL, 'logits', logits, 'f32');
+  if (logits.shape.length !== 2) throw new ShapeError(KERNEL, `logits must be [N, V], got ${logits}`);
+  const [n, v] = logits.shape;
+  if (v < 1) throw new ShapeError(KERNEL, `logits ${dims(logits)} has an empty vocabulary`);
+  expectDtype(KERNEL, 'targets', targets, 'i32');
+  expectShape(KERNEL, 'targets', targets, [n]);
+  expectDtype(KERNEL, 'weights', weights, 'f32');
+  expectShape(KERNEL, 'weights', weights, [n]);
+  for (const name of mode.needs) {
+    const t = inputs[name];
+    if (!t) throw new ShapeError(KERNEL, `${spec.kind} needs ${name} [${n}] (logits ${dims(logits)})`);
+    expectDtype(KERNEL, name, t, 'f32');
+    expectShape(KERNEL, name, t, [n]);
+  }
+  let s = 1;
+  let seqIds: Tensor = targets; // bound, never read, unless sequence-mean
+  if (spec.aggregation === 'sequence-mean') {
+    s = inputs.numSequences ?? 0;
+    if (!Number.isInteger(s) || s < 1) throw new ShapeError(KERNEL, `sequence-mean needs numSequences ≥ 1, got ${inputs.numSequences}`);
+    if (!inputs.seqIds) throw new ShapeError(KERNEL, `sequence-mean needs seqIds [${n}] (logits ${dims(logits)})`);
+    seqIds = inputs.seqIds;
+    expectDtype(KERNEL, 'seqIds', seqIds, 'i32');
+    expectShape(KERNEL, 'seqIds', seqIds, [n]);
+  }
+  expectDtype(KERNEL, 'dlogits', out.dlogits, 'f32');
+  expectShape(KERNEL, 'dlogits', out.dlogits, [n, v]);
+  for (const name of ['logprobs', 'entropy', 'loss'] as const) {
+    expectDtype(KERNEL, name, out[name], 'f32');
+    expectShape(KERNEL, name, out[name], [n]);
+  }
+  expectDtype(KERNEL, 'stats', out.stats, 'f32');
+  expectShape(KERNEL, 'stats', out.stats, [POLICY_STATS_SIZE]);
+  expectScratch(KERNEL, out.scratch, policyLossScratchSize(n, s), 'f32');
+  const inPlace = out.dlogits === logits;
+  type Named = readonly [string, Tensor | null];
+  const written: Named[] = [['scratch', out.scratch], ['logprobs', out.logprobs], ['entropy', out.entropy], ['loss', out.loss],
+    ['stats', out.stats]];
+  if (!inPlace) written.push(['dlogits', out.dlogits]);
+  const read: Named[] = [['logits', logits], ['targets', targets], ['weights', weights], ['seqIds', inputs.seqIds ?? null],
+    ...mode.needs.map((k): Named => [k, inputs[k] ?? null])];
+  const all = [...read, ...written];
+  expectDistinct(KERNEL, written.flatMap(([na, a]) => all.filter(([nb]) => nb !== na).map(([nb, b]) => [na, a, nb, b] as const)));
+  expectBindable(KERNEL, rec.ctx, all);
+  if (n === 0) return;
+
+  // Unused f32 inputs are bound to `weights` (read-only twice is allowed); the mode ignores them.
+  const old = inputs.oldLogprobs && mode.needs.includes('oldLogprobs') ? inputs.oldLogprobs : weights;
+  const adv = inputs.advantages && mode.needs.includes('advantages') ? inputs.advantages : weights;
+  const ref = inputs.refLogprobs && mode.needs.includes('refLogprobs') ? inputs.refLogprobs : weights;
+  const wg = rowThreads(rec, tuning);
+  const { workgroups, nx } = rowGrid(rec.ctx, n);
+  const params = () => new Params(16).u32(n).u32(v).u32(s).u32(mode.id).u32(AGGREGATIONS[spec.aggregation]).u32(nx)
+    .f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN);
+  const constants = { WG: wg, RWG: 256 };
+  // Binding table of the kernel: 0 logits, 1 targets, 2 scratch, 3 dlogits, 4 logprobs, 5 entropy,
+  // 6 loss, 7 stats, 8 weights, 9 seq_ids, 10 old, 11 adv, 12 ref (params at 13).
+  const none = null;
+  rec.dispatch({
+    kernel: KERNEL, entryPoint: 'prepare', constants, params: params(), workgroups: [1],
+    bindings: [none, none, out.scratch, none, none, none, none, none, weights, seqIds, old, adv, ref],
+  });
+  rec.dispatch({
+    kernel: KERNEL, entryPoint: inPlace ? 'main_inplace' : 'main', constants, params: params(), workgroups,
+    bindings: [logits, targets, out.scratch, inPlace ? none : out.dlogits, out.logprobs, out.entropy, out.loss, none, none, none, none, none, none],
+  });
+  rec.dispatch({
+    kernel: KERNEL, entryPoint: 'stats', constants, params: params(), workgroups: [1],
+    bindings: [none, none, out.scratch, none, out.logprobs, out.entropy, out.loss, out.stats, none, none, none, none, none],
+  });
+}

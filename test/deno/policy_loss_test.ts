@@ -1,0 +1,5 @@
+// Deno suite: policy loss and value loss cases on Deno's WebGPU (llvmpipe here).
+import { policyLossCases, valueLossCases } from '../shared/cases/policy_loss.ts';
+import { registerCases } from '../shared/register.ts';
+
+registerCases([...policyLossCases, ...valueLossCases]);
