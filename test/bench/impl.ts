@@ -1,0 +1,29 @@
+/**
+ * The contract every implementation under test fulfils (ours, tfjs, jax-js): prepare a case once
+ * (upload inputs, build and compile what can be built ahead), then run it many times.
+ */
+import type { BenchCase, Inputs, Outputs } from './cases.ts';
+
+export type ImplName = 'ours' | 'tfjs' | 'jax';
+
+export interface Prepared {
+  /** One iteration, resolved only when the GPU has finished it (nothing is read back). */
+  run(): Promise<void>;
+  /** One iteration, its outputs read back (named as in OUTPUT_NAMES). */
+  outputs(): Promise<Outputs>;
+  /** Peak device bytes during one iteration (inputs included), or null where not measurable. */
+  peakBytes(): Promise<number | null>;
+  /** GPU time of one iteration from timestamp queries, in ms, where available. */
+  gpuMs?(): Promise<number | null>;
+  /** Free everything prepare() allocated. */
+  dispose(): void;
+}
+
+export interface Impl {
+  readonly name: ImplName;
+  /** Acquire the device / select the backend. Throws when the implementation cannot run here. */
+  init(): Promise<void>;
+  /** Why this implementation has no code for a case (e.g. "op not implemented yet"), else null. */
+  missing(c: BenchCase): string | null;
+  prepare(c: BenchCase, inputs: Inputs): Promise<Prepared>;
+}

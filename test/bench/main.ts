@@ -1,0 +1,141 @@
+/**
+ * `npm run bench [-- --only PART] [--quick] [--json FILE]` — the benchmarks, under Deno's WebGPU.
+ *
+ * Parts: kernels (ours beside tfjs-backend-webgpu and jax-js), and later model, scheduler, paper.
+ * Prints a table per part, writes the JSON when asked, and regenerates the sections of the parts
+ * that ran in BENCHMARKS.md (a `--quick` smoke run writes it only when `--markdown` names a file).
+ * Exit status: 0; 1 when a part failed or implementations disagree numerically; 2 on bad flags.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release } from 'node:os';
+import { type BenchArgs, BenchArgsError, benchHelp, IMPLEMENTED_PARTS, PARTS, parseBenchArgs } from './args.ts';
+import type { Impl, ImplName } from './impl.ts';
+import { kernelsMarkdown, runKernels } from './kernels.ts';
+import { type AdapterInfo, type MachineInfo, measuredLine, renderHeader, type RunInfo, updateMarkdown } from './markdown.ts';
+import { Ours } from './ours.ts';
+import { JaxPeer } from './peers/jax.ts';
+import { TfjsPeer } from './peers/tfjs.ts';
+
+const log = (s: string) => console.log(s);
+
+function readText(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a sys permission was granted (asking would prompt on a terminal, so query first). */
+function sysAllowed(kind: 'cpus' | 'osRelease' | 'loadavg'): boolean {
+  return Deno.permissions.querySync({ name: 'sys', kind }).state === 'granted';
+}
+
+/**
+ * The machine: CPU model and count, OS, Deno. Deno reads /proc only with --allow-all, so the CPU
+ * model, kernel release and load average come through node:os under `--allow-sys=cpus,osRelease,loadavg`
+ * (the bench script grants exactly those); without them they are reported as unknown.
+ */
+function machineInfo(): MachineInfo {
+  const cpuList = sysAllowed('cpus') ? cpus() : [];
+  const pretty = readText('/etc/os-release')?.match(/^PRETTY_NAME="?([^"\n]+)"?$/m)?.[1];
+  const kernel = sysAllowed('osRelease') ? `${Deno.build.os} ${release()}` : Deno.build.os;
+  const load = sysAllowed('loadavg') ? loadavg() : null;
+  return {
+    cpu: cpuList[0]?.model?.trim() || 'unknown CPU',
+    cores: navigator.hardwareConcurrency ?? cpuList.length,
+    os: [pretty, kernel, Deno.build.arch].filter((s) => s).join(', '),
+    deno: Deno.version.deno,
+    loadavg: load && load.length === 3 && load.every((x) => Number.isFinite(x)) ? load : null,
+  };
+}
+
+async function main(args: BenchArgs): Promise<number> {
+  const ours = new Ours();
+  try {
+    await ours.init();
+  } catch (e) {
+    console.error(`bench: WebGPU is not available: ${e instanceof Error ? e.message : String(e)}`);
+    return 1;
+  }
+  const a = ours.ctx.adapter;
+  const adapter: AdapterInfo = {
+    vendor: a.vendor, architecture: a.architecture, device: a.device, description: a.description,
+    isFallbackAdapter: a.isFallbackAdapter, features: a.features,
+    ...(Deno.env.get('DENO_WEBGPU_BACKEND') ? { backend: Deno.env.get('DENO_WEBGPU_BACKEND') } : {}),
+  };
+  const run: RunInfo = {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    adapter,
+    machine: machineInfo(),
+    command: `npm run bench${args.argv.length ? ` -- ${args.argv.join(' ')}` : ''}`,
+  };
+  log(`bench: ${run.command}`);
+  const notYet = PARTS.filter((p) => !IMPLEMENTED_PARTS.includes(p));
+  if (notYet.length) log(`bench: parts not implemented yet (skipped): ${notYet.join(', ')}`);
+  log(`adapter: ${adapter.vendor} ${adapter.architecture} ${adapter.description}; machine: ${run.machine.cpu}, ${run.machine.cores} cores`);
+
+  const json: Record<string, unknown> = { adapter: { ...a }, machine: run.machine, date: run.date, quick: args.quick };
+  const sectionMakers = new Map<string, () => string>();
+  let failed = false;
+  for (const part of args.parts) {
+    log(`\n=== ${part}`);
+    try {
+      if (part === 'kernels') {
+        const impls: Impl[] = [ours];
+        const down: Partial<Record<ImplName, string>> = {};
+        for (const peer of [new TfjsPeer(), new JaxPeer()]) {
+          try {
+            await peer.init();
+            impls.push(peer);
+          } catch (e) {
+            down[peer.name] = e instanceof Error ? e.message : String(e);
+            log(`${peer.name}: unavailable, its columns will be null: ${down[peer.name]}`);
+          }
+        }
+        const rep = await runKernels(impls, down, { quick: args.quick, log });
+        json.results = rep.results;
+        json.checks = rep.checks;
+        sectionMakers.set('kernels', () => kernelsMarkdown(rep, measuredLine(run), args.quick));
+        if (rep.failures.length) {
+          failed = true;
+          for (const f of rep.failures) console.error(`bench: ${f}`);
+        }
+      } else {
+        throw new Error(`part ${part} is not implemented yet`);
+      }
+    } catch (e) {
+      failed = true;
+      console.error(`bench: part ${part} failed: ${e instanceof Error ? e.stack ?? e.message : String(e)}`);
+    }
+  }
+
+  // The load at the end too: on a shared machine it says how far to trust the numbers.
+  run.machine.loadavgEnd = machineInfo().loadavg;
+  if (run.machine.loadavgEnd) log(`load average at start ${run.machine.loadavg?.join(' ')}, at end ${run.machine.loadavgEnd.join(' ')}`);
+  const sections = new Map([...sectionMakers].map(([k, f]) => [k, f()]));
+  if (args.json) {
+    writeFileSync(args.json, `${JSON.stringify(json, null, 2)}\n`);
+    log(`\nwrote ${args.json}`);
+  }
+  if (args.markdown && sections.size) {
+    const old = existsSync(args.markdown) ? readFileSync(args.markdown, 'utf8') : null;
+    writeFileSync(args.markdown, updateMarkdown(old, renderHeader(run), sections, PARTS));
+    log(`wrote ${args.markdown} (sections: ${[...sections.keys()].join(', ')})`);
+  }
+  return failed ? 1 : 0;
+}
+
+let args: BenchArgs;
+try {
+  args = parseBenchArgs(Deno.args);
+} catch (e) {
+  if (!(e instanceof BenchArgsError)) throw e;
+  console.error(`bench: ${e.message}\n\n${benchHelp()}`);
+  Deno.exit(2);
+}
+if (args.help) {
+  console.log(benchHelp());
+  Deno.exit(0);
+}
+Deno.exit(await main(args));

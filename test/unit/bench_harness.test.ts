@@ -1,0 +1,178 @@
+// The pure parts of the benchmark harness (test/bench): statistics, result rows, flags, markdown.
+// No GPU and no timing assertions: the clock is a fake one.
+import { describe, expect, it } from 'vitest';
+import { BenchArgsError, benchHelp, parseBenchArgs } from '../../test/bench/args.ts';
+import { CHECK_CASES, flops, makeInputs, OUTPUT_NAMES, TIMED_CASES } from '../../test/bench/cases.ts';
+import { makeRow, maxRelErr, measure, median, type RowInput, rowCells, TABLE_HEADERS } from '../../test/bench/harness.ts';
+import { GENERATED_NOTE, markdownTable, parseSections, renderHeader, type RunInfo, section, updateMarkdown } from '../../test/bench/markdown.ts';
+
+describe('bench statistics', () => {
+  it('takes the median of odd and even counts without reordering the input', () => {
+    const xs = [5, 1, 3];
+    expect(median(xs)).toBe(3);
+    expect(xs).toEqual([5, 1, 3]);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(median([7])).toBe(7);
+    expect(() => median([])).toThrow(RangeError);
+  });
+
+  it('drops the warm-up iterations and reports the median of the timed ones', async () => {
+    // Fake clock: iteration i lasts durations[i] ms (the first two are warm-up, slow on purpose).
+    const durations = [100, 90, 5, 7, 6, 50, 4];
+    let t = 0;
+    let i = 0;
+    const fn = () => {
+      t += durations[i++];
+      return Promise.resolve();
+    };
+    const s = await measure(fn, { warmup: 2, iters: 5, minIters: 5, budgetMs: 0, now: () => t });
+    expect(i).toBe(7);
+    expect(s).toEqual({ median_ms: 6, min_ms: 4, max_ms: 50, n: 5, warmup: 2 });
+  });
+
+  it('stops early once the budget is spent, but not before minIters', async () => {
+    let t = 0;
+    let calls = 0;
+    const fn = () => {
+      calls++;
+      t += 10;
+      return Promise.resolve();
+    };
+    const s = await measure(fn, { warmup: 1, iters: 100, minIters: 3, budgetMs: 25, now: () => t });
+    expect(s.n).toBe(3);
+    expect(calls).toBe(4);
+    const s2 = await measure(fn, { warmup: 0, iters: 100, minIters: 2, budgetMs: 1000, now: () => t });
+    expect(s2.n).toBe(100);
+  });
+
+  it('measures agreement as the worst relative L2 error over the outputs', () => {
+    const a = { y: new Float32Array([1, 2]), d: new Float32Array([3, 4]) };
+    const b = { y: new Float32Array([1, 2]), d: new Float32Array([3, 4.5]) };
+    expect(maxRelErr(a, a, ['y', 'd'])).toBe(0);
+    expect(maxRelErr(b, a, ['y', 'd'])).toBeCloseTo(0.1, 6);
+    expect(maxRelErr({ y: new Float32Array([NaN]) }, { y: new Float32Array([1]) }, ['y'])).toBe(Infinity);
+    expect(() => maxRelErr(a, { y: a.y }, ['y', 'd'])).toThrow(/"d" missing/);
+  });
+});
+
+describe('bench result rows (the JSON of issue 3)', () => {
+  const base: RowInput = {
+    name: 'attention_fwd_bwd', shape: 'B=4 T=256 H=4 D=64', model: '10M', flops: 2e9,
+    ours_ms: 10, ours_gpu_ms: 8, peers: { tfjs: 40, jax: 30 },
+    peak_bytes: { ours: 1000, tfjs: 5000, jax: null }, max_rel_err: { 'tfjs~jax': 1e-7 }, notes: [],
+  };
+
+  it('has the keys of issue 3, in its order, and derives speedup and GFLOP/s', () => {
+    const row = makeRow(base);
+    expect(Object.keys(row).slice(0, 8)).toEqual(['name', 'shape', 'ours_ms', 'peers', 'speedup_vs_best_peer', 'ours_gflops', 'peak_bytes', 'ours_gpu_ms']);
+    expect(Object.keys(row.peers)).toEqual(['tfjs', 'jax']);
+    expect(Object.keys(row.peak_bytes)).toEqual(['ours', 'tfjs', 'jax']);
+    expect(row.speedup_vs_best_peer).toBe(3);
+    expect(row.ours_gflops).toBe(200);
+    expect(row.peer_gflops).toEqual({ tfjs: 50, jax: 2e9 / 30e6 });
+    expect(JSON.parse(JSON.stringify(row))).toEqual(row);
+  });
+
+  it('reports a missing op or a failed peer as null, never a number', () => {
+    const missing = makeRow({ ...base, ours_ms: null, ours_gpu_ms: null, peak_bytes: { ours: null, tfjs: 5000, jax: null }, notes: ['ours: op not implemented yet'] });
+    expect(missing.ours_ms).toBeNull();
+    expect(missing.speedup_vs_best_peer).toBeNull();
+    expect(missing.ours_gflops).toBeNull();
+    expect(missing.notes).toEqual(['ours: op not implemented yet']);
+    const noPeers = makeRow({ ...base, peers: { tfjs: null, jax: null } });
+    expect(noPeers.speedup_vs_best_peer).toBeNull();
+    expect(noPeers.peer_gflops).toEqual({ tfjs: null, jax: null });
+    const oneFailed = makeRow({ ...base, peers: { tfjs: null, jax: 20 } });
+    expect(oneFailed.speedup_vs_best_peer).toBe(2);
+    const cells = rowCells(missing);
+    expect(cells).toHaveLength(TABLE_HEADERS.length);
+    expect(cells[2]).toBe('—');
+  });
+
+  it('describes every benchmark of issue 3 at both model sizes, with inputs for each output', () => {
+    for (const name of ['matmul', 'lora_linear_fwd_bwd', 'attention_fwd_bwd', 'policy_loss_fwd_bwd'] as const) {
+      const rows = TIMED_CASES.filter((c) => c.name === name);
+      expect(rows.some((c) => c.model === '10M' && c.quick)).toBe(true);
+      expect(rows.some((c) => c.model === '125M')).toBe(true);
+      expect(OUTPUT_NAMES[name].length).toBeGreaterThan(0);
+    }
+    for (const c of CHECK_CASES) {
+      expect(flops(c)).toBeGreaterThan(0);
+      const a = makeInputs(c, 5);
+      const b = makeInputs(c, 5);
+      for (const k of Object.keys(a)) expect(Array.from(a[k])).toEqual(Array.from(b[k])); // deterministic
+    }
+    expect(flops({ name: 'matmul', dims: { M: 2, K: 3, N: 4 } })).toBe(48);
+  });
+});
+
+describe('bench flags', () => {
+  it('runs every implemented part by default and writes BENCHMARKS.md', () => {
+    const a = parseBenchArgs([]);
+    expect(a.parts).toEqual(['kernels']);
+    expect(a.markdown).toBe('BENCHMARKS.md');
+    expect(a.quick).toBe(false);
+    expect(a.json).toBeUndefined();
+  });
+
+  it('parses --only, --json, --quick; a quick run leaves BENCHMARKS.md alone unless asked', () => {
+    const a = parseBenchArgs(['--only', 'kernels', '--quick', '--json', '/tmp/k.json']);
+    expect(a).toMatchObject({ parts: ['kernels'], quick: true, json: '/tmp/k.json' });
+    expect(a.markdown).toBeUndefined();
+    expect(parseBenchArgs(['--quick', '--markdown', 'x.md']).markdown).toBe('x.md');
+    expect(parseBenchArgs(['--no-markdown']).markdown).toBeUndefined();
+    expect(parseBenchArgs(['--only=kernels']).parts).toEqual(['kernels']);
+  });
+
+  it('refuses unknown flags, unknown parts, and names a part that has no code yet', () => {
+    expect(() => parseBenchArgs(['--fast'])).toThrow(BenchArgsError);
+    expect(() => parseBenchArgs(['--only', 'nope'])).toThrow(/unknown part "nope"/);
+    for (const p of ['model', 'scheduler', 'paper']) expect(() => parseBenchArgs(['--only', p])).toThrow(`part ${p} is not implemented yet`);
+    expect(() => parseBenchArgs(['--only', 'kernels,paper'])).toThrow('part paper is not implemented yet');
+    expect(() => parseBenchArgs(['--json'])).toThrow(BenchArgsError);
+    expect(() => parseBenchArgs(['extra'])).toThrow(BenchArgsError);
+    expect(() => parseBenchArgs(['--markdown', 'a.md', '--no-markdown'])).toThrow(/contradict/);
+  });
+
+  it('documents every flag and part in --help', () => {
+    const h = benchHelp();
+    for (const f of ['--only', '--quick', '--json', '--markdown', '--no-markdown', '--help']) expect(h).toContain(f);
+    for (const p of ['kernels', 'model', 'scheduler', 'paper']) expect(h).toContain(p);
+  });
+});
+
+describe('BENCHMARKS.md generation', () => {
+  const run = (date: string): RunInfo => ({
+    date,
+    command: 'npm run bench',
+    adapter: { vendor: 'mesa', architecture: '', device: '', description: 'llvmpipe', isFallbackAdapter: false, features: ['shader-f16'] },
+    machine: { cpu: 'AMD EPYC', cores: 2, os: 'Debian', deno: '2.9.6', loadavg: [1, 2, 3] },
+  });
+
+  it('writes a generated header with the adapter and the machine', () => {
+    const h = renderHeader(run('2026-01-01T00:00:00Z'));
+    expect(h).toContain(GENERATED_NOTE);
+    expect(h).toContain('llvmpipe');
+    expect(h).toContain('AMD EPYC, 2 cores, Debian, Deno 2.9.6');
+  });
+
+  it('replaces only the sections of the parts that ran and keeps the others', () => {
+    const first = updateMarkdown(null, renderHeader(run('day 1')), new Map([['kernels', 'K1'], ['paper', 'P1']]), ['kernels', 'model', 'paper']);
+    expect([...parseSections(first).keys()]).toEqual(['kernels', 'paper']);
+    const second = updateMarkdown(first, renderHeader(run('day 2')), new Map([['kernels', 'K2']]), ['kernels', 'model', 'paper']);
+    const s = parseSections(second);
+    expect(s.get('kernels')).toBe(section('kernels', 'K2'));
+    expect(s.get('paper')).toBe(section('paper', 'P1'));
+    expect(second).toContain('day 2');
+    expect(second).not.toContain('day 1');
+    expect(second).not.toContain('K1');
+    // Regenerating with the same content is stable, and a part run later slots into its place.
+    expect(updateMarkdown(second, renderHeader(run('day 2')), new Map(), ['kernels', 'model', 'paper'])).toBe(second);
+    const third = updateMarkdown(second, renderHeader(run('day 3')), new Map([['model', 'M1']]), ['kernels', 'model', 'paper']);
+    expect([...parseSections(third).keys()]).toEqual(['kernels', 'model', 'paper']);
+  });
+
+  it('escapes pipes in table cells', () => {
+    expect(markdownTable(['a', 'b'], [['x|y', 'z']])).toBe('| a | b |\n|---|---|\n| x\\|y | z |');
+  });
+});
