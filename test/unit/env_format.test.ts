@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { Agent } from '../../src/env/agent.ts';
+import { InvalidInputError } from '../../src/env/errors.ts';
+import { chatFormat, type ChatTemplateFn, plainFormat } from '../../src/env/format.ts';
+import { rolloutMultiTurn } from '../../src/env/rollout.ts';
+import type { ChatMessage, SampleFn } from '../../src/env/types.ts';
+import { isPlainData } from '../../src/util/freeze.ts';
+import { scriptedEnv, tok } from './env_fakes.ts';
+
+// A ChatML-like template, as @huggingface/jinja would render it.
+const chatml: ChatTemplateFn = (messages, { addGenerationPrompt }) =>
+  messages.map((m) => `<|${m.role}|>${m.content}<|end|>\n`).join('') + (addGenerationPrompt ? '<|assistant|>' : '');
+
+describe('prompt formats', () => {
+  it('plain: system line, tools, task; observations and tool results on their own lines', () => {
+    const f = plainFormat({ system: 'Be brief.' });
+    const tools = [{ name: 'calculator', description: 'does math', call: () => '' }];
+    expect(f.initial('What is 2+2?', tools)).toBe('Be brief.\nTools:\n- calculator: does math\nCall a tool with <tool>name: input</tool>.\nWhat is 2+2?\n');
+    expect(plainFormat().initial('Q', [])).toBe('Q\n');
+    const ctx = { history: [], endedWithStopToken: false };
+    expect(f.observation('Higher.', ctx)).toBe('\nHigher.\n');
+    expect(f.toolResult('calculator', '4', ctx)).toBe('\n<result>4</result>\n');
+  });
+
+  it('chat: appends exactly the text the template adds for the next message', () => {
+    const f = chatFormat({ render: chatml, system: 'sys', endOfTurn: '<|end|>' });
+    expect(f.initial('Q', [])).toBe('<|system|>sys<|end|>\n<|user|>Q<|end|>\n<|assistant|>');
+    const history: ChatMessage[] = [{ role: 'user', content: 'Q' }, { role: 'assistant', content: 'A' }];
+    expect(f.observation('O', { history, endedWithStopToken: false })).toBe('<|end|>\n<|user|>O<|end|>\n<|assistant|>');
+    expect(f.observation('O', { history, endedWithStopToken: true })).toBe('\n<|user|>O<|end|>\n<|assistant|>');
+    expect(f.toolResult('calc', '4', { history, endedWithStopToken: false })).toBe('<|end|>\n<|tool|>4<|end|>\n<|assistant|>');
+  });
+
+  it('chat: the whole rollout sequence equals the template rendering of the conversation', async () => {
+    const f = chatFormat({ render: chatml });
+    const sample: SampleFn = async (rs) => rs.map(() => ({ tokens: tok.encode('A'), logprobs: [-1] }));
+    const env = scriptedEnv([{ observation: 'O1', reward: 0, done: false }, { observation: 'end', reward: 1, done: true }]);
+    const batch = await rolloutMultiTurn({ name: 's', create: () => env }, new Agent({ sample, tokenizer: tok, format: f, addBos: false }), [{ seed: 1, groupId: 0 }], { seed: 0 });
+    const t = batch.groups[0].trajectories[0];
+    const convo: ChatMessage[] = [{ role: 'user', content: 'task 1' }, { role: 'assistant', content: 'A' }, { role: 'user', content: 'O1' }];
+    expect(tok.decode(t.tokensT)).toBe(chatml(convo, { addGenerationPrompt: true }) + 'A');
+  });
+
+  it('chat: rejects templates that do not render histories as prefixes', () => {
+    const unstable: ChatTemplateFn = (messages) => `${messages.length}:` + messages.map((m) => m.content).join('|');
+    const history: ChatMessage[] = [{ role: 'user', content: 'Q' }, { role: 'assistant', content: 'A' }];
+    expect(() => chatFormat({ render: unstable }).observation('O', { history, endedWithStopToken: false })).toThrow(InvalidInputError);
+    expect(() => chatFormat({ render: chatml }).observation('O', { history: [history[0]], endedWithStopToken: false })).toThrow(/must end with the assistant action/);
+  });
+});
+
+describe('plain-data checks', () => {
+  it('accepts arrays, typed arrays and plain objects; rejects class instances, functions, maps and cycles', () => {
+    expect(isPlainData({ a: [1, 'x', null, true], b: new Float32Array(2), c: { d: undefined } })).toBe(true);
+    expect(isPlainData({ f: () => 1 })).toBe(false);
+    expect(isPlainData(new Map())).toBe(false);
+    expect(isPlainData({ r: new Agent({ sample: async () => [], tokenizer: tok }) })).toBe(false);
+    const cyc: Record<string, unknown> = {};
+    cyc.self = cyc;
+    expect(isPlainData(cyc)).toBe(false);
+    const shared = [1];
+    expect(isPlainData({ a: shared, b: shared })).toBe(true);
+  });
+});

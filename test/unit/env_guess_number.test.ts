@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { Agent } from '../../src/env/agent.ts';
+import { replayDemonstrations } from '../../src/env/demos.ts';
+import { guessNumberDemonstrations, guessNumberEnv, guessReward, parseGuess, secretNumber } from '../../src/env/envs/guess_number.ts';
+import { rolloutGroups } from '../../src/env/rollout.ts';
+import { Rng } from '../../src/util/rng.ts';
+import { fakePolicy, tok } from './env_fakes.ts';
+
+describe('guess-number environment', () => {
+  it('picks the secret from the seed, uniformly over the range', () => {
+    expect(secretNumber(9, 1, 32)).toBe(secretNumber(9, 1, 32));
+    const counts = new Array(9).fill(0);
+    for (let s = 0; s < 9000; s++) counts[secretNumber(s, 1, 9) - 1]++;
+    for (const c of counts) expect(Math.abs(c - 1000)).toBeLessThan(150);
+  });
+
+  it('answers higher/lower, and pays (maxGuesses − k + 1)/maxGuesses for finding it on guess k', async () => {
+    const env = guessNumberEnv({ low: 1, high: 32, maxGuesses: 6 }).create();
+    expect(await env.reset(4)).toBe('Guess my number from 1 to 32 in at most 6 guesses. Reply <answer>N</answer>.');
+    const secret = secretNumber(4, 1, 32);
+    const below = secret === 1 ? 2 : 1;
+    const first = await env.step(`<answer>${below}</answer>`);
+    expect(first).toMatchObject({ reward: 0, done: false, observation: `${below < secret ? 'Higher' : 'Lower'} than ${below}. 5 left.` });
+    const found = await env.step(`<answer>${secret}</answer>`);
+    expect(found).toMatchObject({ reward: 5 / 6, done: true, observation: `Yes, ${secret}.`, info: { found: true, guesses: 2 } });
+    expect([guessReward(1, 6), guessReward(6, 6)]).toEqual([1, 1 / 6]);
+  });
+
+  it('uses up a guess on invalid input and ends with 0 when out of guesses', async () => {
+    const env = guessNumberEnv({ low: 1, high: 8, maxGuesses: 3 }).create();
+    await env.reset(0);
+    const secret = secretNumber(0, 1, 8);
+    const wrong = secret === 8 ? 7 : 8;
+    expect(await env.step('banana')).toMatchObject({ reward: 0, done: false, info: { invalid: true }, observation: 'Invalid guess. Reply <answer>N</answer> with N from 1 to 8. 2 left.' });
+    expect(await env.step('<answer>99</answer>')).toMatchObject({ done: false, info: { invalid: true } });
+    expect(await env.step(`${wrong}`)).toMatchObject({ reward: 0, done: true, observation: `Out of guesses; it was ${secret}.` });
+  });
+
+  it('accepts a bare number as well as the answer tag', () => {
+    expect([parseGuess('<answer> 12 </answer>'), parseGuess(' 7 '), parseGuess('seven'), parseGuess('1.5'), parseGuess('')]).toEqual([12, 7, null, null, null]);
+  });
+
+  it('rewards binary search above random guessing in a multi-turn rollout', async () => {
+    const bounds = (p: string) => {
+      let lo = 1, hi = 32;
+      for (const m of p.matchAll(/(Higher|Lower) than (\d+)/g)) {
+        if (m[1] === 'Higher') lo = Number(m[2]) + 1;
+        else hi = Number(m[2]) - 1;
+      }
+      return [lo, hi];
+    };
+    const bisect = fakePolicy((p) => { const [lo, hi] = bounds(p); return `<answer>${Math.floor((lo + hi) / 2)}</answer>`; });
+    const linear = fakePolicy((p) => `<answer>${1 + [...p.matchAll(/than/g)].length}</answer>`);
+    const spec = guessNumberEnv();
+    const run = async (sample: typeof bisect) => (await rolloutGroups(spec, new Agent({ sample, tokenizer: tok, maxTurns: 10 }), { groups: 50, groupSize: 1, seed: 7 })).metrics;
+    const [b, l] = [await run(bisect), await run(linear)];
+    expect(b.endReasons.done).toBe(50);
+    expect(b.meanReward).toBeGreaterThan(0.3);
+    expect(b.meanReward).toBeGreaterThan(l.meanReward + 0.15);
+  });
+
+  it('demonstrations are noisy binary searches that replay through the protocol', async () => {
+    const demos = guessNumberDemonstrations(100, new Rng(2));
+    expect(guessNumberDemonstrations(100, new Rng(2))).toEqual(demos);
+    const replay = await replayDemonstrations(guessNumberEnv(), demos, { tokenizer: tok });
+    expect(replay.trajectories.length).toBe(100);
+    const found = replay.trajectories.filter((t) => t.reward > 0);
+    expect(found.length).toBeGreaterThan(85);
+    for (const t of found) expect(t.turns.at(-1)!.action).toBe(`<answer>${secretNumber(t.seed, 1, 32)}</answer>`);
+    // Noise: some guesses are not the midpoint of the interval still possible.
+    const offMidpoint = demos.filter((d) => {
+      const secret = secretNumber(d.seed, 1, 32);
+      let lo = 1, hi = 32;
+      return d.actions.some((a) => {
+        const g = Number(/\d+/.exec(a)![0]);
+        const off = g !== Math.floor((lo + hi) / 2);
+        if (g < secret) lo = g + 1;
+        else hi = g - 1;
+        return off;
+      });
+    });
+    expect(offMidpoint.length).toBeGreaterThan(30);
+    expect(offMidpoint.length).toBeLessThan(100);
+  });
+});

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { Agent } from '../../src/env/agent.ts';
+import { replayTurnBasedDemonstrations } from '../../src/env/demos.ts';
+import {
+  isLegalNimMove, nimDemonstrations, nimEnv, nimOptimalMove, nimPiles, nimRandomPolicy, parseNimMove, parseNimPiles, randomNimMove,
+} from '../../src/env/envs/nim.ts';
+import { rolloutTurnBased } from '../../src/env/multiagent.ts';
+import { Rng } from '../../src/util/rng.ts';
+import { fakePolicy, tok } from './env_fakes.ts';
+
+describe('nim environment', () => {
+  it('deals piles from the seed and shows the rules in each player’s first observation', async () => {
+    expect(nimPiles(3, 3, 5)).toEqual(nimPiles(3, 3, 5));
+    const env = nimEnv().create();
+    const first = await env.reset(3);
+    const piles = nimPiles(3, 3, 5);
+    expect(first).toEqual({ player: 0, observation: `Nim, you are player 1. Take the last object to win. Move: <answer>PILE COUNT</answer>. Piles: ${piles.join(' ')}. Your move.` });
+    const r = await env.step('<answer>1 1</answer>');
+    piles[0] -= 1;
+    expect(r.player).toBe(1);
+    expect(r.rewardsP).toEqual([0, 0]);
+    if (!r.done) expect(r.observation).toMatch(new RegExp(`^Nim, you are player 2\\..*Player 1 took 1 from pile 1\\. Piles: ${piles.join(' ')}\\. Your move\\.$`));
+  });
+
+  it('gives +1 to whoever takes the last object and −1 to the other', async () => {
+    const spec = nimEnv({ piles: 1, maxPile: 5 });
+    const env = spec.create();
+    await env.reset(0);
+    const n = nimPiles(0, 1, 5)[0];
+    const r = await env.step(`<answer>1 ${n}</answer>`);
+    expect(r).toMatchObject({ done: true, rewardsP: [1, -1], info: { winner: 0 } });
+  });
+
+  it('makes an illegal or unparseable move lose at once', async () => {
+    const env = nimEnv().create();
+    for (const bad of ['<answer>9 1</answer>', '<answer>1 0</answer>', '<answer>1 99</answer>', 'take some']) {
+      await env.reset(1);
+      const r = await env.step(bad);
+      expect(r).toMatchObject({ done: true, rewardsP: [-1, 1], info: { illegal: true, loser: 0 } });
+    }
+  });
+
+  it('parses moves and piles', () => {
+    expect(parseNimMove('<answer>2 3</answer>')).toEqual({ pile: 1, count: 3 });
+    expect(parseNimMove('pile 2, take 3')).toEqual({ pile: 1, count: 3 });
+    expect(parseNimMove('23')).toBeNull();
+    expect(parseNimPiles('Piles: 3 1 4. then Piles: 1 0 4.')).toEqual([1, 0, 4]);
+    expect(isLegalNimMove([1, 0, 4], { pile: 1, count: 1 })).toBe(false);
+  });
+
+  it('the optimal move leaves nim-sum 0 whenever the position allows', () => {
+    const rng = new Rng(5);
+    for (let i = 0; i < 300; i++) {
+      const piles = Array.from({ length: 3 }, () => rng.nextInt(8));
+      if (piles.every((p) => p === 0)) continue;
+      const m = nimOptimalMove(piles, rng);
+      expect(isLegalNimMove(piles, m)).toBe(true);
+      const after = piles.slice();
+      after[m.pile] -= m.count;
+      if (piles.reduce((a, b) => a ^ b) !== 0) expect(after.reduce((a, b) => a ^ b)).toBe(0);
+      expect(isLegalNimMove(piles, randomNimMove(piles, rng))).toBe(true);
+    }
+  });
+
+  it('an optimal agent beats the random evaluation opponent from winning positions', async () => {
+    const optimal = fakePolicy((p, r) => {
+      const piles = parseNimPiles(p)!;
+      const m = nimOptimalMove(piles, new Rng(r.seed));
+      return `<answer>${m.pile + 1} ${m.count}</answer>`;
+    });
+    const spec = nimEnv();
+    const games = Array.from({ length: 60 }, (_, i) => ({ seed: i, groupId: i }));
+    const out = await rolloutTurnBased(spec, [new Agent({ sample: optimal, tokenizer: tok, maxTurns: 20 }), nimRandomPolicy()], games, { seed: 1 });
+    for (const g of out.games) {
+      expect(g.endReason).toBe('done');
+      if (nimPiles(g.seed, 3, 5).reduce((a, b) => a ^ b) !== 0) expect(g.rewardsP).toEqual([1, -1]);
+    }
+    const wins = out.games.filter((g) => g.rewardsP[0] === 1).length;
+    expect(wins).toBeGreaterThan(50);
+    expect(out.seats[0]!.metrics.meanReward).toBeCloseTo((2 * wins - 60) / 60, 12);
+  });
+
+  it('demonstrations are whole legal games that replay into one trajectory per seat', async () => {
+    const demos = nimDemonstrations(30, new Rng(4));
+    expect(nimDemonstrations(30, new Rng(4))).toEqual(demos);
+    const replay = await replayTurnBasedDemonstrations(nimEnv(), demos, { tokenizer: tok });
+    expect(replay.dropped).toEqual([]);
+    for (let i = 0; i < demos.length; i++) {
+      const ts = replay.trajectories.filter((t) => t.episodeId === i);
+      expect(ts.length).toBe(demos[i].actions.length >= 2 ? 2 : 1);
+      const winner = (demos[i].actions.length - 1) % 2;
+      for (const t of ts) {
+        expect(t.endReason).toBe('done');
+        expect(t.reward).toBe(t.player === winner ? 1 : -1);
+        expect(t.turns.map((x) => x.action)).toEqual(demos[i].actions.filter((_, k) => k % 2 === t.player));
+      }
+    }
+  });
+});
