@@ -150,8 +150,10 @@ export function fmtMs(ms: number | null): string {
   return ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2);
 }
 
-export function fmtNum(x: number | null, digits = 1): string {
-  return x === null ? '—' : x.toFixed(digits);
+/** Three significant digits below 100 (GFLOP/s on a software adapter can be 0.04), integers above. */
+export function fmtNum(x: number | null): string {
+  if (x === null) return '—';
+  return Math.abs(x) >= 100 ? x.toFixed(0) : x.toPrecision(3);
 }
 
 export function fmtBytes(b: number | null): string {

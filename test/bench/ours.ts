@@ -25,6 +25,8 @@ export interface OurCase {
   record(rec: Recorder): void;
   /** Output tensors, named as in OUTPUT_NAMES. */
   outputs: Record<string, Tensor>;
+  /** Where an output is part of a tensor (e.g. the total loss inside a stats vector): pick it. */
+  select?: Record<string, (data: Float32Array) => Float32Array>;
   /** Everything prepare allocated (released by dispose). */
   held: Tensor[];
 }
@@ -72,7 +74,8 @@ export class Ours implements Impl {
         const reads = names.map((n) => rec.read(oc.outputs[n]));
         await rec.submit();
         const data = await Promise.all(reads);
-        return Object.fromEntries(names.map((n, i) => [n, Float32Array.from(data[i] as Float32Array)]));
+        const pick = (n: string, a: Float32Array) => oc.select?.[n]?.(a) ?? a;
+        return Object.fromEntries(names.map((n, i) => [n, Float32Array.from(pick(n, data[i] as Float32Array))]));
       },
       async peakBytes() {
         ctx.pool.resetPeaks();
