@@ -1,0 +1,126 @@
+/**
+ * embedding — token (+ learned position) embedding lookup and its deterministic backward
+ * (host wrappers of kernels/embedding.wgsl).
+ *
+ * Shapes: ids [N] (any shape of N elements, e.g. [B, T]) i32; table [R, C]; out [..., C] with N
+ * rows; optional position table wpe [P, C] with positions pos (N elements, i32, e.g. t or the
+ * position within a packed segment). Ids and positions outside their table give 0 in the forward
+ * pass and are skipped in the backward pass (they cannot be checked on the host without a read).
+ *
+ * The backward pass is one scatter-add per table: call `embeddingBackward` with (dwte, ids) and,
+ * for a position table, again with (dwpe, pos). It builds an inverse index of the ids on the GPU
+ * (a stable counting sort in one workgroup, no atomics) in a caller-owned u32 scratch tensor of
+ * `embeddingScratchSize(N, R)` elements, then sums each row's tokens in increasing token order:
+ * bitwise-identical results run to run, and no table row scans all N tokens. The same scratch may
+ * serve both calls of one recording (dispatches run in order).
+ */
+import { ShapeError } from '../errors.ts';
+import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { expectBindable, expectDistinct, expectDtype, expectScratch, isSoftwareAdapter } from './rowwise.ts';
+
+const KERNEL = 'embedding';
+const WG = 256;
+
+/** u32 elements of the scratch tensor `embeddingBackward` needs for N tokens and R table rows. */
+export function embeddingScratchSize(n: number, rows: number): number {
+  return 2 * rows + 2 + n + Math.min(n, rows);
+}
+
+function tableDims(op: string, name: string, t: Tensor): [number, number] {
+  expectDtype(op, name, t, 'f32');
+  if (t.shape.length !== 2) throw new ShapeError(op, `${name} (${t}) must be [rows, C]`);
+  return [t.shape[0], t.shape[1]];
+}
+
+function checkRows(op: string, name: string, x: Tensor, n: number, c: number, ids: Tensor): void {
+  expectDtype(op, name, x, 'f32');
+  const last = x.shape[x.shape.length - 1];
+  if (x.shape.length < 1 || last !== c || x.size !== n * c) {
+    throw new ShapeError(op, `${name} (${x}) must be [..., ${c}] with N = ${n} rows for ids ${ids}`);
+  }
+}
+
+export interface PositionEmbedding {
+  /** Learned position table [P, C]. */
+  wpe: Tensor;
+  /** Position of each token (N elements, i32). */
+  pos: Tensor;
+}
+
+/** out[n] = table[ids[n]] (+ wpe[pos[n]]); writes (=) out. */
+export function embeddingForward(rec: Recorder, out: Tensor, ids: Tensor, table: Tensor, position?: PositionEmbedding): void {
+  const op = `${KERNEL}.forward`;
+  expectDtype(op, 'ids', ids, 'i32');
+  const [rows, c] = tableDims(op, 'table', table);
+  const n = ids.size;
+  checkRows(op, 'out', out, n, c, ids);
+  let pRows = 0;
+  if (position) {
+    const [p, pc] = tableDims(op, 'wpe', position.wpe);
+    if (pc !== c) throw new ShapeError(op, `wpe (${position.wpe}) must have C = ${c} columns like table ${table}`);
+    expectDtype(op, 'pos', position.pos, 'i32');
+    if (position.pos.size !== n) throw new ShapeError(op, `pos (${position.pos}) must hold N = ${n} values like ids ${ids}`);
+    pRows = p;
+  }
+  expectDistinct(op, [['out', out, 'table', table], ['out', out, 'ids', ids], ['out', out, 'wpe', position?.wpe ?? null],
+    ['out', out, 'pos', position?.pos ?? null]]);
+  expectBindable(op, rec.ctx, [['table', table], ['out', out], ['wpe', position?.wpe ?? null]]);
+  if (n * c === 0) return;
+  const { workgroups, rowThreads } = grid1d(rec.ctx, n * c, WG);
+  rec.dispatch({
+    kernel: KERNEL,
+    entryPoint: 'forward',
+    constants: { WG },
+    // Without a position table the wpe/pos slots are bound to table/ids (read-only, unused).
+    bindings: [ids, table, position?.wpe ?? table, position?.pos ?? ids, out, null, null, null],
+    params: new Params().u32(n).u32(c).u32(rows).u32(pRows).u32(position ? 1 : 0).u32(rowThreads),
+    workgroups,
+  });
+}
+
+export interface EmbeddingBackwardOptions {
+  /** true: dtable += the gradient (rows without tokens untouched); false (default): dtable = it. */
+  accumulate?: boolean;
+}
+
+/**
+ * dtable[r] = Σ_{n: ids[n] = r} dout[n], summed in increasing n; writes (=) every row of dtable,
+ * or accumulates (+=) into the rows that have tokens when `opts.accumulate`.
+ * `scratch` is u32 with at least `embeddingScratchSize(N, R)` elements (overwritten).
+ */
+export function embeddingBackward(
+  rec: Recorder, dtable: Tensor, dout: Tensor, ids: Tensor, scratch: Tensor, opts: EmbeddingBackwardOptions = {},
+): void {
+  const op = `${KERNEL}.backward`;
+  expectDtype(op, 'ids', ids, 'i32');
+  const [rows, c] = tableDims(op, 'dtable', dtable);
+  const n = ids.size;
+  checkRows(op, 'dout', dout, n, c, ids);
+  expectScratch(op, scratch, embeddingScratchSize(n, rows), 'u32');
+  expectDistinct(op, [['dtable', dtable, 'dout', dout], ['dtable', dtable, 'ids', ids], ['dtable', dtable, 'scratch', scratch],
+    ['scratch', scratch, 'ids', ids], ['scratch', scratch, 'dout', dout]]);
+  expectBindable(op, rec.ctx, [['dtable', dtable], ['dout', dout], ['scratch', scratch]]);
+  if (rows * c === 0) return;
+  const params = (rowThreads: number) => new Params().u32(n).u32(c).u32(rows).u32(0).u32(0).u32(rowThreads);
+  // One workgroup builds the index; on the software adapters a smaller chunk costs fewer compares.
+  rec.dispatch({
+    kernel: KERNEL,
+    entryPoint: 'build_index',
+    constants: { WG: isSoftwareAdapter(rec.ctx) ? 64 : 256 },
+    bindings: [ids, null, null, null, null, scratch, null, null],
+    params: params(0),
+    workgroups: [1, 1, 1],
+  });
+  const threads = opts.accumulate ? Math.min(n, rows) * c : rows * c;
+  if (threads === 0) return;
+  const g = grid1d(rec.ctx, threads, WG);
+  rec.dispatch({
+    kernel: KERNEL,
+    entryPoint: opts.accumulate ? 'rows_accumulate' : 'rows_write',
+    constants: { WG },
+    bindings: [null, null, null, null, null, scratch, dout, dtable],
+    params: params(g.rowThreads),
+    workgroups: g.workgroups,
+  });
+}
