@@ -1,0 +1,92 @@
+/**
+ * Fused AdamW, in place (host wrapper of kernels/adamw.wgsl), and the clip scale.
+ *   adamw(param, m, v, grad, opts, gradScale?)  updates param, m, v in place (+=-style, the
+ *       optimizer state is read and written); grad is read, scaled by gradScale[0] when given
+ *   clipScale(scale, norm, maxNorm)             scale[0] = min(1, maxNorm / (norm[0] + 1e-6))  (=)
+ * Gradient clipping without a readback: globalL2Norm(norm, grads) → clipScale(scale, norm) →
+ * adamw(..., scale) for every parameter tensor, all in one recording.
+ * Bias corrections are computed here in f64 (see kernels/adamw.wgsl).
+ */
+import { ConfigError } from '../errors.ts';
+import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { expectBindable, expectDistinct, expectDtype, expectShape } from './rowwise.ts';
+
+const KERNEL = 'adamw';
+const WG = 256;
+
+export interface AdamWOptions {
+  lr: number;
+  beta1?: number; // default 0.9
+  beta2?: number; // default 0.999
+  eps?: number; // default 1e-8
+  weightDecay?: number; // decoupled; default 0.01 (PyTorch's AdamW default)
+  /** The step t ≥ 1 being taken (1 for the first update), for bias correction. */
+  step: number;
+}
+
+/** The per-step constants of the update: lr / (1 − β1^t) and sqrt(1 − β2^t), in f64. */
+export function adamwBiasCorrection(step: number, beta1: number, beta2: number): { stepSize: (lr: number) => number; bc2Sqrt: number } {
+  const bc1 = 1 - beta1 ** step;
+  return { stepSize: (lr) => lr / bc1, bc2Sqrt: Math.sqrt(1 - beta2 ** step) };
+}
+
+function resolve(opts: AdamWOptions): Required<AdamWOptions> {
+  const o = { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.01, ...opts };
+  for (const k of ['lr', 'beta1', 'beta2', 'eps', 'weightDecay'] as const) {
+    if (!Number.isFinite(o[k]) || o[k] < 0) throw new ConfigError(`adamw.${k}`, `must be a finite number ≥ 0, got ${o[k]}`);
+  }
+  if (o.beta1 >= 1 || o.beta2 >= 1) throw new ConfigError('adamw.beta', `β1 and β2 must be < 1, got ${o.beta1}, ${o.beta2}`);
+  if (!Number.isInteger(o.step) || o.step < 1) throw new ConfigError('adamw.step', `must be an integer ≥ 1, got ${o.step}`);
+  return o;
+}
+
+/**
+ * One AdamW step on one parameter tensor, in place on `param`, `m`, `v` (all f32, one shape with
+ * `grad`). `gradScale` [1] f32, when given, multiplies the gradient (the clip scale).
+ */
+export function adamw(rec: Recorder, param: Tensor, m: Tensor, v: Tensor, grad: Tensor, opts: AdamWOptions, gradScale: Tensor | null = null): void {
+  const o = resolve(opts);
+  const named: [string, Tensor][] = [['param', param], ['m', m], ['v', v], ['grad', grad]];
+  for (const [name, t] of named) {
+    expectDtype(KERNEL, name, t, 'f32');
+    expectShape(KERNEL, name, t, param.shape);
+  }
+  if (gradScale) {
+    expectDtype(KERNEL, 'gradScale', gradScale, 'f32');
+    expectShape(KERNEL, 'gradScale', gradScale, [1]);
+    named.push(['gradScale', gradScale]);
+  }
+  expectDistinct(KERNEL, named.flatMap(([na, a], i) => named.slice(i + 1).map(([nb, b]) => [na, a, nb, b] as const)));
+  expectBindable(KERNEL, rec.ctx, named);
+  const n = param.size;
+  if (n === 0) return;
+  const { stepSize, bc2Sqrt } = adamwBiasCorrection(o.step, o.beta1, o.beta2);
+  const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
+  rec.dispatch({
+    kernel: KERNEL,
+    entryPoint: gradScale ? 'main' : 'main_unscaled',
+    constants: { WG },
+    bindings: [param, m, v, grad, gradScale],
+    params: new Params().u32(n).u32(rowThreads).f32(o.lr).f32(o.beta1).f32(o.beta2).f32(1 - o.beta1).f32(1 - o.beta2).f32(o.eps).f32(o.weightDecay)
+      .f32(stepSize(o.lr)).f32(bc2Sqrt).f32(0),
+    workgroups,
+  });
+}
+
+/** scale[0] = min(1, maxNorm / (norm[0] + 1e-6)), on the GPU. Writes (=) `scale` [1]; `norm` is [1]. */
+export function clipScale(rec: Recorder, scale: Tensor, norm: Tensor, maxNorm: number): void {
+  if (!(Number.isFinite(maxNorm) && maxNorm > 0)) throw new ConfigError('maxNorm', `must be a finite number > 0, got ${maxNorm}`);
+  expectDtype(KERNEL, 'scale', scale, 'f32');
+  expectShape(KERNEL, 'scale', scale, [1]);
+  expectDtype(KERNEL, 'norm', norm, 'f32');
+  expectShape(KERNEL, 'norm', norm, [1]);
+  expectDistinct(KERNEL, [['scale', scale, 'norm', norm]]);
+  rec.dispatch({
+    kernel: KERNEL,
+    entryPoint: 'clip_scale',
+    bindings: [null, null, null, norm, scale],
+    params: new Params().u32(1).u32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(maxNorm),
+    workgroups: [1],
+  });
+}
