@@ -154,6 +154,7 @@ fn prepare(@builtin(local_invocation_index) tid: u32) {
     }
   }
   storageBarrier();  // the per-sequence counts above are read by other threads below
+  workgroupBarrier();  // and so is the last level of the tree
   let total = f32(red_u[0]);
   let seqs = f32(red_u2[0]);
   for (var i = tid; i < n; i += RWG) {
@@ -204,7 +205,6 @@ struct Row {
   base: u32,
   lse: f32,    // log Σ e^z
   h: f32,      // entropy
-  lp: f32,     // log-prob of the target (NaN when the target is out of range)
   t: u32,      // target
   scale: f32,  // 0 where masked
   g: f32,      // dℓ/dlp, NaN for an unmasked out-of-range target
@@ -284,7 +284,7 @@ fn row_forward(row: u32, tid: u32) -> Row {
     loss[row] = select(terms.loss - p.ent_coef * h, 0.0, masked);
   }
   let g = select(terms.g, nan, !valid);
-  return Row(base, lse, h, lp, tu, scale, select(g, 0.0, masked));
+  return Row(base, lse, h, tu, scale, select(g, 0.0, masked));
 }
 
 // dL/dz_j for the element j of the row whose logit is z.

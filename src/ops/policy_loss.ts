@@ -1,8 +1,8 @@
 /**
  * policyLoss — the fused policy loss over the vocabulary (host wrapper of kernels/policy_loss.wgsl).
  *
- * From logits [N, V] and targets [N] it writes (=), in one recording of four dispatches
- * (prepare → main → stats, no host round trip):
+ * From logits [N, V] and targets [N] it writes (=), with three dispatches recorded in order
+ * (prepare → main → stats; no host round trip):
  *   dlogits  [N, V]  d(total loss)/d(logits); may be the logits tensor itself (in place)
  *   logprobs [N]     log p(target) under the logits (the sampler's old-logprob path uses it)
  *   entropy  [N]     entropy of each row's softmax
@@ -10,6 +10,9 @@
  *   stats    [6]     see POLICY_STATS: total loss, clip fraction, approx KL, KL to ref, entropy, tokens
  * The loss variant is a plain-data `PolicyLossSpec` (what src/algorithms produces); each variant
  * is a row of the MODES table, never a branch here.
+ *
+ * Sequence-mean counts tokens per sequence in one workgroup at O(S·N) (no atomics); fine for S
+ * sequences of a batch, slow for S in the thousands.
  *
  * Input checks (dtype, shape, aliasing, binding size) throw before anything is recorded. Target
  * values live on the GPU and are not checked: a target outside [0, V) gives a NaN log-prob, and
@@ -145,7 +148,7 @@ export interface PolicyLossTuning {
 
 /** Threads per row of the main kernel: few lanes on the software adapters, many on GPUs. */
 function rowThreads(rec: Recorder, tuning: PolicyLossTuning): number {
-  const wg = tuning.rowThreads ?? (isSoftwareAdapter(rec.ctx) ? 16 : 256);
+  const wg = tuning.rowThreads ?? (isSoftwareAdapter(rec.ctx) ? 8 : 256);
   if (!Number.isInteger(Math.log2(wg)) || wg > 256) throw new ConfigError('tuning.rowThreads', `must be a power of two ≤ 256, got ${wg}`);
   return wg;
 }
@@ -159,6 +162,7 @@ export function policyLoss(
 ): void {
   const mode = modeOf(spec);
   const [epsLow, epsHigh, dualClip, klBeta, entCoef] = hyperparameters(spec);
+  const wg = rowThreads(rec, tuning);
   const { logits, targets, weights } = inputs;
   expectDtype(KERNEL, 'logits', logits, 'f32');
   if (logits.shape.length !== 2) throw new ShapeError(KERNEL, `logits must be [N, V], got ${logits}`);
@@ -209,24 +213,23 @@ export function policyLoss(
   const old = inputs.oldLogprobs && mode.needs.includes('oldLogprobs') ? inputs.oldLogprobs : weights;
   const adv = inputs.advantages && mode.needs.includes('advantages') ? inputs.advantages : weights;
   const ref = inputs.refLogprobs && mode.needs.includes('refLogprobs') ? inputs.refLogprobs : weights;
-  const wg = rowThreads(rec, tuning);
   const { workgroups, nx } = rowGrid(rec.ctx, n);
   const params = () => new Params(16).u32(n).u32(v).u32(s).u32(mode.id).u32(AGGREGATIONS[spec.aggregation]).u32(nx)
     .f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN);
-  const constants = { WG: wg, RWG: 256 };
+  const single = { RWG: 256 }; // prepare and stats: one workgroup over all tokens
   // Binding table of the kernel: 0 logits, 1 targets, 2 scratch, 3 dlogits, 4 logprobs, 5 entropy,
   // 6 loss, 7 stats, 8 weights, 9 seq_ids, 10 old, 11 adv, 12 ref (params at 13).
   const none = null;
   rec.dispatch({
-    kernel: KERNEL, entryPoint: 'prepare', constants, params: params(), workgroups: [1],
+    kernel: KERNEL, entryPoint: 'prepare', constants: single, params: params(), workgroups: [1],
     bindings: [none, none, out.scratch, none, none, none, none, none, weights, seqIds, old, adv, ref],
   });
   rec.dispatch({
-    kernel: KERNEL, entryPoint: inPlace ? 'main_inplace' : 'main', constants, params: params(), workgroups,
+    kernel: KERNEL, entryPoint: inPlace ? 'main_inplace' : 'main', constants: { WG: wg }, params: params(), workgroups,
     bindings: [logits, targets, out.scratch, inPlace ? none : out.dlogits, out.logprobs, out.entropy, out.loss, none, none, none, none, none, none],
   });
   rec.dispatch({
-    kernel: KERNEL, entryPoint: 'stats', constants, params: params(), workgroups: [1],
+    kernel: KERNEL, entryPoint: 'stats', constants: single, params: params(), workgroups: [1],
     bindings: [none, none, out.scratch, none, out.logprobs, out.entropy, out.loss, out.stats, none, none, none, none, none],
   });
 }

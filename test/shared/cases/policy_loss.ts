@@ -146,7 +146,7 @@ export const policyLossCases: GpuCase[] = [
     },
   },
   {
-    name: 'policy_loss: masked tokens give loss 0 and zero gradient rows; an out-of-range target gives NaN',
+    name: 'policy_loss: masked tokens (weight 0 or no sequence) give loss 0 and zero gradient rows; an out-of-range target gives NaN',
     async fn(ctx) {
       const fx = fixture(8, 6, 9);
       fx.weights.set([1, 0, 1, 0, 1, 1]);
@@ -161,6 +161,15 @@ export const policyLossCases: GpuCase[] = [
       assert.isNaN(got.logprobs[3]);
       assert.isTrue(got.stats.every(Number.isFinite), 'stats are finite');
       assert.strictEqual(got.stats[POLICY_STATS.tokens], 4);
+      // Sequence-mean: a token whose sequence id is outside [0, S) counts as masked.
+      fx.seqIds[5] = fx.numSequences;
+      const seqSpec = specOf('ppo', 'sequence-mean', 0, false);
+      const seqGot = await runPolicy(ctx, fx, seqSpec);
+      const seqWant = policyLossRef(fx, seqSpec);
+      assert.strictEqual(seqGot.stats[POLICY_STATS.tokens], 3);
+      assert.isTrue(seqGot.dlogits.subarray(5 * 9, 6 * 9).every((x) => x === 0), 'row 5 is zero');
+      assert.isAtMost(relL2(seqGot.dlogits, seqWant.dlogits), 1e-5);
+      closeStat(seqGot.stats[POLICY_STATS.loss], seqWant.stats[POLICY_STATS.loss], 'sequence-mean loss');
       fx.targets[4] = -1; // out of range, unmasked: NaN is loud
       got = await runPolicy(ctx, fx, spec);
       assert.isNaN(got.loss[4]);
