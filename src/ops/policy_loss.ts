@@ -103,7 +103,7 @@ interface Mode<S extends PolicyLossSpec> {
 const clip = (s: PpoSpec | GrpoSpec): [number, number, number] => [s.clipLow, s.clipHigh, s.dualClip ?? 0];
 
 /** One row per loss variant: its kernel mode, the per-token inputs it reads, its hyperparameters. */
-export const MODES: { readonly [K in PolicyLossSpec['kind']]: Mode<Extract<PolicyLossSpec, { kind: K }>> } = {
+const MODES: { readonly [K in PolicyLossSpec['kind']]: Mode<Extract<PolicyLossSpec, { kind: K }>> } = {
   cross_entropy: { id: 0, needs: [], hyper: () => [0, 0, 0, 0] },
   importance_sampling: { id: 1, needs: ['oldLogprobs', 'advantages'], hyper: () => [0, 0, 0, 0] },
   ppo: { id: 2, needs: ['oldLogprobs', 'advantages'], hyper: (s) => [...clip(s), 0] },
