@@ -14,7 +14,7 @@
 import { GpuValidationError, LimitError, WebtinkerError } from '../errors.ts';
 import type { GpuContext } from './device.ts';
 import type { Constants } from './pipelines.ts';
-import { type AnyHostArray, hostArray, Tensor } from './tensor.ts';
+import { type AnyHostArray, type DType, emptyTensor, hostArray, Tensor } from './tensor.ts';
 
 /** Little-endian packer for a WGSL uniform struct of 4-byte scalars (u32, i32, f32), in order. */
 export class Params {
@@ -87,6 +87,7 @@ export class Recorder {
   #params: Uint8Array[] = [];
   #paramBytes = 0;
   #submitted = false;
+  #temps: Tensor[] = [];
 
   constructor(ctx: GpuContext, opts: { label?: string; timing?: boolean } = {}) {
     this.ctx = ctx;
@@ -130,6 +131,18 @@ export class Recorder {
     this.#commands.push({ kind: 'dispatch', spec, pipeline, paramOffset, paramBytes });
   }
 
+  /**
+   * Scratch tensor for this recording only, released back to the pool once the work is
+   * submitted. That is safe: WebGPU runs submissions in queue order, so a later submission that
+   * reuses the buffer runs after this one. Contents start unspecified.
+   */
+  temp(shape: readonly number[], dtype: DType = 'f32', label = 'scratch'): Tensor {
+    this.#assertOpen();
+    const t = emptyTensor(this.ctx, shape, dtype, { owner: `recorder:${this.label}`, label: `${this.label}/${label}` });
+    this.#temps.push(t);
+    return t;
+  }
+
   /** Copy a tensor's elements into another of at least the same byte length. */
   copy(src: Tensor, dst: Tensor): void {
     this.#assertOpen();
@@ -165,6 +178,7 @@ export class Recorder {
     try {
       pipelines = await Promise.all(commands.map((c) => (c.kind === 'dispatch' ? c.pipeline : null)));
     } catch (e) {
+      for (const t of this.#temps.splice(0)) t.release();
       return fail(e);
     }
 
@@ -237,6 +251,7 @@ export class Recorder {
       enc.copyBufferToBuffer(queryBuf.buffer, 0, queryRead.buffer, 0, 16);
     }
     device.queue.submit([enc.finish()]);
+    for (const t of this.#temps.splice(0)) t.release();
     const validation = await device.popErrorScope();
     const oom = await device.popErrorScope();
 

@@ -231,3 +231,24 @@ export const gpuCoreCases: GpuCase[] = [
     },
   },
 ];
+
+gpuCoreCases.push({
+  name: 'recorder: scratch tensors live for one recording and return to the pool at submit',
+  async fn(ctx) {
+    const n = 100;
+    const x = tensorFrom(ctx, new Float32Array(n).fill(2), [n], { owner: 'case', label: 'x' });
+    const out = emptyTensor(ctx, [n], 'f32', { owner: 'case', label: 'out' });
+    const rec = new Recorder(ctx, { label: 'temps' });
+    const t = rec.temp([n], 'f32', 'twice');
+    add(rec, t, x, x); // t = 4
+    add(rec, out, t, x); // out = 6
+    assert.strictEqual(ctx.pool.owner('recorder:temps').currentBytes, 512);
+    const read = rec.read(out);
+    await rec.submit();
+    assert.strictEqual(ctx.pool.owner('recorder:temps').currentBytes, 0);
+    assert.isTrue(t.released);
+    assert.deepEqual([...((await read) as Float32Array)], new Array(n).fill(6));
+    x.release();
+    out.release();
+  },
+});
