@@ -91,6 +91,17 @@ function readLimits(limits: GPUSupportedLimits): Record<string, number> {
   return out;
 }
 
+/** What kind of adapter this is: the software ones want different kernel tunings from real GPUs. */
+export type AdapterKind = 'llvmpipe' | 'swiftshader' | 'software' | 'hardware';
+
+export function adapterKind(a: AdapterSummary): AdapterKind {
+  const text = `${a.description} ${a.vendor} ${a.device} ${a.architecture}`.toLowerCase();
+  if (text.includes('llvmpipe') || text.includes('lavapipe')) return 'llvmpipe';
+  if (text.includes('swiftshader')) return 'swiftshader';
+  if (a.isFallbackAdapter || /warp|softpipe/.test(text)) return 'software';
+  return 'hardware';
+}
+
 export function summarizeAdapter(adapter: GPUAdapter, host: GpuHost = detectHost()): AdapterSummary {
   const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;
   return {
@@ -111,6 +122,8 @@ export class GpuContext {
   readonly device: GPUDevice;
   readonly adapter: AdapterSummary;
   readonly hasF16: boolean;
+  /** llvmpipe / swiftshader / other software / hardware — for choosing kernel tunings. */
+  readonly kind: AdapterKind;
   readonly hasTimestamps: boolean;
   /** Storage buffers: tensors. */
   readonly pool: BufferPool;
@@ -131,6 +144,7 @@ export class GpuContext {
     this.device = device;
     this.adapter = adapter;
     this.hasF16 = device.features.has('shader-f16');
+    this.kind = adapterKind(adapter);
     this.hasTimestamps = device.features.has('timestamp-query');
     this.pool = new BufferPool(device);
     this.uniformPool = new BufferPool(device, BufferUsage.UNIFORM | BufferUsage.COPY_DST);
@@ -147,6 +161,11 @@ export class GpuContext {
       const err = (ev as GPUUncapturedErrorEvent).error;
       for (const f of this.#errorListeners) f(err);
     });
+  }
+
+  /** True on a software adapter (no GPU): barriers and shared memory cost more than they save. */
+  get isSoftware(): boolean {
+    return this.kind !== 'hardware';
   }
 
   get isLost(): boolean {

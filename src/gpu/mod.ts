@@ -1,6 +1,6 @@
 /** The GPU layer: device, pool, tensors, pipelines, recorder. */
-export { acquireGpu, detectHost, GpuContext, installHint, summarizeAdapter } from './device.ts';
-export type { AcquireOptions, AdapterSummary, DeviceLostEvent, GpuHost } from './device.ts';
+export { acquireGpu, adapterKind, detectHost, GpuContext, installHint, summarizeAdapter } from './device.ts';
+export type { AcquireOptions, AdapterKind, AdapterSummary, DeviceLostEvent, GpuHost } from './device.ts';
 export { BufferPool, bucketBytes, BufferUsage } from './pool.ts';
 export type { OwnerStats, PoolStats } from './pool.ts';
 export { bundledKernelNames, PipelineCache, pipelineCacheFor } from './pipelines.ts';

@@ -71,3 +71,14 @@ describe('Params', () => {
     expect(new Params().u32(1).u32(2).u32(3).u32(4).u32(5).bytes().byteLength).toBe(32);
   });
 });
+
+describe('adapterKind', () => {
+  it('tells llvmpipe, SwiftShader, other fallbacks and hardware apart', async () => {
+    const { adapterKind } = await import('../../src/gpu/device.ts');
+    const base = { host: 'deno' as const, vendor: '', architecture: '', device: '', description: '', isFallbackAdapter: false, features: [], limits: {} };
+    expect(adapterKind({ ...base, description: 'llvmpipe (LLVM 15.0.6, 256 bits)', isFallbackAdapter: true })).toBe('llvmpipe');
+    expect(adapterKind({ ...base, vendor: 'google', architecture: 'swiftshader', isFallbackAdapter: true })).toBe('swiftshader');
+    expect(adapterKind({ ...base, description: 'Microsoft Basic Render Driver (WARP)' })).toBe('software');
+    expect(adapterKind({ ...base, description: 'NVIDIA H200', vendor: 'nvidia' })).toBe('hardware');
+  });
+});

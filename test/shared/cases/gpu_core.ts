@@ -50,6 +50,9 @@ export const gpuCoreCases: GpuCase[] = [
       assert.strictEqual(ctx.device.limits.maxComputeWorkgroupStorageSize, ctx.adapter.limits.maxComputeWorkgroupStorageSize);
       assert.strictEqual(ctx.hasF16, ctx.adapter.features.includes('shader-f16'));
       assert.isString(ctx.adapter.description + ctx.adapter.vendor);
+      // The suites here run on software adapters; on a GPU host the kind is 'hardware'.
+      assert.include(['llvmpipe', 'swiftshader', 'software', 'hardware'], ctx.kind);
+      assert.strictEqual(ctx.isSoftware, ctx.kind !== 'hardware');
     },
   },
   {
