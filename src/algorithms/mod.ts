@@ -1,0 +1,25 @@
+/**
+ * The algorithms layer's public names: advantage estimators, datum conversion, loss specs and
+ * their CPU references, per-algorithm datum builders, batch packing. All pure, no GPU types.
+ */
+export { EMPTY_BASELINE, gae, groupRelativeAdvantages, maskedGae, reinforceAdvantages, rlooAdvantages } from './advantages.ts';
+export type { GaeOptions, GroupRelativeOptions, MovingBaseline } from './advantages.ts';
+export { broadcastAdvantage, datumFromSequence, datumsWith, targetMaskT, tokenRewardsT, trajectoryToDatum } from './datum.ts';
+export type { Datum, DatumExtras } from './datum.ts';
+export { crossEntropyLoss, dpoLoss, grpoLoss, importanceSamplingLoss, ppoLoss, valueLossSpec } from './loss_spec.ts';
+export type { Aggregation, CrossEntropyLoss, DpoLoss, GrpoLoss, ImportanceSamplingLoss, LossSpec, PolicyLossSpec, PpoLoss, ValueLossSpec } from './loss_spec.ts';
+export { aggregationScales, clippedSurrogate, grpoTerm, POLICY_TERMS, policyLossReference } from './losses.ts';
+export type { PolicyLossInput, PolicyLossResult } from './losses.ts';
+export { outcomeDatums } from './outcome.ts';
+export type { OutcomeDatumOptions } from './outcome.ts';
+export { grpoDatums } from './grpo.ts';
+export { rlooDatums } from './rloo.ts';
+export { reinforceDatums } from './reinforce.ts';
+export { clippedValueLoss, ppoDatums, valueLossReference } from './ppo.ts';
+export type { PpoDatumOptions } from './ppo.ts';
+export { encodePair, sftDatums, sftDatumsFromPairs } from './sft.ts';
+export type { TextEncodeOptions, TextPair } from './sft.ts';
+export { dpoDatums, dpoPairLoss, dpoPairsFromGroups, dpoPairsFromPreferences, dpoReference, sequenceLogprob } from './dpo.ts';
+export type { DpoPair, OnlinePairOptions, PreferencePair } from './dpo.ts';
+export { packDatums } from './pack.ts';
+export type { PackedBatch, PackedStep, PackOptions } from './pack.ts';
