@@ -167,42 +167,47 @@ export async function rolloutTurnBased(
   };
 
   let live = (await Promise.all(games.map(start))).filter((x): x is Game => x !== null);
-  while (live.length > 0) {
-    live = live.filter(prepare);
-    // One sampling call per learning seat for all the games where it is to act.
-    const actions = new Map<Game, Promise<{ text: string; appended: AppendedAction | null } | null>>();
-    await Promise.all(
-      seats.map(async (seat, p) => {
-        const mine = live.filter((g) => g.player === p);
-        if (mine.length === 0) return;
-        if (seat instanceof Agent) {
-          const builders = mine.map((g) => g.builders[p] as EpisodeBuilder);
-          const sampled = await seat.sampleBatch(builders.map((b, k) => b.request(requestSeed(options.seed, mine[k].index, p, mine[k].turnsP[p]))));
-          countersP[p].sampleCalls++;
-          mine.forEach((g, k) => {
-            countersP[p].sampledTokens += sampled[k].tokens.length;
-            const appended = builders[k].appendAction(sampled[k]);
-            actions.set(g, Promise.resolve({ text: appended.text, appended }));
-          });
-        } else {
-          for (const g of mine) {
-            const rng = new Rng(requestSeed(options.seed, g.index, p, g.turnsP[p]), 0x5c);
-            actions.set(g, guarded(`scripted seat ${seat.id}`, timeoutMs, () => seat.act(g.observation, rng)).then((r) => {
-              if (r.ok && typeof r.value === 'string') return { text: r.value, appended: null };
-              drop(g.index, g.spec, r.ok ? 'env_error' : r.reason, r.ok ? `scripted seat ${seat.id} returned a non-string` : r.message, g, g.env);
-              return null;
-            }));
+  try {
+    while (live.length > 0) {
+      live = live.filter(prepare);
+      // One sampling call per learning seat for all the games where it is to act.
+      const actions = new Map<Game, Promise<{ text: string; appended: AppendedAction | null } | null>>();
+      await Promise.all(
+        seats.map(async (seat, p) => {
+          const mine = live.filter((g) => g.player === p);
+          if (mine.length === 0) return;
+          if (seat instanceof Agent) {
+            const builders = mine.map((g) => g.builders[p] as EpisodeBuilder);
+            const sampled = await seat.sampleBatch(builders.map((b, k) => b.request(requestSeed(options.seed, mine[k].index, p, mine[k].turnsP[p]))));
+            countersP[p].sampleCalls++;
+            mine.forEach((g, k) => {
+              countersP[p].sampledTokens += sampled[k].tokens.length;
+              const appended = builders[k].appendAction(sampled[k]);
+              actions.set(g, Promise.resolve({ text: appended.text, appended }));
+            });
+          } else {
+            for (const g of mine) {
+              const rng = new Rng(requestSeed(options.seed, g.index, p, g.turnsP[p]), 0x5c);
+              actions.set(g, guarded(`scripted seat ${seat.id}`, timeoutMs, () => seat.act(g.observation, rng)).then((r) => {
+                if (r.ok && typeof r.value === 'string') return { text: r.value, appended: null };
+                drop(g.index, g.spec, r.ok ? 'env_error' : r.reason, r.ok ? `scripted seat ${seat.id} returned a non-string` : r.message, g, g.env);
+                return null;
+              }));
+            }
           }
-        }
-      }),
-    );
-    const going = await Promise.all(
-      live.map(async (g) => {
-        const a = await actions.get(g);
-        return a === null || a === undefined ? false : apply(g, a.text, a.appended);
-      }),
-    );
-    live = live.filter((_, k) => going[k]);
+        }),
+      );
+      const going = await Promise.all(
+        live.map(async (g) => {
+          const a = await actions.get(g);
+          return a === null || a === undefined ? false : apply(g, a.text, a.appended);
+        }),
+      );
+      live = live.filter((_, k) => going[k]);
+    }
+  } catch (error) {
+    for (const g of live) closeQuietly(g.env); // a broken policy: release what is still open
+    throw error;
   }
 
   results.sort((a, b) => a.episodeId - b.episodeId);

@@ -134,12 +134,17 @@ export async function rolloutEpisodes(
   };
 
   let live = (await Promise.all(episodes.map(start))).filter((x): x is Live => x !== null);
-  while (live.length > 0) {
-    const requests = live.map((ep) => ep.builder.request(requestSeed(options.seed, ep.index, 0, ep.turn)));
-    const results = await agent.sampleBatch(requests);
-    counters.sampleCalls++;
-    const going = await Promise.all(live.map((ep, k) => advance(ep, results[k])));
-    live = live.filter((_, k) => going[k]);
+  try {
+    while (live.length > 0) {
+      const requests = live.map((ep) => ep.builder.request(requestSeed(options.seed, ep.index, 0, ep.turn)));
+      const results = await agent.sampleBatch(requests);
+      counters.sampleCalls++;
+      const going = await Promise.all(live.map((ep, k) => advance(ep, results[k])));
+      live = live.filter((_, k) => going[k]);
+    }
+  } catch (error) {
+    for (const ep of live) closeQuietly(ep.env); // a broken policy: release what is still open
+    throw error;
   }
   return assembleBatch(episodes, kept, dropped, counters);
 }

@@ -127,6 +127,19 @@ describe('multi-turn protocol', () => {
     expect(t.logprobsT.at(-1)).toBe(-0.1);
   });
 
+  it('lets a failing sampling function throw, after closing the open environments', async () => {
+    const envs = [scriptedEnv([ok(0, false)]), scriptedEnv([ok(0, false)])];
+    let k = 0;
+    let calls = 0;
+    const sample: SampleFn = async (rs) => {
+      if (++calls === 2) throw new Error('GPU lost');
+      return rs.map(() => ({ tokens: [65], logprobs: [-1] }));
+    };
+    await expect(rolloutMultiTurn(specOf(() => envs[k++]), agentWith(sample), [one[0], one[0]], { seed: 0 })).rejects.toThrow('GPU lost');
+    await new Promise((r) => setTimeout(r, 0));
+    expect(envs.map((e) => e.closed)).toEqual([1, 1]);
+  });
+
   it('throws SampleContractError when the sampling function breaks its contract', async () => {
     const spec = specOf(() => scriptedEnv([ok(0, true)]));
     const bad: SampleFn[] = [
