@@ -17,7 +17,7 @@
 import { ShapeError } from '../errors.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectBindable, expectDistinct, expectDtype, expectScratch, isSoftwareAdapter } from './rowwise.ts';
+import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, isSoftwareAdapter } from './rowwise.ts';
 
 const KERNEL = 'embedding';
 const WG = 256;
@@ -102,12 +102,16 @@ export function embeddingBackward(
     ['scratch', scratch, 'ids', ids], ['scratch', scratch, 'dout', dout]]);
   expectBindable(op, rec.ctx, [['dtable', dtable], ['dout', dout], ['scratch', scratch]]);
   if (rows * c === 0) return;
-  const params = (rowThreads: number) => new Params().u32(n).u32(c).u32(rows).u32(0).u32(0).u32(rowThreads);
   // One workgroup builds the index; on the software adapters a smaller chunk costs fewer compares.
+  const iwg = isSoftwareAdapter(rec.ctx) ? 64 : 256;
+  // Per thread: clear, scan and rewrite R/WG rows; two chunked passes of WG compares per WG tokens;
+  // the sums loop over a row's tokens (all N when every id is the same).
+  expectLoopBudget(op, rec.ctx, 3 * Math.ceil(rows / iwg) + 2 * Math.ceil(n / iwg) * (iwg + 1) + iwg, `the index of ids ${ids}`);
+  const params = (rowThreads: number) => new Params().u32(n).u32(c).u32(rows).u32(0).u32(0).u32(rowThreads);
   rec.dispatch({
     kernel: KERNEL,
     entryPoint: 'build_index',
-    constants: { WG: isSoftwareAdapter(rec.ctx) ? 64 : 256 },
+    constants: { WG: iwg },
     bindings: [ids, null, null, null, null, scratch, null, null],
     params: params(0),
     workgroups: [1, 1, 1],

@@ -10,14 +10,23 @@
 import { ShapeError } from '../errors.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols, rowWorkgroupSize } from './rowwise.ts';
+import { expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols, rowWorkgroupSize, expectLoopBudget } from './rowwise.ts';
 
 const KERNEL = 'layernorm';
 
-/** Rows per block and block count of the backward column sums (at most 256 blocks). */
+/**
+ * Rows per block and block count of the backward column sums: about 256 blocks for parallelism,
+ * at most 32 rows per block so a thread's loops stay short (see expectLoopBudget).
+ */
 export function normBlocks(n: number): { rb: number; nblk: number } {
-  const rb = Math.max(1, Math.ceil(n / Math.min(Math.max(n, 1), 256)));
+  const rb = Math.min(32, Math.max(1, Math.ceil(n / 256)));
   return { rb, nblk: Math.max(1, Math.ceil(n / rb)) };
+}
+
+/** Loop iterations per thread of the norm kernels (forward, backward) for the llvmpipe check. */
+export function normLoopIterations(n: number, c: number, wg: number, passes: number): number {
+  const perRow = passes * Math.ceil(c / wg) + 2 * Math.log2(wg);
+  return Math.max(perRow, normBlocks(n).rb * perRow, normBlocks(n).nblk);
 }
 
 /** Elements of the f32 scratch tensor layernormBackward needs for N rows of C channels. */
@@ -51,7 +60,8 @@ export function layernormForward(
     ['mean', mean, 'inp', inp], ['rstd', rstd, 'inp', inp], ['mean', mean, 'rstd', rstd], ['out', out, 'mean', mean], ['out', out, 'rstd', rstd]]);
   expectBindable(op, rec.ctx, [['inp', inp], ['out', out]]);
   if (n === 0) return;
-  const wg = rowWorkgroupSize(rec.ctx);
+  const wg = rowWorkgroupSize(rec.ctx, c);
+  expectLoopBudget(op, rec.ctx, 3 * Math.ceil(c / wg) + 2 * Math.log2(wg), `inp ${inp}`);
   const { workgroups, nx } = rowGrid(rec.ctx, n);
   rec.dispatch({
     kernel: KERNEL,
@@ -95,7 +105,8 @@ export function layernormBackward(
   expectDistinct(op, pairs);
   expectBindable(op, rec.ctx, [['dout', dout], ['inp', inp], ['dinp', dinp], ['scratch', scratch]]);
   if (c === 0) return;
-  const wg = rowWorkgroupSize(rec.ctx);
+  const wg = rowWorkgroupSize(rec.ctx, c);
+  expectLoopBudget(op, rec.ctx, normLoopIterations(n, c, wg, 2), `inp ${inp}`);
   const { rb, nblk } = normBlocks(n);
   const acc = opts.accumulate ? 1 : 0;
   if (n > 0) {

@@ -8,8 +8,8 @@
 import { ShapeError } from '../errors.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { type NormBackwardOptions, normBlocks } from './layernorm.ts';
-import { expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols, rowWorkgroupSize } from './rowwise.ts';
+import { type NormBackwardOptions, normBlocks, normLoopIterations } from './layernorm.ts';
+import { expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols, rowWorkgroupSize, expectLoopBudget } from './rowwise.ts';
 
 const KERNEL = 'rmsnorm';
 
@@ -36,7 +36,8 @@ export function rmsnormForward(rec: Recorder, out: Tensor, rstd: Tensor, inp: Te
     ['rstd', rstd, 'weight', weight], ['out', out, 'rstd', rstd]]);
   expectBindable(op, rec.ctx, [['inp', inp], ['out', out]]);
   if (n === 0) return;
-  const wg = rowWorkgroupSize(rec.ctx);
+  const wg = rowWorkgroupSize(rec.ctx, c);
+  expectLoopBudget(op, rec.ctx, 2 * Math.ceil(c / wg) + Math.log2(wg), `inp ${inp}`);
   const { workgroups, nx } = rowGrid(rec.ctx, n);
   rec.dispatch({
     kernel: KERNEL,
@@ -74,7 +75,8 @@ export function rmsnormBackward(
   expectDistinct(op, pairs);
   expectBindable(op, rec.ctx, [['dout', dout], ['inp', inp], ['dinp', dinp], ['scratch', scratch]]);
   if (c === 0) return;
-  const wg = rowWorkgroupSize(rec.ctx);
+  const wg = rowWorkgroupSize(rec.ctx, c);
+  expectLoopBudget(op, rec.ctx, normLoopIterations(n, c, wg, 2), `inp ${inp}`);
   const { rb, nblk } = normBlocks(n);
   const acc = opts.accumulate ? 1 : 0;
   if (n > 0) {

@@ -68,13 +68,36 @@ export function isSoftwareAdapter(ctx: GpuContext): boolean {
   return a.isFallbackAdapter || text.includes('llvmpipe') || text.includes('swiftshader');
 }
 
+/** True on Mesa's llvmpipe (Deno's adapter on machines without a GPU). */
+export function isLlvmpipe(ctx: GpuContext): boolean {
+  const a = ctx.adapter;
+  return `${a.description} ${a.vendor} ${a.device} ${a.architecture}`.toLowerCase().includes('llvmpipe');
+}
+
 /**
- * Threads per workgroup of the row kernels (a power of two: they reduce with a tree).
- * Real GPUs want many threads per row to hide latency; on the software adapters each workgroup
- * barrier is expensive and a row is best handled by few lanes (see DESIGN.md), so we use fewer.
+ * Threads per workgroup of the row kernels for rows of C channels (a power of two: they reduce
+ * with a tree). Real GPUs want many threads per row to hide latency; on the software adapters
+ * each workgroup barrier is expensive, so a row gets few lanes unless it is long.
  */
-export function rowWorkgroupSize(ctx: GpuContext): number {
-  return isSoftwareAdapter(ctx) ? 16 : 128;
+export function rowWorkgroupSize(ctx: GpuContext, c: number): number {
+  if (!isSoftwareAdapter(ctx)) return 128;
+  return c <= 1024 ? 16 : 256;
+}
+
+/**
+ * Mesa's llvmpipe (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS) silently ends every loop
+ * of an invocation once the invocation has taken 65535 loop back-edges in total — all loops
+ * together, not per loop (measured here). Kernels whose per-thread loops could go past that give
+ * wrong results there without any error, so their wrappers estimate the per-thread iteration
+ * count and refuse such shapes on llvmpipe with a LimitError.
+ */
+export const LLVMPIPE_LOOP_LIMIT = 65535;
+
+export function expectLoopBudget(op: string, ctx: GpuContext, iterations: number, what: string): void {
+  if (isLlvmpipe(ctx) && iterations > LLVMPIPE_LOOP_LIMIT - 1000) {
+    throw new LimitError(op, `${what} needs about ${Math.round(iterations)} loop iterations per GPU thread, over llvmpipe's ` +
+      `limit of ${LLVMPIPE_LOOP_LIMIT} per invocation (Mesa stops the loops silently past it); use smaller shapes or a hardware adapter`);
+  }
 }
 
 /** Throws unless `scratch` is an f32/u32 tensor with at least `elems` elements. */

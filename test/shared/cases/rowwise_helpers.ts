@@ -27,6 +27,7 @@ export async function run(ctx: GpuContext, outs: readonly Tensor[], fn: (rec: Re
   const rec = new Recorder(ctx, { label: 'rowwise case' });
   fn(rec);
   const reads = outs.map((t) => rec.read(t));
+  for (const r of reads) r.catch(() => {}); // a failed submit rejects them too; submit() reports it
   await rec.submit();
   return Promise.all(reads);
 }

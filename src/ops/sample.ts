@@ -1,0 +1,121 @@
+/**
+ * sample — next-token sampling on the GPU (host wrapper of kernels/sample.wgsl): temperature,
+ * top-k, top-p (nucleus) and greedy, with Philox random numbers that match src/util/rng.ts bit
+ * for bit, so a seed fixes the tokens and `sampleRef` (the CPU reference) draws the same ones.
+ *
+ * Shapes: logits [B, V] f32 (or [..., V]: leading dimensions are rows); outputs tokens (i32),
+ * logprobs (f32) and logprobsRaw (f32), each holding B values. Writes (=) all three:
+ *   tokens       the sampled ids (greedy: argmax, lowest index on ties);
+ *   logprobs     log p(token) under the distribution actually sampled from — logits / T,
+ *                restricted to top-k then top-p, renormalized (greedy: 0, a point mass);
+ *   logprobsRaw  log softmax(logits)[token] at temperature 1, unfiltered (what a policy-gradient
+ *                loss recomputes; for PPO/GRPO old-logprobs use this one at T = 1, no filters).
+ *
+ * Row r's random number is `Rng.restore({ seed, stream, position: 4 · counter }).nextFloat()`
+ * with (stream, counter) = keys[r] when a `keys` tensor [B, 2] u32 is given (per-sequence streams
+ * and positions under continuous batching), else (streamBase + r, step). Deterministic: the same
+ * logits and keys give bitwise-identical outputs.
+ */
+import { ConfigError, ShapeError } from '../errors.ts';
+import { Params, type Recorder } from '../gpu/recorder.ts';
+import type { GpuContext } from '../gpu/device.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, isSoftwareAdapter, rowGrid, rowsCols } from './rowwise.ts';
+
+const KERNEL = 'sample';
+/**
+ * Threads per row (a power of two). 256 on real GPUs. On the software adapters barriers are
+ * expensive, so short rows get fewer threads — but never fewer than keep a pass over the row at
+ * ≤ ~200 loop iterations per thread: a bisection makes up to ~110 passes, and llvmpipe stops
+ * loops past 65535 iterations per invocation (see expectLoopBudget).
+ */
+function sampleWorkgroupSize(ctx: GpuContext, v: number): number {
+  if (!isSoftwareAdapter(ctx)) return 256;
+  let wg = 16;
+  while (wg < 256 && v / wg > 200) wg *= 2;
+  return wg;
+}
+
+/** Upper bound of the loop iterations per thread for V and the filters in use. */
+function loopIterations(v: number, wg: number, topK: number, topP: number): number {
+  const pass = Math.ceil(v / wg) + Math.log2(wg);
+  const passes = 3 + (topK > 0 && topK < v ? 33 + 18 : 0) + (topP < 1 ? 36 + 18 : 0);
+  return passes * pass + wg;
+}
+
+export interface SampleOptions {
+  /** Softmax temperature; 0 means greedy. Default 1. */
+  temperature?: number;
+  /** Keep the k most likely tokens; 0 (default) or ≥ V keeps all. */
+  topK?: number;
+  /** Keep the smallest set of most likely tokens with probability ≥ topP, in (0, 1]. Default 1. */
+  topP?: number;
+  /** Seed of the generator (u32). */
+  seed: number;
+  /** Counter of this sampling step (u32), used when `keys` is absent. Default 0. */
+  step?: number;
+  /** Stream of row 0 (u32), rows use streamBase + r, when `keys` is absent. Default 0. */
+  streamBase?: number;
+  /** Per-row (stream, counter) pairs, u32 [B, 2]; overrides streamBase/step. */
+  keys?: Tensor;
+}
+
+function u32Option(name: string, v: number | undefined, dflt: number): number {
+  const x = v ?? dflt;
+  if (!Number.isInteger(x) || x < 0 || x > 0xffffffff) throw new ConfigError(`${KERNEL}.${name}`, `must be a u32, got ${x}`);
+  return x;
+}
+
+/** Checks the options; returns them with defaults filled in. */
+export function sampleSettings(opts: SampleOptions): Required<Omit<SampleOptions, 'keys'>> {
+  const temperature = opts.temperature ?? 1;
+  if (!Number.isFinite(temperature) || temperature < 0) {
+    throw new ConfigError(`${KERNEL}.temperature`, `must be a finite number ≥ 0 (0 = greedy), got ${temperature}`);
+  }
+  const topP = opts.topP ?? 1;
+  if (!(topP > 0 && topP <= 1)) throw new ConfigError(`${KERNEL}.topP`, `must be in (0, 1], got ${topP}`);
+  return {
+    temperature,
+    topP,
+    topK: u32Option('topK', opts.topK, 0),
+    seed: u32Option('seed', opts.seed, 0),
+    step: u32Option('step', opts.step, 0),
+    streamBase: u32Option('streamBase', opts.streamBase, 0),
+  };
+}
+
+/** Sample one token per row of logits; writes (=) tokens, logprobs and logprobsRaw. */
+export function sample(rec: Recorder, tokens: Tensor, logprobs: Tensor, logprobsRaw: Tensor, logits: Tensor, opts: SampleOptions): void {
+  const op = KERNEL;
+  expectDtype(op, 'logits', logits, 'f32');
+  expectDtype(op, 'tokens', tokens, 'i32');
+  expectDtype(op, 'logprobs', logprobs, 'f32');
+  expectDtype(op, 'logprobsRaw', logprobsRaw, 'f32');
+  const [b, v] = rowsCols(op, 'logits', logits);
+  if (v === 0) throw new ShapeError(op, `logits (${logits}) has an empty vocabulary`);
+  for (const [name, t] of [['tokens', tokens], ['logprobs', logprobs], ['logprobsRaw', logprobsRaw]] as const) {
+    if (t.size !== b) throw new ShapeError(op, `${name} (${t}) must hold B = ${b} values for logits ${logits}`);
+  }
+  if (opts.keys) {
+    expectDtype(op, 'keys', opts.keys, 'u32');
+    if (opts.keys.size !== 2 * b) throw new ShapeError(op, `keys (${opts.keys}) must be [${b}, 2] (stream, counter) for logits ${logits}`);
+  }
+  const s = sampleSettings(opts);
+  expectDistinct(op, [['tokens', tokens, 'logprobs', logprobs], ['tokens', tokens, 'logprobsRaw', logprobsRaw],
+    ['logprobs', logprobs, 'logprobsRaw', logprobsRaw], ['tokens', tokens, 'logits', logits], ['logprobs', logprobs, 'logits', logits],
+    ['logprobsRaw', logprobsRaw, 'logits', logits]]);
+  expectBindable(op, rec.ctx, [['logits', logits]]);
+  const wg = sampleWorkgroupSize(rec.ctx, v);
+  expectLoopBudget(op, rec.ctx, loopIterations(v, wg, s.topK, s.topP), `logits ${logits}`);
+  if (b === 0) return;
+  const { workgroups, nx } = rowGrid(rec.ctx, b);
+  rec.dispatch({
+    kernel: KERNEL,
+    constants: { WG: wg },
+    // Without keys the keys slot is bound to logits (read-only, never read).
+    bindings: [logits, opts.keys ?? logits, tokens, logprobs, logprobsRaw],
+    params: new Params().u32(b).u32(v).u32(nx).u32(s.seed).u32(s.step).u32(s.streamBase).u32(opts.keys ? 1 : 0)
+      .f32(s.temperature).u32(s.topK).f32(s.topP),
+    workgroups,
+  });
+}
