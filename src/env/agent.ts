@@ -128,7 +128,7 @@ export class EpisodeBuilder {
     if (agent.addBos) this.#push([agent.tokenizer.bosId as number], null);
     this.#push(agent.tokenizer.encode(agent.format.initial(task, tools)), null);
     this.promptLength = this.tokensT.length;
-    this.history.push({ role: 'user', content: task });
+    this.history.push(...(agent.format.initialMessages?.(task, tools) ?? [{ role: 'user', content: task }]));
   }
 
   #push(ids: readonly number[], logprobs: readonly number[] | null): void {

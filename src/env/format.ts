@@ -25,6 +25,8 @@ export interface FormatContext {
 export interface PromptFormat {
   /** The initial prompt, ending where the first action begins. */
   initial(task: string, tools: readonly Tool[]): string;
+  /** The messages `initial` renders (the start of the history later calls receive). Default: one user message. */
+  initialMessages?(task: string, tools: readonly Tool[]): ChatMessage[];
   /** Text appended after an action to carry the environment's observation. */
   observation(text: string, ctx: FormatContext): string;
   /** Text appended after a tool call to carry the tool's output. */
@@ -88,14 +90,16 @@ export function chatFormat(options: ChatFormatOptions): PromptFormat {
     if (endedWithStopToken && endOfTurn !== undefined && text.startsWith(endOfTurn)) text = text.slice(endOfTurn.length);
     return text;
   };
+  const initialMessages = (task: string, tools: readonly Tool[]): ChatMessage[] => {
+    const messages: ChatMessage[] = [];
+    if (system !== undefined && system.length > 0) messages.push({ role: 'system', content: system });
+    const toolText = describeTools(tools);
+    messages.push({ role: 'user', content: toolText.length > 0 ? `${toolText}\n${task}` : task });
+    return messages;
+  };
   return {
-    initial(task, tools) {
-      const messages: ChatMessage[] = [];
-      if (system !== undefined && system.length > 0) messages.push({ role: 'system', content: system });
-      const toolText = describeTools(tools);
-      messages.push({ role: 'user', content: toolText.length > 0 ? `${toolText}\n${task}` : task });
-      return render(messages, { addGenerationPrompt: true });
-    },
+    initial: (task, tools) => render(initialMessages(task, tools), { addGenerationPrompt: true }),
+    initialMessages,
     observation: (text, ctx) => delta(ctx.history, { role: 'user', content: text }, ctx.endedWithStopToken),
     toolResult: (_name, output, ctx) => delta(ctx.history, { role: 'tool', content: output }, ctx.endedWithStopToken),
   };

@@ -32,12 +32,13 @@ describe('prompt formats', () => {
   });
 
   it('chat: the whole rollout sequence equals the template rendering of the conversation', async () => {
-    const f = chatFormat({ render: chatml });
+    // The history the format receives starts with the messages the initial prompt rendered (system included).
+    const f = chatFormat({ render: chatml, system: 'S' });
     const sample: SampleFn = async (rs) => rs.map(() => ({ tokens: tok.encode('A'), logprobs: [-1] }));
     const env = scriptedEnv([{ observation: 'O1', reward: 0, done: false }, { observation: 'end', reward: 1, done: true }]);
     const batch = await rolloutMultiTurn({ name: 's', create: () => env }, new Agent({ sample, tokenizer: tok, format: f, addBos: false }), [{ seed: 1, groupId: 0 }], { seed: 0 });
     const t = batch.groups[0].trajectories[0];
-    const convo: ChatMessage[] = [{ role: 'user', content: 'task 1' }, { role: 'assistant', content: 'A' }, { role: 'user', content: 'O1' }];
+    const convo: ChatMessage[] = [{ role: 'system', content: 'S' }, { role: 'user', content: 'task 1' }, { role: 'assistant', content: 'A' }, { role: 'user', content: 'O1' }];
     expect(tok.decode(t.tokensT)).toBe(chatml(convo, { addGenerationPrompt: true }) + 'A');
   });
 
