@@ -1,0 +1,244 @@
+/**
+ * safetensors reader (format: https://github.com/huggingface/safetensors#format).
+ *
+ * Layout: u64 LE header length N · N bytes of UTF-8 JSON · data. The JSON maps tensor names to
+ * {dtype, shape, data_offsets: [begin, end]} (offsets relative to the data section) plus an
+ * optional "__metadata__" map of strings.
+ *
+ * The header is untrusted input. Before any tensor is readable we check: the header fits in the
+ * file (and under 100 MB, the reference implementation's cap); it is UTF-8 JSON with no
+ * `__proto__`/`constructor`/`prototype` key at any depth; every entry has exactly those three
+ * fields with a known dtype, a shape of non-negative integers whose byte size equals
+ * end − begin, and offsets that, sorted, tile the data section exactly (no overlap, no gap, no
+ * byte past the end). Everything else throws SafetensorsError naming the file and the tensor.
+ * Names live in a Map and metadata in a null-prototype object, so no key reaches a prototype.
+ *
+ * Reads are lazy and per tensor: opening reads only the header; `getF32(name)` reads that
+ * tensor's bytes (a Blob slice, a file read at an offset, or a view of in-memory bytes) and
+ * returns a fresh array. BF16 and F16 (and F64) convert to f32; `getF16Bits` keeps F16 raw.
+ */
+import { type ByteInput, type ByteSource, type OpenOptions, openByteSource } from './bytes.ts';
+import { SafetensorsError } from './errors.ts';
+import { bf16ToF32Array, f16ToF32Array } from './f16.ts';
+import { isJsonObject, parseUntrustedJson, UntrustedJsonError } from './json.ts';
+
+/** Every dtype of the format with a whole number of bytes, and its size. */
+export const DTYPE_BYTES: ReadonlyMap<string, number> = new Map([
+  ['BOOL', 1], ['U8', 1], ['I8', 1], ['F8_E5M2', 1], ['F8_E4M3', 1], ['I16', 2], ['U16', 2], ['F16', 2], ['BF16', 2],
+  ['I32', 4], ['U32', 4], ['F32', 4], ['F64', 8], ['I64', 8], ['U64', 8],
+]);
+
+/** The dtypes getF32 converts. */
+export const FLOAT_DTYPES: ReadonlySet<string> = new Set(['F32', 'F16', 'BF16', 'F64']);
+
+/** Largest header accepted (as the reference implementation). */
+export const MAX_HEADER_BYTES = 100_000_000;
+
+export interface TensorInfo {
+  readonly name: string;
+  readonly dtype: string;
+  readonly shape: readonly number[];
+  /** Byte range in the data section. */
+  readonly begin: number;
+  readonly end: number;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const TENSOR_FIELDS = new Set(['dtype', 'shape', 'data_offsets']);
+
+function isCount(x: unknown): x is number {
+  return typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+}
+
+/** Checks a parsed header against a data section of `dataBytes` bytes. */
+function checkHeader(json: unknown, dataBytes: number, file: string): { tensors: Map<string, TensorInfo>; metadata: Record<string, string> } {
+  if (!isJsonObject(json)) throw new SafetensorsError('header', file, undefined, 'header is not a JSON object');
+  const tensors = new Map<string, TensorInfo>();
+  const metadata: Record<string, string> = Object.create(null);
+  for (const [name, entry] of Object.entries(json)) {
+    if (name === '__metadata__') {
+      if (!isJsonObject(entry)) throw new SafetensorsError('header', file, undefined, '__metadata__ must be an object of strings');
+      for (const [k, v] of Object.entries(entry)) {
+        if (typeof v !== 'string') throw new SafetensorsError('header', file, undefined, `__metadata__ value of "${k}" must be a string`);
+        metadata[k] = v;
+      }
+      continue;
+    }
+    if (!isJsonObject(entry)) throw new SafetensorsError('header', file, name, 'entry must be an object');
+    for (const k of Object.keys(entry)) {
+      if (!TENSOR_FIELDS.has(k)) throw new SafetensorsError('header', file, name, `unexpected field "${k}"`);
+    }
+    const { dtype, shape, data_offsets: offsets } = entry;
+    if (typeof dtype !== 'string') throw new SafetensorsError('dtype', file, name, 'dtype must be a string');
+    const itemBytes = DTYPE_BYTES.get(dtype);
+    if (itemBytes === undefined) throw new SafetensorsError('dtype', file, name, `unknown dtype ${JSON.stringify(dtype)}`);
+    if (!Array.isArray(shape) || !shape.every(isCount)) throw new SafetensorsError('shape', file, name, 'shape must be an array of non-negative integers');
+    let numel = 1;
+    for (const d of shape as number[]) {
+      numel *= d;
+      if (!Number.isSafeInteger(numel)) throw new SafetensorsError('shape', file, name, `shape [${shape.join(', ')}] is too large`);
+    }
+    if (!Array.isArray(offsets) || offsets.length !== 2 || !isCount(offsets[0]) || !isCount(offsets[1]) || offsets[0] > offsets[1]) {
+      throw new SafetensorsError('offsets', file, name, 'data_offsets must be [begin, end] with 0 ≤ begin ≤ end');
+    }
+    const [begin, end] = offsets as [number, number];
+    if (numel * itemBytes !== end - begin) {
+      throw new SafetensorsError('shape', file, name, `shape [${shape.join(', ')}] of ${dtype} is ${numel * itemBytes} bytes but data_offsets span ${end - begin}`);
+    }
+    if (end > dataBytes) throw new SafetensorsError('offsets', file, name, `data_offsets [${begin}, ${end}] run past the ${dataBytes}-byte data section (truncated file?)`);
+    tensors.set(name, Object.freeze({ name, dtype, shape: Object.freeze([...(shape as number[])]), begin, end }));
+  }
+  // Sorted, the ranges must tile [0, dataBytes) exactly.
+  const sorted = [...tensors.values()].sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let expected = 0;
+  for (const t of sorted) {
+    if (t.begin < expected) throw new SafetensorsError('offsets', file, t.name, `data_offsets [${t.begin}, ${t.end}] overlap the previous tensor (which ends at ${expected})`);
+    if (t.begin > expected) throw new SafetensorsError('offsets', file, t.name, `data_offsets [${t.begin}, ${t.end}] leave bytes ${expected}..${t.begin} of the data section unused`);
+    expected = t.end;
+  }
+  if (expected !== dataBytes) throw new SafetensorsError('offsets', file, undefined, `tensors cover ${expected} of the ${dataBytes} data bytes`);
+  return { tensors, metadata: Object.freeze(metadata) };
+}
+
+/** An open safetensors file: the checked header, and per-tensor reads. */
+export class SafetensorsFile {
+  readonly name: string;
+  /** The file's __metadata__ (null-prototype, frozen; empty when absent). */
+  readonly metadata: Readonly<Record<string, string>>;
+  /** Absolute byte offset of the data section (8 + header length). */
+  readonly dataOffset: number;
+  readonly #source: ByteSource;
+  readonly #tensors: Map<string, TensorInfo>;
+
+  private constructor(source: ByteSource, dataOffset: number, tensors: Map<string, TensorInfo>, metadata: Record<string, string>) {
+    this.#source = source;
+    this.name = source.name;
+    this.dataOffset = dataOffset;
+    this.#tensors = tensors;
+    this.metadata = metadata;
+  }
+
+  /** Reads and checks the header of `source`; closes the source if it is malformed. */
+  static async fromSource(source: ByteSource): Promise<SafetensorsFile> {
+    const file = source.name;
+    try {
+      if (source.size < 8) throw new SafetensorsError('truncated', file, undefined, `${source.size} bytes is shorter than the 8-byte header length`);
+      const lenBytes = await readOrFail(source, 0, 8, undefined);
+      const view = new DataView(lenBytes.buffer, lenBytes.byteOffset, 8);
+      const headerLen = view.getUint32(0, true) + view.getUint32(4, true) * 2 ** 32;
+      if (headerLen > source.size - 8) {
+        throw new SafetensorsError('truncated', file, undefined, `header length ${headerLen} is longer than the ${source.size - 8} bytes after it`);
+      }
+      if (headerLen > MAX_HEADER_BYTES) throw new SafetensorsError('header', file, undefined, `header length ${headerLen} exceeds ${MAX_HEADER_BYTES}`);
+      const headerBytes = await readOrFail(source, 8, headerLen, undefined);
+      let text: string;
+      try {
+        text = new TextDecoder('utf-8', { fatal: true }).decode(headerBytes);
+      } catch {
+        throw new SafetensorsError('header', file, undefined, 'header is not valid UTF-8');
+      }
+      let json: unknown;
+      try {
+        json = parseUntrustedJson(text);
+      } catch (e) {
+        const err = e as UntrustedJsonError;
+        if (err.forbiddenKey !== undefined) throw new SafetensorsError('forbidden-key', file, undefined, `header holds the key "${err.forbiddenKey}"`);
+        throw new SafetensorsError('header', file, undefined, `header is not JSON (${err.message})`);
+      }
+      const { tensors, metadata } = checkHeader(json, source.size - 8 - headerLen, file);
+      return new SafetensorsFile(source, 8 + headerLen, tensors, metadata);
+    } catch (e) {
+      await source.close().catch(() => {});
+      throw e;
+    }
+  }
+
+  /** Tensor names in data order. */
+  names(): string[] {
+    return [...this.#tensors.values()].sort((a, b) => a.begin - b.begin || a.end - b.end).map((t) => t.name);
+  }
+
+  has(name: string): boolean {
+    return this.#tensors.has(name);
+  }
+
+  info(name: string): TensorInfo {
+    const t = this.#tensors.get(name);
+    if (!t) throw new SafetensorsError('missing', this.name, name, 'no such tensor in the file');
+    return t;
+  }
+
+  /** The tensor's raw little-endian bytes (a fresh, zero-offset buffer the caller owns). */
+  async bytes(name: string): Promise<Uint8Array> {
+    const t = this.info(name);
+    const length = t.end - t.begin;
+    const raw = await readOrFail(this.#source, this.dataOffset + t.begin, length, name);
+    if (raw.byteLength !== length) throw new SafetensorsError('io', this.name, name, `short read (${raw.byteLength} of ${length} bytes)`);
+    const owned = this.#source.fresh && raw.byteOffset === 0 && raw.buffer.byteLength === length;
+    return owned ? raw : raw.slice();
+  }
+
+  /** The tensor as f32 (F32 copied; F16, BF16, F64 converted). Other dtypes: SafetensorsError('dtype'). */
+  async getF32(name: string): Promise<Float32Array> {
+    const t = this.info(name);
+    if (!FLOAT_DTYPES.has(t.dtype)) throw new SafetensorsError('dtype', this.name, name, `${t.dtype} cannot be read as f32`);
+    const b = await this.bytes(name);
+    switch (t.dtype) {
+      case 'F32':
+        return new Float32Array(littleEndian(b, 4).buffer);
+      case 'F16':
+        return f16ToF32Array(new Uint16Array(littleEndian(b, 2).buffer));
+      case 'BF16':
+        return bf16ToF32Array(new Uint16Array(littleEndian(b, 2).buffer));
+      default:
+        return Float32Array.from(new Float64Array(littleEndian(b, 8).buffer));
+    }
+  }
+
+  /** An F16 tensor's raw bits. Other dtypes: SafetensorsError('dtype'). */
+  async getF16Bits(name: string): Promise<Uint16Array> {
+    const t = this.info(name);
+    if (t.dtype !== 'F16') throw new SafetensorsError('dtype', this.name, name, `is ${t.dtype}, not F16`);
+    return new Uint16Array(littleEndian(await this.bytes(name), 2).buffer);
+  }
+
+  /** Releases the underlying file handle (if any). Reads after close fail with SafetensorsError('io'). */
+  close(): Promise<void> {
+    return this.#source.close();
+  }
+}
+
+async function readOrFail(source: ByteSource, offset: number, length: number, tensor: string | undefined): Promise<Uint8Array> {
+  try {
+    return await source.read(offset, length);
+  } catch (e) {
+    throw new SafetensorsError('io', source.name, tensor, `read of ${length} bytes at ${offset} failed: ${(e as Error)?.message ?? String(e)}`, { cause: e });
+  }
+}
+
+/** `b` (a fresh, zero-offset copy) in host byte order for `size`-byte elements. */
+function littleEndian(b: Uint8Array, size: number): Uint8Array {
+  if (LITTLE_ENDIAN || size === 1) return b;
+  for (let i = 0; i < b.length; i += size) b.subarray(i, i + size).reverse();
+  return b;
+}
+
+/**
+ * Opens a safetensors file from bytes, a Blob/File, a URL (downloaded with `onProgress`), a path
+ * (Deno/Node), or an already open ByteSource. Only the header is read here.
+ */
+export async function openSafetensors(input: ByteInput | ByteSource, opts: OpenOptions = {}): Promise<SafetensorsFile> {
+  if (isByteSource(input)) return SafetensorsFile.fromSource(input);
+  let source: ByteSource;
+  try {
+    source = await openByteSource(input, opts);
+  } catch (e) {
+    const name = opts.name ?? (typeof input === 'string' ? input : input instanceof URL ? input.href : '<input>');
+    throw new SafetensorsError('io', name, undefined, `cannot open: ${(e as Error)?.message ?? String(e)}`, { cause: e });
+  }
+  return SafetensorsFile.fromSource(source);
+}
+
+function isByteSource(x: unknown): x is ByteSource {
+  return typeof x === 'object' && x !== null && typeof (x as ByteSource).read === 'function' && typeof (x as ByteSource).size === 'number';
+}
