@@ -5,8 +5,7 @@
  *
  * Field names follow kernels/policy_loss.wgsl's PolicyLossSpec (src/ops/policy_loss.ts: kind,
  * clipLow, clipHigh, dualClip, entropyCoef, klBeta, aggregation) and ValueLossSpec (clip, coef),
- * with one difference to reconcile in the runtime: aggregation is spelled 'token_mean' /
- * 'sequence_mean' here (like the kinds) and 'token-mean' / 'sequence-mean' there.
+ * so a spec from here is handed to the kernel as it is.
  *
  * Aggregation: token_mean = Σ ℓ / (policy tokens in the batch) — DAPO's choice (Yu et al. 2025),
  * every token weighs the same; sequence_mean = mean over sequences of each sequence's token mean —

@@ -77,8 +77,8 @@ export function tokenScales(aggregation: Aggregation, weights: Float32Array, seq
   let nonempty = 0;
   for (const c of counts) if (c > 0) nonempty++;
   const denominators: Record<Aggregation, (i: number) => number> = {
-    'token-mean': () => unmasked,
-    'sequence-mean': (i) => {
+    'token_mean': () => unmasked,
+    'sequence_mean': (i) => {
       const s = seqIds![i];
       return s >= 0 && s < numSequences ? counts[s] * nonempty : Infinity; // outside every sequence: masked
     },

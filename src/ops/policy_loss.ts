@@ -25,10 +25,10 @@ import { dims, expectBindable, expectDistinct, expectDtype, expectScratch, expec
 
 const KERNEL = 'policy_loss';
 
-export type Aggregation = 'token-mean' | 'sequence-mean' | 'sum';
+export type Aggregation = 'token_mean' | 'sequence_mean' | 'sum';
 
 interface LossCommon {
-  /** token-mean: Σ w·ℓ / #unmasked; sequence-mean: mean over sequences of their token-means; sum: Σ w·ℓ. */
+  /** token_mean: Σ w·ℓ / #unmasked; sequence_mean: mean over sequences of their token_means; sum: Σ w·ℓ. */
   aggregation: Aggregation;
   /** Entropy bonus: ℓ −= entropyCoef · H. Default 0. */
   entropyCoef?: number;
@@ -61,8 +61,8 @@ export interface PolicyLossInputs {
   oldLogprobs?: Tensor; // [N] f32 (importance_sampling, ppo, grpo)
   advantages?: Tensor; // [N] f32 (importance_sampling, ppo, grpo)
   refLogprobs?: Tensor; // [N] f32 (grpo)
-  seqIds?: Tensor; // [N] i32 in [0, numSequences) (sequence-mean)
-  numSequences?: number; // S (sequence-mean)
+  seqIds?: Tensor; // [N] i32 in [0, numSequences) (sequence_mean)
+  numSequences?: number; // S (sequence_mean)
 }
 
 export interface PolicyLossOutputs {
@@ -110,7 +110,7 @@ const MODES: { readonly [K in PolicyLossSpec['kind']]: Mode<Extract<PolicyLossSp
   grpo: { id: 3, needs: ['oldLogprobs', 'advantages', 'refLogprobs'], hyper: (s) => [...clip(s), s.klBeta] },
 };
 
-const AGGREGATIONS: Readonly<Record<Aggregation, number>> = { 'token-mean': 0, 'sequence-mean': 1, sum: 2 };
+const AGGREGATIONS: Readonly<Record<Aggregation, number>> = { 'token_mean': 0, 'sequence_mean': 1, sum: 2 };
 
 /** Elements of the f32 scratch tensor: 4 per token (scale, old, advantage, ref) + S counts. */
 export function policyLossScratchSize(n: number, numSequences = 1): number {
@@ -179,11 +179,11 @@ export function policyLoss(
     expectShape(KERNEL, name, t, [n]);
   }
   let s = 1;
-  let seqIds: Tensor = targets; // bound, never read, unless sequence-mean
-  if (spec.aggregation === 'sequence-mean') {
+  let seqIds: Tensor = targets; // bound, never read, unless sequence_mean
+  if (spec.aggregation === 'sequence_mean') {
     s = inputs.numSequences ?? 0;
-    if (!Number.isInteger(s) || s < 1) throw new ShapeError(KERNEL, `sequence-mean needs numSequences ≥ 1, got ${inputs.numSequences}`);
-    if (!inputs.seqIds) throw new ShapeError(KERNEL, `sequence-mean needs seqIds [${n}] (logits ${dims(logits)})`);
+    if (!Number.isInteger(s) || s < 1) throw new ShapeError(KERNEL, `sequence_mean needs numSequences ≥ 1, got ${inputs.numSequences}`);
+    if (!inputs.seqIds) throw new ShapeError(KERNEL, `sequence_mean needs seqIds [${n}] (logits ${dims(logits)})`);
     seqIds = inputs.seqIds;
     expectDtype(KERNEL, 'seqIds', seqIds, 'i32');
     expectShape(KERNEL, 'seqIds', seqIds, [n]);

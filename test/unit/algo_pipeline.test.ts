@@ -81,9 +81,9 @@ describe('agreement with the kernel’s CPU reference (src/ops)', () => {
   it('per-token policy terms match TERMS of policy_loss.ref.ts', () => {
     const rng = new Rng(11);
     const specs = [
-      { mine: ppoLoss({ clipLow: 0.2, clipHigh: 0.28, dualClip: 3 }), theirs: { kind: 'ppo', clipLow: 0.2, clipHigh: 0.28, dualClip: 3, aggregation: 'token-mean' } },
-      { mine: grpoLoss({ klBeta: 0.04 }), theirs: { kind: 'grpo', clipLow: 0.2, clipHigh: 0.2, klBeta: 0.04, aggregation: 'sequence-mean' } },
-      { mine: importanceSamplingLoss(), theirs: { kind: 'importance_sampling', aggregation: 'token-mean' } },
+      { mine: ppoLoss({ clipLow: 0.2, clipHigh: 0.28, dualClip: 3 }), theirs: { kind: 'ppo', clipLow: 0.2, clipHigh: 0.28, dualClip: 3, aggregation: 'token_mean' } },
+      { mine: grpoLoss({ klBeta: 0.04 }), theirs: { kind: 'grpo', clipLow: 0.2, clipHigh: 0.2, klBeta: 0.04, aggregation: 'sequence_mean' } },
+      { mine: importanceSamplingLoss(), theirs: { kind: 'importance_sampling', aggregation: 'token_mean' } },
     ] as const;
     for (let i = 0; i < 500; i++) {
       const [lp, old, a, ref] = [-3 * rng.nextFloat(), -3 * rng.nextFloat(), 4 * rng.nextFloat() - 2, -3 * rng.nextFloat()];

@@ -30,7 +30,7 @@ function fixture(seed: number, n: number, v: number, ratioStd = 0.3): Fixture {
   const near = (std: number) => Float32Array.from(logprobs, (x) => x + std * rng.normal());
   const seqIds = new Int32Array(n);
   for (let i = 1, s = 0; i < n; i++) seqIds[i] = s += rng.nextFloat() < 0.3 ? 1 : 0;
-  // One more sequence id than used: an empty sequence must not count in sequence-mean.
+  // One more sequence id than used: an empty sequence must not count in sequence_mean.
   const numSequences = (n ? seqIds[n - 1] : 0) + 2;
   return { n, v, logits, targets, weights, oldLogprobs: near(ratioStd), advantages: rng.normalArray(n), refLogprobs: near(0.3), seqIds, numSequences };
 }
@@ -78,7 +78,7 @@ function specOf(kind: PolicyLossSpec['kind'], aggregation: PolicyLossSpec['aggre
 }
 
 const KINDS = ['cross_entropy', 'importance_sampling', 'ppo', 'grpo'] as const;
-const AGGS = ['token-mean', 'sequence-mean', 'sum'] as const;
+const AGGS = ['token_mean', 'sequence_mean', 'sum'] as const;
 /** [N, V]: V = 1, odd sizes, and one V past 4096. */
 const SHAPES: [number, number][] = [[3, 1], [7, 7], [33, 33], [9, 257], [13, 1000], [5, 4099]];
 
@@ -127,7 +127,7 @@ export const policyLossCases: GpuCase[] = [
     async fn(ctx) {
       const fx = fixture(7, 64, 50, 0.6); // wide ratios: r spans well past 1 ± ε and past c
       for (const kind of ['ppo', 'grpo'] as const) {
-        const spec = specOf(kind, 'token-mean', 0, true);
+        const spec = specOf(kind, 'token_mean', 0, true);
         const got = await runPolicy(ctx, fx, spec);
         const want = policyLossRef(fx, spec);
         let dual = 0;
@@ -139,7 +139,7 @@ export const policyLossCases: GpuCase[] = [
         assert.isBelow(want.stats[POLICY_STATS.clipFraction], 0.9);
         closeStat(got.stats[POLICY_STATS.clipFraction], want.stats[POLICY_STATS.clipFraction], `${kind} clip fraction`);
         assert.isAtMost(relL2(got.dlogits, want.dlogits), 1e-5);
-        const scale = tokenScales('token-mean', fx.weights);
+        const scale = tokenScales('token_mean', fx.weights);
         const tf = tfPolicyLoss(spec, fx.logits, fx.n, fx.v, fx.targets, scale, { old: fx.oldLogprobs, adv: fx.advantages, ref: fx.refLogprobs });
         assert.isAtMost(relL2(got.dlogits, tf.dlogits), 1e-5, `${kind} dlogits vs tf.grad`);
       }
@@ -152,7 +152,7 @@ export const policyLossCases: GpuCase[] = [
       fx.weights.set([1, 0, 1, 0, 1, 1]);
       fx.oldLogprobs[1] = -1e30; // garbage under the mask must not leak (exp overflow)
       fx.targets[3] = 9; // out of range, masked
-      const spec = specOf('grpo', 'token-mean', 0.01, false);
+      const spec = specOf('grpo', 'token_mean', 0.01, false);
       let got = await runPolicy(ctx, fx, spec);
       for (const i of [1, 3]) {
         assert.strictEqual(got.loss[i], 0);
@@ -163,13 +163,13 @@ export const policyLossCases: GpuCase[] = [
       assert.strictEqual(got.stats[POLICY_STATS.tokens], 4);
       // Sequence-mean: a token whose sequence id is outside [0, S) counts as masked.
       fx.seqIds[5] = fx.numSequences;
-      const seqSpec = specOf('ppo', 'sequence-mean', 0, false);
+      const seqSpec = specOf('ppo', 'sequence_mean', 0, false);
       const seqGot = await runPolicy(ctx, fx, seqSpec);
       const seqWant = policyLossRef(fx, seqSpec);
       assert.strictEqual(seqGot.stats[POLICY_STATS.tokens], 3);
       assert.isTrue(seqGot.dlogits.subarray(5 * 9, 6 * 9).every((x) => x === 0), 'row 5 is zero');
       assert.isAtMost(relL2(seqGot.dlogits, seqWant.dlogits), 1e-5);
-      closeStat(seqGot.stats[POLICY_STATS.loss], seqWant.stats[POLICY_STATS.loss], 'sequence-mean loss');
+      closeStat(seqGot.stats[POLICY_STATS.loss], seqWant.stats[POLICY_STATS.loss], 'sequence_mean loss');
       fx.targets[4] = -1; // out of range, unmasked: NaN is loud
       got = await runPolicy(ctx, fx, spec);
       assert.isNaN(got.loss[4]);
@@ -182,7 +182,7 @@ export const policyLossCases: GpuCase[] = [
     name: 'policy_loss: in place equals out of place, and two runs are bitwise identical',
     async fn(ctx) {
       const fx = fixture(9, 37, 611);
-      const spec = specOf('grpo', 'sequence-mean', 0.01, true);
+      const spec = specOf('grpo', 'sequence_mean', 0.01, true);
       const a = await runPolicy(ctx, fx, spec);
       const b = await runPolicy(ctx, fx, spec);
       const c = await runPolicy(ctx, fx, spec, true);
@@ -202,7 +202,7 @@ export const policyLossCases: GpuCase[] = [
       const weights = emptyTensor(ctx, [n], 'f32', { ...o, label: 'weights' });
       const vec = (label: string, len = n, dtype: 'f32' | 'i32' = 'f32') => emptyTensor(ctx, [len], dtype, { ...o, label });
       const out = { dlogits: emptyTensor(ctx, [n, v], 'f32', o), logprobs: vec('lp'), entropy: vec('ent'), loss: vec('loss'), stats: vec('stats', 6), scratch: vec('scratch', policyLossScratchSize(n)) };
-      const ce: PolicyLossSpec = { kind: 'cross_entropy', aggregation: 'token-mean' };
+      const ce: PolicyLossSpec = { kind: 'cross_entropy', aggregation: 'token_mean' };
       const rec = new Recorder(ctx);
       const badTargets = vec('ftargets');
       assert.throws(() => policyLoss(rec, out, { logits, targets: badTargets, weights }, ce), ShapeError, /policy_loss: targets \(Tensor\(ftargets: f32\[7\]\)\) must be i32/);
@@ -210,7 +210,7 @@ export const policyLossCases: GpuCase[] = [
       assert.throws(() => policyLoss(rec, out, { logits, targets: short, weights }, ce), ShapeError, /policy_loss: targets must have shape \[7\], got Tensor\(short: i32\[8\]\)/);
       assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, { kind: 'ppo', aggregation: 'sum', clipLow: 0.2, clipHigh: 0.2 }),
         ShapeError, /policy_loss: ppo needs oldLogprobs \[7\] \(logits \[7, 5\]\)/);
-      assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, { ...ce, aggregation: 'sequence-mean' }), ShapeError, /needs numSequences/);
+      assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, { ...ce, aggregation: 'sequence_mean' }), ShapeError, /needs numSequences/);
       assert.throws(() => policyLoss(rec, { ...out, scratch: vec('small', 3) }, { logits, targets, weights }, ce), ShapeError, /scratch .* needs at least 29/);
       assert.throws(() => policyLoss(rec, { ...out, loss: out.entropy }, { logits, targets, weights }, ce), ShapeError, /must not alias/);
       assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, { kind: 'ppo', aggregation: 'sum', clipLow: 1.5, clipHigh: 0.2 }), ConfigError, /clipLow/);
