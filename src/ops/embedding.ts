@@ -14,7 +14,7 @@
  * bitwise-identical results run to run, and no table row scans all N tokens. The same scratch may
  * serve both calls of one recording (dispatches run in order).
  */
-import { ShapeError } from '../errors.ts';
+import { LimitError, ShapeError } from '../errors.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, isSoftwareAdapter } from './rowwise.ts';
@@ -27,8 +27,8 @@ export function embeddingScratchSize(n: number, rows: number): number {
   return 2 * rows + 2 + n + Math.min(n, rows);
 }
 
-function tableDims(op: string, name: string, t: Tensor): [number, number] {
-  expectDtype(op, name, t, 'f32');
+function tableDims(op: string, name: string, t: Tensor, dtypes: readonly string[] = ['f32']): [number, number] {
+  if (!dtypes.includes(t.dtype)) throw new ShapeError(op, `${name} (${t}) must be ${dtypes.join(' or ')}, got ${t.dtype}`);
   if (t.shape.length !== 2) throw new ShapeError(op, `${name} (${t}) must be [rows, C]`);
   return [t.shape[0], t.shape[1]];
 }
@@ -48,16 +48,22 @@ export interface PositionEmbedding {
   pos: Tensor;
 }
 
-/** out[n] = table[ids[n]] (+ wpe[pos[n]]); writes (=) out. */
+/**
+ * out[n] = table[ids[n]] (+ wpe[pos[n]]); writes (=) out (f32). The tables may be f32, or f16
+ * (frozen base weights) where the device has `shader-f16`; wpe has the dtype of table.
+ */
 export function embeddingForward(rec: Recorder, out: Tensor, ids: Tensor, table: Tensor, position?: PositionEmbedding): void {
   const op = `${KERNEL}.forward`;
   expectDtype(op, 'ids', ids, 'i32');
-  const [rows, c] = tableDims(op, 'table', table);
+  const [rows, c] = tableDims(op, 'table', table, ['f32', 'f16']);
+  if (table.dtype === 'f16' && !rec.ctx.hasF16) {
+    throw new LimitError(op, `table (${table}) is f16 but the device has no shader-f16; upload it as f32`);
+  }
   const n = ids.size;
   checkRows(op, 'out', out, n, c, ids);
   let pRows = 0;
   if (position) {
-    const [p, pc] = tableDims(op, 'wpe', position.wpe);
+    const [p, pc] = tableDims(op, 'wpe', position.wpe, [table.dtype]);
     if (pc !== c) throw new ShapeError(op, `wpe (${position.wpe}) must have C = ${c} columns like table ${table}`);
     expectDtype(op, 'pos', position.pos, 'i32');
     if (position.pos.size !== n) throw new ShapeError(op, `pos (${position.pos}) must hold N = ${n} values like ids ${ids}`);
@@ -68,12 +74,13 @@ export function embeddingForward(rec: Recorder, out: Tensor, ids: Tensor, table:
   expectBindable(op, rec.ctx, [['table', table], ['out', out], ['wpe', position?.wpe ?? null]]);
   if (n * c === 0) return;
   const { workgroups, rowThreads } = grid1d(rec.ctx, n * c, WG);
+  const f16 = table.dtype === 'f16';
   rec.dispatch({
-    kernel: KERNEL,
+    kernel: f16 ? `${KERNEL}_f16` : KERNEL,
     entryPoint: 'forward',
     constants: { WG },
     // Without a position table the wpe/pos slots are bound to table/ids (read-only, unused).
-    bindings: [ids, table, position?.wpe ?? table, position?.pos ?? ids, out, null, null, null],
+    bindings: [ids, table, position?.wpe ?? table, position?.pos ?? ids, out, ...(f16 ? [] : [null, null, null])],
     params: new Params().u32(n).u32(c).u32(rows).u32(pRows).u32(position ? 1 : 0).u32(rowThreads),
     workgroups,
   });

@@ -6,7 +6,9 @@
  * reruns, and typed errors.
  */
 import { assert } from 'chai';
-import { ShapeError } from '../../../src/errors.ts';
+import { LimitError, ShapeError } from '../../../src/errors.ts';
+import { f16ToF32Array, f32ToF16Array } from '../../../src/model/f16.ts';
+import { isLlvmpipe } from '../../../src/ops/rowwise.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { embeddingBackward, embeddingForward, embeddingScratchSize } from '../../../src/ops/embedding.ts';
@@ -136,6 +138,44 @@ export const embeddingCases: GpuCase[] = [
       assert.deepEqual([...o.subarray(0, c)], new Array(c).fill(0));
       assert.deepEqual([...o.subarray(2 * c, 3 * c)], new Array(c).fill(0));
       assert.deepEqual([...o.subarray(c, 2 * c)], [...table.subarray(0, c)]);
+    },
+  },
+  {
+    name: 'embedding: f16 tables (frozen weights) give their exact f32 values; refused without shader-f16',
+    async fn(ctx) {
+      const rng = new Rng(44, 0);
+      const [n, v, t, c] = [57, 301, 19, 33];
+      const wte = f32ToF16Array(rng.normalArray(v * c)), wpe = f32ToF16Array(rng.normalArray(t * c));
+      const ids = randomIds(rng, n, v), pos = Int32Array.from({ length: n }, (_, i) => i % t);
+      const twte = up(ctx, wte, [v, c]), twpe = up(ctx, wpe, [t, c]), ti = up(ctx, ids), tp = up(ctx, pos), out = empty(ctx, [n, c]);
+      if (!ctx.hasF16) {
+        assert.throws(() => embeddingForward(new Recorder(ctx), out, ti, twte), LimitError, /embedding\.forward: table .* is f16 but the device has no shader-f16/);
+      } else {
+        const [o] = await run(ctx, [out], (rec) => embeddingForward(rec, out, ti, twte, { wpe: twpe, pos: tp })) as Float32Array[];
+        const want = new Float32Array(n * c);
+        embeddingForwardRef(want, ids, f16ToF32Array(wte), v, c, f16ToF32Array(wpe), pos, t);
+        assert.strictEqual(firstBitDiff(o, want), -1);
+      }
+      releaseAll(twte, twpe, ti, tp, out);
+    },
+  },
+  {
+    name: 'embedding: on llvmpipe, shapes past its per-invocation loop limit are refused with a LimitError',
+    async fn(ctx) {
+      // Mesa's llvmpipe ends loops silently after 65535 iterations per invocation; building the
+      // index of 40000 tokens takes ~80000 in one thread, so the wrapper refuses it there.
+      const n = 40_000;
+      const ids = empty(ctx, [n], 'i32', 'ids'), dout = empty(ctx, [n, 1], 'f32', 'dout'), d = empty(ctx, [10, 1], 'f32', 'dt');
+      const scratch = empty(ctx, [embeddingScratchSize(n, 10)], 'u32', 'scratch');
+      const rec = new Recorder(ctx);
+      if (isLlvmpipe(ctx)) {
+        assert.throws(() => embeddingBackward(rec, d, dout, ids, scratch), LimitError, /embedding\.backward: the index of ids .* over llvmpipe's limit of 65535/);
+        assert.strictEqual(rec.pending, 0);
+      } else {
+        embeddingBackward(rec, d, dout, ids, scratch);
+        assert.strictEqual(rec.pending, 2);
+      }
+      releaseAll(ids, dout, d, scratch);
     },
   },
   {

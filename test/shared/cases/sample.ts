@@ -181,6 +181,24 @@ export const sampleCases: GpuCase[] = [
     },
   },
   {
+    name: 'sample: masked (-Infinity) logits are never drawn, also when top-k reaches into them',
+    async fn(ctx) {
+      const rng = new Rng(55, 0);
+      const [b, v] = [300, 37];
+      const logits = new Float32Array(b * v).fill(-Infinity);
+      const allowed = new Set([2, 11, 12, 30]);
+      for (let r = 0; r < b; r++) for (const i of allowed) logits[r * v + i] = rng.normalArray(1)[0];
+      for (const opts of [{ temperature: 1, seed: 3 }, { temperature: 0.7, topK: 10, seed: 4 }, { temperature: 1, topP: 0.99, seed: 5 },
+        { temperature: 0, seed: 6 }]) {
+        const got = await runSample(ctx, logits, b, v, opts);
+        assert.isTrue(got.tokens.every((t) => allowed.has(t)), JSON.stringify(opts));
+        assert.isTrue(got.logprobs.every(Number.isFinite) && got.logprobsRaw.every(Number.isFinite), JSON.stringify(opts));
+        const ref = sampleRef(logits, b, v, opts);
+        assertMatchesRef(got, ref, `masked ${JSON.stringify(opts)}`);
+      }
+    },
+  },
+  {
     name: 'sample: V = 50k with top-k and top-p matches the reference; per-row keys equal the uniform keys',
     async fn(ctx) {
       const rng = new Rng(54, 0);
