@@ -46,7 +46,7 @@ function policyLossAdapter(ctx: GpuContext, c: BenchCase, inp: Inputs): OurCase 
     scratch: m.empty([policyLossScratchSize(N)], 'scratch'),
   };
   return {
-    record: (rec) => policyLoss(rec, out, inputs, { kind: 'ppo', aggregation: 'token-mean', clipLow: eps, clipHigh: eps }),
+    record: (rec) => policyLoss(rec, out, inputs, { kind: 'ppo', aggregation: 'token_mean', clipLow: eps, clipHigh: eps }),
     outputs: { loss: out.stats, dlogits: out.dlogits },
     select: { loss: (a) => a.slice(POLICY_STATS.loss, POLICY_STATS.loss + 1) },
     held: m.held,
