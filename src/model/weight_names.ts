@@ -1,0 +1,253 @@
+/**
+ * Hugging Face checkpoint names and layouts ↔ our canonical parameters (params.ts).
+ *
+ * GPT-2 (GPT2LMHeadModel; the "transformer." prefix is optional, as in the original checkpoint):
+ *   wte.weight [V,C] → tok_emb.weight            wpe.weight [P,C] → pos_emb.weight
+ *   h.{i}.ln_1.{weight,bias} → layers.{i}.attn_norm.{weight,bias}
+ *   h.{i}.attn.c_attn.weight [C, 3C] (Conv1D: in, out) → transposed to [3C, C] and split by rows
+ *       into layers.{i}.attn.{q,k,v}.weight [C, C]; c_attn.bias [3C] split likewise
+ *   h.{i}.attn.c_proj.weight [C, C] → layers.{i}.attn.o.weight (transposed); .bias as is
+ *   h.{i}.ln_2 → layers.{i}.mlp_norm
+ *   h.{i}.mlp.c_fc.weight [C, F] → layers.{i}.mlp.up.weight [F, C] (transposed)
+ *   h.{i}.mlp.c_proj.weight [F, C] → layers.{i}.mlp.down.weight [C, F] (transposed)
+ *   ln_f → final_norm; lm_head.weight → lm_head.weight when untied (ignored when tied)
+ *   ignored buffers: h.{i}.attn.bias, h.{i}.attn.masked_bias
+ * Llama / Qwen2 (LlamaForCausalLM / Qwen2ForCausalLM; "model." prefix optional), all [out, in]:
+ *   embed_tokens → tok_emb; layers.{i}.input_layernorm → layers.{i}.attn_norm;
+ *   layers.{i}.self_attn.{q,k,v,o}_proj → layers.{i}.attn.{q,k,v,o};
+ *   layers.{i}.post_attention_layernorm → layers.{i}.mlp_norm;
+ *   layers.{i}.mlp.{gate,up,down}_proj → layers.{i}.mlp.{gate,up,down}; norm → final_norm;
+ *   lm_head.weight → lm_head.weight when untied. Ignored: layers.{i}.self_attn.rotary_emb.inv_freq.
+ *
+ * Import checks every name, shape and dtype from the headers first, so a bad checkpoint fails
+ * before any tensor data is read (nothing half-loaded); then it reads one HF tensor at a time.
+ */
+import { type LoraTarget, type ModelConfig } from './config.ts';
+import { WeightsError } from './errors.ts';
+import { FLOAT_DTYPES } from './safetensors.ts';
+import { blockLinears, numel, parameterSpecs } from './params.ts';
+
+/** Anything that can hand out named tensors as f32: a SafetensorsFile, several shards, plain arrays. */
+export interface TensorSource {
+  /** File name for errors. */
+  readonly name: string;
+  names(): string[];
+  has(name: string): boolean;
+  info(name: string): { readonly dtype: string; readonly shape: readonly number[] };
+  getF32(name: string): Promise<Float32Array>;
+}
+
+export interface PlainTensor {
+  readonly shape: readonly number[];
+  readonly data: Float32Array;
+}
+
+/** Plain f32 arrays as a TensorSource (tests, and tensors already in memory). */
+export function plainSource(tensors: Readonly<Record<string, PlainTensor>>, name = '<tensors>'): TensorSource {
+  const map = new Map(Object.entries(tensors));
+  const get = (n: string) => {
+    const t = map.get(n);
+    if (!t) throw new WeightsError('missing', name, n, 'no such tensor');
+    return t;
+  };
+  return {
+    name,
+    names: () => [...map.keys()],
+    has: (n) => map.has(n),
+    info: (n) => ({ dtype: 'F32', shape: get(n).shape }),
+    getF32: (n) => Promise.resolve(get(n).data.slice()),
+  };
+}
+
+/** Several shards (model-00001-of-00002.safetensors, …) as one source; a name in two shards is an error. */
+export function shardedSource(shards: readonly TensorSource[], name = shards.map((s) => s.name).join(' + ')): TensorSource {
+  const owner = new Map<string, TensorSource>();
+  for (const s of shards) {
+    for (const n of s.names()) {
+      if (owner.has(n)) throw new WeightsError('unexpected', name, n, `appears in both ${owner.get(n)?.name} and ${s.name}`);
+      owner.set(n, s);
+    }
+  }
+  const of = (n: string) => {
+    const s = owner.get(n);
+    if (!s) throw new WeightsError('missing', name, n, 'no such tensor in any shard');
+    return s;
+  };
+  return { name, names: () => [...owner.keys()], has: (n) => owner.has(n), info: (n) => of(n).info(n), getF32: (n) => of(n).getF32(n) };
+}
+
+/** One HF tensor and the canonical tensors it holds: HF data, transposed if Conv1D, split by rows. */
+export interface HfEntry {
+  readonly hf: string;
+  readonly hfShape: readonly number[];
+  /** Conv1D [in, out] weight: transpose to [out, in]. */
+  readonly transpose: boolean;
+  /** Canonical names and their shapes, stacked by rows in this order. */
+  readonly parts: readonly { readonly name: string; readonly shape: readonly number[] }[];
+}
+
+const LLAMA_HF: Record<LoraTarget, string> = {
+  q: 'self_attn.q_proj', k: 'self_attn.k_proj', v: 'self_attn.v_proj', o: 'self_attn.o_proj', gate: 'mlp.gate_proj', up: 'mlp.up_proj', down: 'mlp.down_proj',
+};
+
+/** Every HF tensor of `cfg` with the given prefix ('transformer.' / 'model.' or ''). */
+export function hfEntries(cfg: ModelConfig, prefix: string): HfEntry[] {
+  const shapes = new Map(parameterSpecs(cfg).map((s) => [s.name, s.shape]));
+  const part = (name: string) => {
+    const shape = shapes.get(name);
+    if (!shape) throw new Error(`hfEntries: no canonical parameter ${name}`);
+    return { name, shape };
+  };
+  const same = (hf: string, name: string): HfEntry => ({ hf, hfShape: part(name).shape, transpose: false, parts: [part(name)] });
+  const conv1d = (hf: string, names: string[]): HfEntry => {
+    const parts = names.map(part);
+    const rows = parts.reduce((s, p) => s + p.shape[0], 0);
+    const isBias = parts[0].shape.length === 1;
+    return { hf, hfShape: isBias ? [rows] : [parts[0].shape[1], rows], transpose: !isBias, parts };
+  };
+  const out: HfEntry[] = [];
+  const norm = (hf: string, ours: string) => {
+    out.push(same(`${hf}.weight`, `${ours}.weight`));
+    if (cfg.family === 'gpt2') out.push(same(`${hf}.bias`, `${ours}.bias`));
+  };
+  if (cfg.family === 'gpt2') {
+    const p = prefix;
+    out.push(same(`${p}wte.weight`, 'tok_emb.weight'), same(`${p}wpe.weight`, 'pos_emb.weight'));
+    for (let i = 0; i < cfg.nLayer; i++) {
+      const h = `${p}h.${i}`;
+      const l = `layers.${i}`;
+      norm(`${h}.ln_1`, `${l}.attn_norm`);
+      for (const kind of ['weight', 'bias']) {
+        out.push(conv1d(`${h}.attn.c_attn.${kind}`, ['q', 'k', 'v'].map((t) => `${l}.attn.${t}.${kind}`)));
+        out.push(conv1d(`${h}.attn.c_proj.${kind}`, [`${l}.attn.o.${kind}`]));
+      }
+      norm(`${h}.ln_2`, `${l}.mlp_norm`);
+      for (const kind of ['weight', 'bias']) {
+        out.push(conv1d(`${h}.mlp.c_fc.${kind}`, [`${l}.mlp.up.${kind}`]));
+        out.push(conv1d(`${h}.mlp.c_proj.${kind}`, [`${l}.mlp.down.${kind}`]));
+      }
+    }
+    norm(`${p}ln_f`, 'final_norm');
+  } else {
+    const p = prefix;
+    out.push(same(`${p}embed_tokens.weight`, 'tok_emb.weight'));
+    for (let i = 0; i < cfg.nLayer; i++) {
+      const h = `${p}layers.${i}`;
+      const l = `layers.${i}`;
+      norm(`${h}.input_layernorm`, `${l}.attn_norm`);
+      for (const t of blockLinears(cfg)) {
+        if (t === 'gate') norm(`${h}.post_attention_layernorm`, `${l}.mlp_norm`);
+        const ours = `${l}.${t === 'q' || t === 'k' || t === 'v' || t === 'o' ? 'attn' : 'mlp'}.${t}`;
+        out.push(same(`${h}.${LLAMA_HF[t]}.weight`, `${ours}.weight`));
+        if (shapes.has(`${ours}.bias`)) out.push(same(`${h}.${LLAMA_HF[t]}.bias`, `${ours}.bias`));
+      }
+    }
+    norm(`${p}norm`, 'final_norm');
+  }
+  if (!cfg.tieEmbeddings) out.push(same('lm_head.weight', 'lm_head.weight'));
+  return out;
+}
+
+/** Buffers and duplicates HF checkpoints may carry that are not parameters. */
+function ignorable(cfg: ModelConfig, name: string): boolean {
+  if (cfg.tieEmbeddings && name === 'lm_head.weight') return true;
+  if (cfg.family === 'gpt2') return /^(transformer\.)?h\.\d+\.attn\.(bias|masked_bias)$/.test(name);
+  return /^(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq$/.test(name);
+}
+
+/** A checked import: the entries to read, in order. */
+export interface HfImportPlan {
+  readonly source: TensorSource;
+  readonly entries: readonly HfEntry[];
+}
+
+/**
+ * Checks a checkpoint's names, shapes and dtypes against `cfg` without reading tensor data.
+ * WeightsError (missing / unexpected / shape / dtype) names the HF tensor and the file.
+ */
+export function planHfImport(cfg: ModelConfig, source: TensorSource): HfImportPlan {
+  const root = cfg.family === 'gpt2' ? 'wte.weight' : 'embed_tokens.weight';
+  const wrapped = cfg.family === 'gpt2' ? 'transformer.' : 'model.';
+  const prefix = source.has(wrapped + root) ? wrapped : source.has(root) ? '' : undefined;
+  if (prefix === undefined) throw new WeightsError('missing', source.name, wrapped + root, `not a ${cfg.family} checkpoint (no ${wrapped}${root} or ${root})`);
+  const entries = hfEntries(cfg, prefix);
+  const expected = new Set(entries.map((e) => e.hf));
+  for (const e of entries) {
+    if (!source.has(e.hf)) throw new WeightsError('missing', source.name, e.hf, 'is missing');
+    const info = source.info(e.hf);
+    if (!FLOAT_DTYPES.has(info.dtype)) throw new WeightsError('dtype', source.name, e.hf, `dtype ${info.dtype} is not a float type`);
+    if (info.shape.length !== e.hfShape.length || info.shape.some((d, k) => d !== e.hfShape[k])) {
+      throw new WeightsError('shape', source.name, e.hf, `shape [${info.shape.join(', ')}] does not match the config's [${e.hfShape.join(', ')}]`);
+    }
+  }
+  for (const n of source.names()) {
+    if (!expected.has(n) && !ignorable(cfg, n)) throw new WeightsError('unexpected', source.name, n, `is not a parameter of this ${cfg.family} config`);
+  }
+  return { source, entries };
+}
+
+/** HF data [rows…] (or Conv1D [in, out]) → [out, in], then split into the canonical parts. */
+function splitEntry(e: HfEntry, data: Float32Array): { name: string; shape: readonly number[]; data: Float32Array }[] {
+  let rowsMajor = data;
+  if (e.transpose) {
+    const [inp, out] = e.hfShape;
+    rowsMajor = new Float32Array(data.length);
+    for (let i = 0; i < inp; i++) for (let o = 0; o < out; o++) rowsMajor[o * inp + i] = data[i * out + o];
+  }
+  let at = 0;
+  return e.parts.map((p) => {
+    const n = numel(p.shape);
+    const slice = e.parts.length === 1 ? rowsMajor : rowsMajor.slice(at, at + n);
+    at += n;
+    return { name: p.name, shape: p.shape, data: slice };
+  });
+}
+
+/** Reads a checked plan one HF tensor at a time, yielding canonical tensors. */
+export async function* readHfImport(plan: HfImportPlan): AsyncGenerator<{ name: string; shape: readonly number[]; data: Float32Array }> {
+  for (const e of plan.entries) yield* splitEntry(e, await plan.source.getF32(e.hf));
+}
+
+/** Whole-model convenience: every canonical parameter as f32. */
+export async function importHfWeights(cfg: ModelConfig, source: TensorSource): Promise<Record<string, Float32Array>> {
+  const out: Record<string, Float32Array> = {};
+  for await (const t of readHfImport(planHfImport(cfg, source))) out[t.name] = t.data;
+  return out;
+}
+
+/** Checks that `params` holds every canonical parameter of `cfg` with the right length. */
+export function checkParams(cfg: ModelConfig, params: Readonly<Record<string, Float32Array>>, file = '<params>', opts: { valueHead?: boolean } = {}): void {
+  for (const s of parameterSpecs(cfg, opts)) {
+    const d = Object.hasOwn(params, s.name) ? params[s.name] : undefined;
+    if (!(d instanceof Float32Array)) throw new WeightsError('missing', file, s.name, 'is missing (or not a Float32Array)');
+    if (d.length !== numel(s.shape)) throw new WeightsError('shape', file, s.name, `has ${d.length} elements, expected [${s.shape.join(', ')}]`);
+  }
+}
+
+/**
+ * Canonical parameters → HF names and layouts (with the "transformer." / "model." prefix), ready
+ * for writeSafetensors. The inverse of import: Conv1D weights transposed back, q/k/v re-fused.
+ */
+export function exportHfWeights(cfg: ModelConfig, params: Readonly<Record<string, Float32Array>>): { name: string; shape: number[]; dtype: 'F32'; data: Float32Array }[] {
+  checkParams(cfg, params);
+  return hfEntries(cfg, cfg.family === 'gpt2' ? 'transformer.' : 'model.').map((e) => {
+    const rows = e.parts.length === 1 ? params[e.parts[0].name] : concat(e.parts.map((p) => params[p.name]));
+    let data = rows;
+    if (e.transpose) {
+      const [inp, out] = e.hfShape;
+      data = new Float32Array(rows.length);
+      for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) data[i * out + o] = rows[o * inp + i];
+    } else data = rows.slice();
+    return { name: e.hf, shape: [...e.hfShape], dtype: 'F32' as const, data };
+  });
+}
+
+function concat(arrays: Float32Array[]): Float32Array {
+  const out = new Float32Array(arrays.reduce((s, a) => s + a.length, 0));
+  let at = 0;
+  for (const a of arrays) {
+    out.set(a, at);
+    at += a.length;
+  }
+  return out;
+}
