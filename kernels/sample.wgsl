@@ -24,9 +24,10 @@
 // prefix, and F is the intersection of the two prefixes. Each pass is a strided, coalesced read
 // of the row and a fixed-order tree reduction, so the result is deterministic; every mass is a
 // fixed-order sum of non-negative terms, hence monotone in the threshold, which keeps the
-// bisection exact. Cost: ≤ ~70 passes over the row with top-k and top-p both on (typically
-// ~35–65), 3 passes for plain temperature sampling or greedy. The draw walks contiguous chunks
-// (one per thread) after a serial scan of the chunk sums, so the token follows index order.
+// bisection exact. Cost in passes over the row: 3 for greedy or plain temperature sampling;
+// + ~33 for top-k and + ~35 for top-p (a bisection takes log2 of the key range, ≤ 32 steps),
+// + up to 17 more each only when ties straddle the cut. The draw walks contiguous chunks (one
+// per thread) after a serial scan of the chunk sums, so the token follows index order.
 //
 // Random numbers: u = (philox4x32(counter, 0, stream, 0; seed, 0x7e87a11e).x >> 8) / 2^24 — the
 // value `Rng.restore({ seed, stream, position: 4·counter }).nextFloat()` returns on the host.

@@ -2,7 +2,8 @@
  * Helpers shared by the row-wise kernel wrappers (layernorm, rmsnorm, gelu, swiglu, embedding,
  * residual, sample): dtype and shape checks that throw ShapeError naming the kernel before any
  * recording, the row grid (one workgroup per row, split over y past the per-dimension limit), the
- * workgroup size per adapter, and the check of a caller-provided scratch tensor.
+ * workgroup size per adapter, the check of a caller-provided scratch tensor, and the guard
+ * against llvmpipe's per-invocation loop limit (expectLoopBudget).
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
