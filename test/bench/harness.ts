@@ -6,7 +6,8 @@
  * on the GPU (each implementation's `run()` resolves only then). `warmup` iterations run first and
  * are dropped (pipeline compilation, buffer pools filling); then up to `iters` iterations are timed,
  * stopping early — after at least `minIters` — once `budgetMs` of timed work has been spent, so the
- * big shapes on a software adapter stay affordable. The reported figure is the median.
+ * big shapes on a software adapter stay affordable; likewise the warm-up ends early after one
+ * iteration that took `warmupStopMs` or more. The reported figure is the median.
  */
 
 export interface TimingOptions {
@@ -16,6 +17,8 @@ export interface TimingOptions {
   minIters: number;
   /** Stop timing once this many ms were spent in timed iterations (after minIters). */
   budgetMs: number;
+  /** End the warm-up after the first warm-up iteration that took at least this long (big shapes). */
+  warmupStopMs?: number;
   /** Clock in ms; `performance.now` by default (tests inject a fake one). */
   now?: () => number;
 }
@@ -26,6 +29,7 @@ export interface TimingStats {
   max_ms: number;
   /** Timed iterations (warm-up excluded). */
   n: number;
+  /** Warm-up iterations run. */
   warmup: number;
 }
 
@@ -40,7 +44,13 @@ export function median(xs: readonly number[]): number {
 /** Run `fn` for warm-up, then time it; see the file header for the protocol. */
 export async function measure(fn: () => Promise<void>, opts: TimingOptions): Promise<TimingStats> {
   const now = opts.now ?? (() => performance.now());
-  for (let i = 0; i < opts.warmup; i++) await fn();
+  let warm = 0;
+  while (warm < opts.warmup) {
+    const t0 = now();
+    await fn();
+    warm++;
+    if (opts.warmupStopMs !== undefined && now() - t0 >= opts.warmupStopMs) break;
+  }
   const samples: number[] = [];
   let spent = 0;
   while (samples.length < Math.max(1, opts.iters)) {
@@ -56,7 +66,7 @@ export async function measure(fn: () => Promise<void>, opts: TimingOptions): Pro
     min_ms: Math.min(...samples),
     max_ms: Math.max(...samples),
     n: samples.length,
-    warmup: opts.warmup,
+    warmup: warm,
   };
 }
 
@@ -82,6 +92,23 @@ export function maxRelErr(a: Record<string, ArrayLike<number>>, b: Record<string
     worst = Number.isNaN(e) ? Infinity : Math.max(worst, e);
   }
   return worst;
+}
+
+/**
+ * Implementations whose outputs disagree (error > tol) with every other one while all the others
+ * agree among themselves: with three implementations, the odd one out computed something else.
+ * `errs` is keyed "a~b" as written by the comparison. With fewer than three nobody can be singled out.
+ */
+export function outliers(errs: Record<string, number>, names: readonly string[], tol: number): string[] {
+  if (names.length < 3) return [];
+  const bad = (a: string, b: string) => {
+    const e = errs[`${a}~${b}`] ?? errs[`${b}~${a}`];
+    return e === undefined || !(e <= tol);
+  };
+  return names.filter((x) => {
+    const others = names.filter((y) => y !== x);
+    return others.every((y) => bad(x, y)) && others.every((y) => others.every((z) => y === z || !bad(y, z)));
+  });
 }
 
 export type PeerName = 'tfjs' | 'jax';

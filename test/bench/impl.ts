@@ -27,3 +27,22 @@ export interface Impl {
   missing(c: BenchCase): string | null;
   prepare(c: BenchCase, inputs: Inputs): Promise<Prepared>;
 }
+
+/**
+ * Collects a device's uncaptured WebGPU errors. The peers report some failures (a buffer over the
+ * binding limit, an invalid bind group) only this way and then return garbage; `check()` turns
+ * them into an exception so the iteration fails instead of being timed.
+ */
+export function watchErrors(device: GPUDevice, who: string): { check(): void } {
+  const errors: string[] = [];
+  device.addEventListener('uncapturederror', (ev) => errors.push((ev as GPUUncapturedErrorEvent).error.message));
+  return {
+    check() {
+      if (errors.length === 0) return;
+      const first = errors[0].split('\n')[0];
+      const n = errors.length;
+      errors.length = 0;
+      throw new Error(`${who} reported ${n} WebGPU error(s), the first: ${first}`);
+    },
+  };
+}

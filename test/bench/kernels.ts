@@ -13,7 +13,7 @@
  */
 import { BENCH_NAMES, type BenchCase, CHECK_CASES, flops, makeInputs, OUTPUT_NAMES, type Outputs, shapeString, TIMED_CASES } from './cases.ts';
 import {
-  fmtMs, makeRow, maxRelErr, measure, median, type ResultRow, rowCells, TABLE_HEADERS, textTable, type TimingOptions,
+  fmtMs, makeRow, maxRelErr, measure, median, outliers, type ResultRow, rowCells, TABLE_HEADERS, textTable, type TimingOptions,
 } from './harness.ts';
 import type { Impl, ImplName } from './impl.ts';
 import { markdownTable } from './markdown.ts';
@@ -29,7 +29,7 @@ export const TARGETS: Readonly<Record<string, number>> = {
   policy_loss_fwd_bwd: 5,
 };
 
-export const TIMING_FULL: TimingOptions = { warmup: 2, iters: 10, minIters: 3, budgetMs: 15_000 };
+export const TIMING_FULL: TimingOptions = { warmup: 2, iters: 10, minIters: 3, budgetMs: 15_000, warmupStopMs: 3_000 };
 export const TIMING_QUICK: TimingOptions = { warmup: 1, iters: 3, minIters: 3, budgetMs: 0 };
 
 export interface CheckResult {
@@ -169,7 +169,17 @@ export async function runKernels(
     for (const [n, r] of Object.entries(runs)) if (r?.outputs) outs[n as ImplName] = r.outputs;
     const before = notes.length;
     const max_rel_err = compare(c, outs, notes);
-    for (const n of notes.slice(before)) failures.push(`${c.name} ${shape}: ${n}`);
+    // An implementation that disagrees with two that agree computed something else: its time is
+    // not a measurement of this work. A wrong peer is reported; anything else fails the run.
+    const odd = outliers(max_rel_err, Object.keys(outs), CHECK_TOL) as ImplName[];
+    for (const n of odd) {
+      const r = runs[n]!;
+      notes.push(`${n}: outputs disagree with the other two implementations; its time and peak bytes are not reported`);
+      r.ms = r.gpuMs = r.peak = null;
+    }
+    if (notes.length > before && !(odd.length === 1 && odd[0] !== 'ours')) {
+      for (const n of notes.slice(before)) failures.push(`${c.name} ${shape}: ${n}`);
+    }
     results.push(makeRow({
       name: c.name,
       shape,
@@ -226,7 +236,8 @@ export function kernelsMarkdown(rep: KernelsReport, measured: string, quick: boo
     '',
     '- ms: wall clock of one iteration until the GPU has finished it (ours: record + `Recorder.submit()` + ' +
       '`queue.onSubmittedWorkDone()`; tfjs: its queue submitted and `onSubmittedWorkDone()`; jax-js: `blockUntilReady()` on every ' +
-      'output), median after warm-up; nothing is read back. Full runs time up to 10 iterations and stop after 3 once 15 s were spent.',
+      'output), median after warm-up; nothing is read back. Warm-up: the iteration whose outputs are checked, then 2 more (1 where ' +
+      'it took 3 s or more). Full runs time up to 10 iterations and stop after 3 once 15 s were spent.',
     '- ours GPU ms: timestamp queries around the submission (median of 3), where the adapter offers `timestamp-query`.',
     '- speedup: best peer ms / ours ms. GFLOP/s: useful FLOPs (see test/bench/cases.ts: attention counts 6·B·H·T²·D for the ' +
       'causal forward and backward; policy loss a nominal 8·N·V) over the median.',

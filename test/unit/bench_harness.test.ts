@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { BenchArgsError, benchHelp, parseBenchArgs } from '../../test/bench/args.ts';
 import { CHECK_CASES, flops, makeInputs, OUTPUT_NAMES, TIMED_CASES } from '../../test/bench/cases.ts';
-import { makeRow, maxRelErr, measure, median, type RowInput, rowCells, TABLE_HEADERS } from '../../test/bench/harness.ts';
+import { makeRow, maxRelErr, measure, median, outliers, type RowInput, rowCells, TABLE_HEADERS } from '../../test/bench/harness.ts';
 import { GENERATED_NOTE, markdownTable, parseSections, renderHeader, type RunInfo, section, updateMarkdown } from '../../test/bench/markdown.ts';
 
 describe('bench statistics', () => {
@@ -45,6 +45,21 @@ describe('bench statistics', () => {
     expect(s2.n).toBe(100);
   });
 
+  it('ends the warm-up early after a slow warm-up iteration', async () => {
+    let t = 0;
+    let calls = 0;
+    const fn = () => {
+      calls++;
+      t += 50;
+      return Promise.resolve();
+    };
+    const s = await measure(fn, { warmup: 3, iters: 2, minIters: 2, budgetMs: 0, warmupStopMs: 40, now: () => t });
+    expect(s.warmup).toBe(1);
+    expect(calls).toBe(3);
+    const s2 = await measure(fn, { warmup: 3, iters: 2, minIters: 2, budgetMs: 0, warmupStopMs: 60, now: () => t });
+    expect(s2.warmup).toBe(3);
+  });
+
   it('measures agreement as the worst relative L2 error over the outputs', () => {
     const a = { y: new Float32Array([1, 2]), d: new Float32Array([3, 4]) };
     const b = { y: new Float32Array([1, 2]), d: new Float32Array([3, 4.5]) };
@@ -52,6 +67,16 @@ describe('bench statistics', () => {
     expect(maxRelErr(b, a, ['y', 'd'])).toBeCloseTo(0.1, 6);
     expect(maxRelErr({ y: new Float32Array([NaN]) }, { y: new Float32Array([1]) }, ['y'])).toBe(Infinity);
     expect(() => maxRelErr(a, { y: a.y }, ['y', 'd'])).toThrow(/"d" missing/);
+  });
+
+  it('singles out the one implementation that disagrees with two that agree', () => {
+    const names = ['ours', 'tfjs', 'jax'];
+    expect(outliers({ 'ours~tfjs': 1e-6, 'ours~jax': 1e28, 'tfjs~jax': 1e28 }, names, 1e-3)).toEqual(['jax']);
+    expect(outliers({ 'ours~tfjs': 1e-6, 'ours~jax': 2e-6, 'tfjs~jax': 1e-6 }, names, 1e-3)).toEqual([]);
+    // Everyone disagrees: nobody can be singled out.
+    expect(outliers({ 'ours~tfjs': 1, 'ours~jax': 1, 'tfjs~jax': 1 }, names, 1e-3)).toEqual([]);
+    expect(outliers({ 'tfjs~jax': 1 }, ['tfjs', 'jax'], 1e-3)).toEqual([]);
+    expect(outliers({ 'ours~tfjs': NaN, 'ours~jax': Infinity, 'tfjs~jax': 0 }, names, 1e-3)).toEqual(['ours']);
   });
 });
 

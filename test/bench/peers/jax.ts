@@ -10,9 +10,9 @@
  * zero-byte read, so nothing is copied back). Peak bytes: jax-js exposes no memory statistics (no
  * public allocator counters), so its peak-bytes column is null.
  */
-import { type Array as JArray, defaultDevice, init, jit, nn, numpy as np, valueAndGrad, vjp } from '@jax-js/jax';
+import { type Array as JArray, defaultDevice, getWebGPUDevice, init, jit, nn, numpy as np, valueAndGrad, vjp } from '@jax-js/jax';
 import { type BenchCase, causalBias, type Inputs, OUTPUT_NAMES, type Outputs } from '../cases.ts';
-import type { Impl, Prepared } from '../impl.ts';
+import { type Impl, type Prepared, watchErrors } from '../impl.ts';
 
 /** One iteration: a jitted function applied to (refs of) the held inputs. */
 type Step = () => JArray[];
@@ -81,9 +81,11 @@ function build(c: BenchCase, inp: Inputs): { step: Step; held: JArray[]; release
       const adv = f32('advantages', [N]);
       // PPO clipped surrogate, token mean: −mean(min(r·A, clip(r, 1−ε, 1+ε)·A)), r = exp(logp − old).
       const loss = (lg: JArray, tg: JArray, old: JArray, ad: JArray) => {
-        // The target's log-prob through a one-hot product: jax-js cannot jit takeAlongAxis's
-        // gradient (a scatter), while iota == target fuses into the reduction.
-        const logp = np.sum(nn.logSoftmax(lg, -1).mul(nn.oneHot(tg, V)), -1);
+        // The target's log-prob as a masked row sum, mask = (iota == target): jax-js cannot jit
+        // takeAlongAxis's gradient (a scatter), and its nn.oneHot slices eye(V), a V×V buffer that
+        // breaks the binding limit at V = 32768 (silently: garbage out). The comparison fuses.
+        const hit = np.equal(np.arange(0, V, 1, { dtype: np.int32 }).reshape([1, V]), tg.reshape([N, 1]));
+        const logp = np.sum(np.where(hit, nn.logSoftmax(lg, -1), 0), -1);
         const ratio = np.exp(logp.sub(old));
         const surr = np.minimum(ratio.ref.mul(ad.ref), np.clip(ratio, 1 - eps, 1 + eps).mul(ad));
         return np.mean(surr).mul(-1);
@@ -103,11 +105,13 @@ function build(c: BenchCase, inp: Inputs): { step: Step; held: JArray[]; release
 
 export class JaxPeer implements Impl {
   readonly name = 'jax' as const;
+  #errors: { check(): void } | null = null;
 
   async init(): Promise<void> {
     const got = await init('webgpu');
     if (!got.includes('webgpu')) throw new Error(`jax-js: the webgpu backend is not available here (got: ${got.join(', ') || 'none'})`);
     defaultDevice('webgpu');
+    this.#errors = watchErrors(getWebGPUDevice(), 'jax-js');
   }
 
   missing(): string | null {
@@ -117,16 +121,19 @@ export class JaxPeer implements Impl {
   prepare(c: BenchCase, inputs: Inputs): Promise<Prepared> {
     const { step, held, release } = build(c, inputs);
     const names = OUTPUT_NAMES[c.name];
+    const errors = this.#errors!;
     return Promise.resolve({
       async run() {
         const outs = step();
         await Promise.all(outs.map((o) => o.blockUntilReady()));
         for (const o of outs) o.dispose();
+        errors.check();
       },
       async outputs(): Promise<Outputs> {
         const outs = step();
         // data() consumes the array.
         const data = await Promise.all(outs.map((o) => o.data()));
+        errors.check();
         return Object.fromEntries(names.map((n, i) => [n, Float32Array.from(data[i] as Float32Array)]));
       },
       peakBytes() {

@@ -15,7 +15,7 @@ import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-webgpu';
 import type { WebGPUBackend } from '@tensorflow/tfjs-backend-webgpu';
 import { type BenchCase, causalBias, type Inputs, OUTPUT_NAMES, type Outputs } from '../cases.ts';
-import type { Impl, Prepared } from '../impl.ts';
+import { type Impl, type Prepared, watchErrors } from '../impl.ts';
 
 /** One iteration: from the uploaded inputs to the output tensors (kept, the caller disposes them). */
 type Step = () => tf.Tensor[];
@@ -115,10 +115,12 @@ function build(c: BenchCase, inp: Inputs): { step: Step; held: tf.Tensor[] } {
 
 export class TfjsPeer implements Impl {
   readonly name = 'tfjs' as const;
+  #errors: { check(): void } | null = null;
 
   async init(): Promise<void> {
     if (!(await tf.setBackend('webgpu'))) throw new Error('tfjs: the webgpu backend failed to initialize');
     await tf.ready();
+    this.#errors = watchErrors(backend().device, 'tfjs');
   }
 
   missing(): string | null {
@@ -129,16 +131,19 @@ export class TfjsPeer implements Impl {
     const { step, held } = build(c, inputs);
     const names = OUTPUT_NAMES[c.name];
     const iterate = () => tf.tidy(step);
+    const errors = this.#errors!;
     return Promise.resolve({
       async run() {
         const outs = iterate();
         await finish();
         tf.dispose(outs);
+        errors.check();
       },
       async outputs(): Promise<Outputs> {
         const outs = iterate();
         try {
           const data = await Promise.all(outs.map((t) => t.data() as Promise<Float32Array>));
+          errors.check();
           return Object.fromEntries(names.map((n, i) => [n, Float32Array.from(data[i])]));
         } finally {
           tf.dispose(outs);
