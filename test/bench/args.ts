@@ -18,9 +18,11 @@ export class BenchArgsError extends Error {
 
 const FLAGS = {
   only: { type: 'string', value: 'PART', help: `run only PART (${PARTS.join(', ')}); repeat or comma-separate for several` },
-  quick: { type: 'boolean', help: 'few iterations and only the small shapes (a smoke run); BENCHMARKS.md is left alone unless --markdown is given' },
+  quick: { type: 'boolean', help: 'few iterations and only the small shapes (a smoke run)' },
+  filter: { type: 'string', value: 'TEXT', help: 'run only the benchmarks whose name contains TEXT (e.g. attention)' },
+  // --quick and --filter runs leave BENCHMARKS.md alone unless --markdown names a file.
   json: { type: 'string', value: 'FILE', help: 'write the results as JSON to FILE' },
-  markdown: { type: 'string', value: 'FILE', help: `write the tables into FILE (default ${DEFAULT_MARKDOWN}, except with --quick)` },
+  markdown: { type: 'string', value: 'FILE', help: `write the tables into FILE (default ${DEFAULT_MARKDOWN}, but none with --quick or --filter)` },
   'no-markdown': { type: 'boolean', help: 'do not write any markdown file' },
   help: { type: 'boolean', short: 'h', help: 'print this help and exit' },
 } as const;
@@ -30,6 +32,8 @@ export interface BenchArgs {
   /** Parts to run, in PARTS order. */
   parts: Part[];
   quick: boolean;
+  /** Only benchmarks whose name contains this. */
+  filter?: string;
   json?: string;
   /** Markdown file to update, or undefined for none. */
   markdown?: string;
@@ -47,6 +51,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
         only: { type: 'string', multiple: true },
         quick: { type: 'boolean' },
         json: { type: 'string' },
+        filter: { type: 'string' },
         markdown: { type: 'string' },
         'no-markdown': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -65,12 +70,13 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const parts = only.length ? PARTS.filter((p) => only.includes(p)) : [...IMPLEMENTED_PARTS];
   const quick = values.quick === true;
   if (values['no-markdown'] === true && values.markdown !== undefined) throw new BenchArgsError('--markdown and --no-markdown contradict each other');
-  const markdown = values['no-markdown'] === true ? undefined : (values.markdown as string | undefined) ?? (quick ? undefined : DEFAULT_MARKDOWN);
+  const markdown = values['no-markdown'] === true ? undefined : (values.markdown as string | undefined) ?? (quick || values.filter !== undefined ? undefined : DEFAULT_MARKDOWN);
   return {
     help: values.help === true,
     parts,
     quick,
     ...(values.json !== undefined ? { json: values.json as string } : {}),
+    ...(values.filter !== undefined ? { filter: values.filter as string } : {}),
     ...(markdown !== undefined ? { markdown } : {}),
     argv: [...argv],
   };

@@ -64,9 +64,9 @@ function compare(c: BenchCase, outs: Partial<Record<ImplName, Outputs>>, notes: 
   return errs;
 }
 
-async function runChecks(impls: Impl[], log: (s: string) => void): Promise<CheckResult[]> {
+async function runChecks(impls: Impl[], want: (c: BenchCase) => boolean, log: (s: string) => void): Promise<CheckResult[]> {
   const out: CheckResult[] = [];
-  for (const c of CHECK_CASES) {
+  for (const c of CHECK_CASES.filter(want)) {
     const inputs = makeInputs(c, 99);
     const outs: Partial<Record<ImplName, Outputs>> = {};
     const notes: string[] = [];
@@ -149,16 +149,17 @@ async function runImpl(impl: Impl, c: BenchCase, inputs: ReturnType<typeof makeI
 export async function runKernels(
   impls: Impl[],
   down: Partial<Record<ImplName, string>>,
-  opts: { quick: boolean; log: (s: string) => void },
+  opts: { quick: boolean; filter?: string; log: (s: string) => void },
 ): Promise<KernelsReport> {
   const { log } = opts;
   const timing = opts.quick ? TIMING_QUICK : TIMING_FULL;
   log(`kernels: checking every implementation on small shapes (tolerance ${CHECK_TOL} relative L2)`);
-  const checks = await runChecks(impls, log);
+  const want = (c: BenchCase) => !opts.filter || c.name.includes(opts.filter);
+  const checks = await runChecks(impls, want, log);
   const failures = checks.filter((k) => !k.ok && Object.keys(k.max_rel_err).length > 0).map((k) => `check ${k.name} ${k.shape}: ${k.notes.join('; ')}`);
 
   const results: ResultRow[] = [];
-  for (const c of TIMED_CASES.filter((t) => !opts.quick || t.quick)) {
+  for (const c of TIMED_CASES.filter((t) => (!opts.quick || t.quick) && want(t))) {
     const shape = shapeString(c);
     log(`  ${c.name} ${shape}`);
     const notes: string[] = Object.entries(down).map(([n, why]) => `${n} unavailable: ${why}`);

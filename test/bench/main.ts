@@ -93,7 +93,7 @@ async function main(args: BenchArgs): Promise<number> {
             log(`${peer.name}: unavailable, its columns will be null: ${down[peer.name]}`);
           }
         }
-        const rep = await runKernels(impls, down, { quick: args.quick, log });
+        const rep = await runKernels(impls, down, { quick: args.quick, filter: args.filter, log });
         json.results = rep.results;
         json.checks = rep.checks;
         sectionMakers.set('kernels', () => kernelsMarkdown(rep, measuredLine(run), args.quick));

@@ -147,6 +147,8 @@ describe('bench flags', () => {
     expect(parseBenchArgs(['--quick', '--markdown', 'x.md']).markdown).toBe('x.md');
     expect(parseBenchArgs(['--no-markdown']).markdown).toBeUndefined();
     expect(parseBenchArgs(['--only=kernels']).parts).toEqual(['kernels']);
+    expect(parseBenchArgs(['--filter', 'attention']).filter).toBe('attention');
+    expect(parseBenchArgs(['--filter', 'attention']).markdown).toBeUndefined();
   });
 
   it('refuses unknown flags, unknown parts, and names a part that has no code yet', () => {
@@ -161,7 +163,7 @@ describe('bench flags', () => {
 
   it('documents every flag and part in --help', () => {
     const h = benchHelp();
-    for (const f of ['--only', '--quick', '--json', '--markdown', '--no-markdown', '--help']) expect(h).toContain(f);
+    for (const f of ['--only', '--quick', '--filter', '--json', '--markdown', '--no-markdown', '--help']) expect(h).toContain(f);
     for (const p of ['kernels', 'model', 'scheduler', 'paper']) expect(h).toContain(p);
   });
 });
