@@ -158,7 +158,11 @@ export class Recorder {
   read(tensor: Tensor): Promise<AnyHostArray> {
     this.#assertOpen();
     tensor.assertLive();
-    return new Promise((resolve, reject) => this.#commands.push({ kind: 'read', tensor, resolve, reject }));
+    const p = new Promise<AnyHostArray>((resolve, reject) => this.#commands.push({ kind: 'read', tensor, resolve, reject }));
+    // submit() reports the same error; a caller that awaits only submit() must not leave this
+    // rejection unhandled (Deno ends the process on one). Awaiting the read still throws.
+    p.catch(() => {});
+    return p;
   }
 
   /** Encode everything into one command buffer, submit it, and deliver the reads. */
