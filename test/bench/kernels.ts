@@ -246,7 +246,8 @@ export function kernelsMarkdown(rep: KernelsReport, measured: string, quick: boo
       'tfjs = `tf.profile().peakBytes` (live tensor bytes incl. inputs); jax-js exposes no memory statistics (—).',
     '- Peers compose their ops: matmul; LoRA as x·Wᵀ + s·(x·Aᵀ)·Bᵀ with autograd for dx, dA, dB (W frozen); attention as ' +
       'QKᵀ·scale + causal bias → softmax → ·V with autograd; the PPO clipped loss as log-softmax → target gather (tfjs) or ' +
-      'one-hot product (jax-js) → ratio → clip → mean, with autograd for dlogits. jax-js traces forward and backward under one `jit`.',
+      'masked row sum with mask = (iota == target) (jax-js) → ratio → clip → mean, with autograd for dlogits. jax-js traces ' +
+      'forward and backward under one `jit`.',
   );
   return lines.filter((l, i) => !(l === '' && lines[i - 1] === '')).join('\n');
 }
