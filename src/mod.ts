@@ -28,7 +28,6 @@ export {
   zerosTensor,
 } from './gpu/mod.ts';
 export type { AdapterSummary, DeviceLostEvent, DispatchSpec, DType, PoolStats, SubmitResult } from './gpu/mod.ts';
-export { add } from './ops/add.ts';
 
 // Runtime: scheduler, GPU worker client, stores.
 export { Scheduler } from './runtime/scheduler.ts';
@@ -51,3 +50,119 @@ export {
 export type { AdapterInfo, AdapterMeta, AdapterTensor, CheckpointMeta, KvStore } from './runtime/store/mod.ts';
 export { Rng } from './util/rng.ts';
 export type { RngState } from './util/rng.ts';
+
+// Agents and environments (src/env): the Gym-like contract, the agent, rollout protocols, built-ins.
+export type {
+  Demonstration,
+  DroppedEpisode,
+  EndReason,
+  Environment,
+  EnvSpec,
+  RolloutBatch,
+  RolloutMetrics,
+  SampleFn,
+  SampleRequest,
+  SampleResult,
+  StepResult,
+  Tool,
+  Trajectory,
+  TrajectoryGroup,
+  TurnBasedEnvironment,
+  TurnBasedEnvSpec,
+} from './env/mod.ts';
+export {
+  Agent,
+  ArithmeticError,
+  ByteTokenizer,
+  calculatorEnv,
+  chatFormat,
+  extractAnswer,
+  guessNumberEnv,
+  InvalidInputError,
+  nimEnv,
+  nimRandomPolicy,
+  parseAction,
+  plainFormat,
+  replayDemonstrations,
+  replayTurnBasedDemonstrations,
+  rolloutGroups,
+  rolloutMultiTurn,
+  rolloutSingleTurn,
+  rolloutTurnBased,
+  SampleContractError,
+  TokenizerError,
+} from './env/mod.ts';
+export type { AgentOptions, PromptFormat, Tokenizer } from './env/mod.ts';
+
+// Algorithms (src/algorithms): pure functions from trajectories to datums and loss specs.
+export {
+  clippedValueLoss,
+  crossEntropyLoss,
+  dpoDatums,
+  dpoLoss,
+  dpoPairLoss,
+  dpoPairsFromGroups,
+  gae,
+  groupRelativeAdvantages,
+  grpoDatums,
+  grpoLoss,
+  importanceSamplingLoss,
+  packDatums,
+  policyLossReference,
+  ppoDatums,
+  ppoLoss,
+  reinforceAdvantages,
+  reinforceDatums,
+  rlooAdvantages,
+  rlooDatums,
+  sftDatums,
+  trajectoryToDatum,
+  valueLossSpec,
+} from './algorithms/mod.ts';
+export type { Aggregation, Datum, LossSpec, PackedBatch, PackedStep } from './algorithms/mod.ts';
+
+// Models (src/model): configs, presets, weights I/O, PEFT, tokenizers, initialization.
+export {
+  configFromHf,
+  configToHf,
+  countParameters,
+  estimateTrainingMemory,
+  exportPeftAdapter,
+  importHfWeights,
+  importPeftAdapter,
+  initLora,
+  initParameters,
+  loadHfTokenizer,
+  HfTokenizer,
+  mergeLora,
+  ModelConfigError,
+  openSafetensors,
+  parameterSpecs,
+  preset,
+  PRESETS,
+  SafetensorsError,
+  validateConfig,
+  validateLora,
+  WeightsError,
+  writeSafetensors,
+} from './model/mod.ts';
+export type { LoraConfig, LoraTarget, ModelConfig, PresetName } from './model/mod.ts';
+export type { AdapterWeights, LoraModule, ModelWeights } from './model/weights_view.ts';
+
+// Kernels' host wrappers (src/ops), for custom models and benchmarks.
+export { add } from './ops/add.ts';
+export { adamw, adamwBiasCorrection, clipScale } from './ops/adamw.ts';
+export type { AdamWOptions } from './ops/adamw.ts';
+export { embeddingBackward, embeddingForward, embeddingScratchSize } from './ops/embedding.ts';
+export { geluBackward, geluForward } from './ops/gelu.ts';
+export { layernormBackward, layernormForward, layernormScratchSize } from './ops/layernorm.ts';
+export { policyLoss, policyLossScratchSize, POLICY_STATS } from './ops/policy_loss.ts';
+export type { PolicyLossInputs, PolicyLossOutputs } from './ops/policy_loss.ts';
+export { globalL2Norm, reduceScratchSize, sumAll, sumRows } from './ops/reduce.ts';
+export { residualAdd, residualAddInPlace, scaleInPlace } from './ops/residual.ts';
+export { rmsnormBackward, rmsnormForward, rmsnormScratchSize } from './ops/rmsnorm.ts';
+export { sample } from './ops/sample.ts';
+export type { SampleOptions } from './ops/sample.ts';
+export { softmaxBackward, softmaxForward } from './ops/softmax.ts';
+export { swigluBackward, swigluForward } from './ops/swiglu.ts';
+export { valueLoss, VALUE_STATS } from './ops/value_loss.ts';
