@@ -1,0 +1,209 @@
+/**
+ * kv_cache — the KV cache's writes (host wrappers of kernels/kv_cache.wgsl): append new key/value
+ * rows at each sequence's own row (RoPE fused for Llama), grow lengths after a prefill, and
+ * advance the decode state after each sampling step — all on the GPU, so a chunk of decode steps
+ * runs without a host round trip.
+ *
+ * Shapes (B sequences, Tn new rows, Tmax cache rows, Hq/Hkv heads, D head dim, K history rows):
+ *   k, v [B, Tn, Hkv, D]   q [B, Tn, Hq, D]   kCache, vCache [B, Tmax, Hkv, D] (what attentionDecode reads)
+ *   start i32 [B] (cache row = RoPE position of new row 0)   count i32 [B] (real new rows; optional)
+ *   ropeTable f32 [Tmax, D/2, 2] (cos, sin)   lengths, positions i32 [B]   keys u32 [B, 2]
+ *   tokens i32 [B], logprobs, logprobsRaw f32 [B]   history u32 [K, B, 3]
+ * Rows that are padding (t ≥ count[b]) or would land past Tmax are not written. Nothing is summed:
+ * the outputs are exact copies / single roundings, bitwise reproducible.
+ */
+import { ShapeError } from '../errors.ts';
+import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import type { Tensor } from '../gpu/tensor.ts';
+import { dims, expectBindable, expectDistinct, expectDtype, expectShape } from './rowwise.ts';
+
+const KERNEL = 'kv_cache';
+const WG = 64;
+/** Storage bindings of kernels/kv_cache.wgsl; the uniform Params sit right after them (binding 15). */
+const SLOTS = 15;
+
+/** The kernel's Params struct; every field is written (the uniform binding has a fixed size). */
+function params(f: { B: number; Tn?: number; Hq?: number; Hkv?: number; D?: number; Tmax: number; rowThreads?: number; counted?: number; step?: number; K?: number }): Params {
+  return new Params(10).u32(f.B).u32(f.Tn ?? 0).u32(f.Hq ?? 0).u32(f.Hkv ?? 0).u32(f.D ?? 0).u32(f.Tmax)
+    .u32(f.rowThreads ?? 0).u32(f.counted ?? 0).u32(f.step ?? 0).u32(f.K ?? 0);
+}
+
+/** Pads a binding list with nulls to every storage slot, so the uniform lands at binding 15. */
+function slots(b: (Tensor | null)[]): (Tensor | null)[] {
+  return [...b, ...new Array<null>(SLOTS - b.length).fill(null)];
+}
+
+export interface KvAppendOptions {
+  /** i32 [B]: real new rows per sequence (a right-padded prefill); default: all Tn rows. */
+  count?: Tensor;
+  /** RoPE (Llama): q is rotated in place, k is rotated in place and into the cache. */
+  rope?: { q: Tensor; table: Tensor };
+}
+
+interface AppendDims { B: number; Tn: number; Hkv: number; D: number; Tmax: number; Hq: number }
+
+function appendDims(op: string, kCache: Tensor, vCache: Tensor, k: Tensor, v: Tensor, start: Tensor, opts: KvAppendOptions): AppendDims {
+  for (const [n, t] of [['kCache', kCache], ['vCache', vCache], ['k', k], ['v', v]] as const) {
+    expectDtype(op, n, t, 'f32');
+    if (t.shape.length !== 4) throw new ShapeError(op, `${n} (${t}) must be 4-D: k, v [B, Tn, Hkv, D], kCache, vCache [B, Tmax, Hkv, D]`);
+  }
+  const [B, Tn, Hkv, D] = k.shape;
+  const Tmax = kCache.shape[1];
+  expectShape(op, 'v', v, k.shape);
+  expectShape(op, 'vCache', vCache, kCache.shape);
+  if (kCache.shape[0] !== B || kCache.shape[2] !== Hkv || kCache.shape[3] !== D) {
+    throw new ShapeError(op, `kCache ${dims(kCache)} must be [${B}, Tmax, ${Hkv}, ${D}] for k ${dims(k)}`);
+  }
+  if (D % 2 !== 0) throw new ShapeError(op, `head size D = ${D} (k ${dims(k)}) must be even`);
+  expectDtype(op, 'start', start, 'i32');
+  expectShape(op, 'start', start, [B]);
+  if (opts.count) {
+    expectDtype(op, 'count', opts.count, 'i32');
+    expectShape(op, 'count', opts.count, [B]);
+  }
+  let Hq = 0;
+  if (opts.rope) {
+    const { q, table } = opts.rope;
+    expectDtype(op, 'q', q, 'f32');
+    if (q.shape.length !== 4 || q.shape[0] !== B || q.shape[1] !== Tn || q.shape[3] !== D) {
+      throw new ShapeError(op, `q (${q}) must be [${B}, ${Tn}, Hq, ${D}] for k ${dims(k)}`);
+    }
+    Hq = q.shape[2];
+    expectDtype(op, 'ropeTable', table, 'f32');
+    expectShape(op, 'ropeTable', table, [Tmax, D / 2, 2]);
+  }
+  return { B, Tn, Hkv, D, Tmax, Hq };
+}
+
+/**
+ * kCache[b, start[b] + t] = k[b, t] and vCache likewise (=), for the real rows t < count[b] that
+ * fit in the cache. With `rope`, q[b, t] and k[b, t] are first rotated in place by position
+ * start[b] + t (rotate_half convention, cos/sin from the table), and the rotated k is cached.
+ */
+export function kvAppend(rec: Recorder, kCache: Tensor, vCache: Tensor, k: Tensor, v: Tensor, start: Tensor, opts: KvAppendOptions = {}): void {
+  const op = `${KERNEL}.append`;
+  const d = appendDims(op, kCache, vCache, k, v, start, opts);
+  const q = opts.rope?.q ?? null;
+  const table = opts.rope?.table ?? null;
+  const written: [string, Tensor][] = [['kCache', kCache], ['vCache', vCache], ...(q ? [['q', q] as [string, Tensor], ['k', k] as [string, Tensor]] : [])];
+  const all: [string, Tensor | null][] = [['kCache', kCache], ['vCache', vCache], ['k', k], ['v', v], ['start', start],
+    ['count', opts.count ?? null], ['q', q], ['ropeTable', table]];
+  const pairs: [string, Tensor | null, string, Tensor | null][] = [];
+  for (const [nw, w] of written) for (const [nr, r] of all) if (nw !== nr) pairs.push([nw, w, nr, r]);
+  expectDistinct(op, pairs);
+  expectBindable(op, rec.ctx, all);
+  const heads = d.Hkv + d.Hq;
+  const threads = d.B * d.Tn * heads * (d.D / 2);
+  if (threads === 0 || d.Tmax === 0) return;
+  const { workgroups, rowThreads } = grid1d(rec.ctx, threads, WG);
+  rec.dispatch({
+    kernel: KERNEL,
+    entryPoint: q ? 'append_rope' : 'append',
+    constants: { WG },
+    // Without count, start also fills the count slot (read-only aliases are allowed; never read).
+    bindings: slots([start, opts.count ?? start, k, v, kCache, vCache, q, table]),
+    params: params({ B: d.B, Tn: d.Tn, Hq: d.Hq, Hkv: d.Hkv, D: d.D, Tmax: d.Tmax, rowThreads, counted: opts.count ? 1 : 0 }),
+    workgroups,
+  });
+}
+
+/** lengths[b] = clamp(lengths[b] + count[b], 0, tmax) (=, in place): after a prefill's appends. */
+export function kvExtend(rec: Recorder, lengths: Tensor, count: Tensor, tmax: number): void {
+  const op = `${KERNEL}.extend`;
+  expectDtype(op, 'lengths', lengths, 'i32');
+  expectDtype(op, 'count', count, 'i32');
+  if (lengths.shape.length !== 1) throw new ShapeError(op, `lengths (${lengths}) must be [B]`);
+  expectShape(op, 'count', count, lengths.shape);
+  expectDistinct(op, [['lengths', lengths, 'count', count]]);
+  checkTmax(op, tmax);
+  const B = lengths.shape[0];
+  if (B === 0) return;
+  rec.dispatch({
+    kernel: KERNEL, entryPoint: 'extend', constants: { WG },
+    bindings: slots([null, count, null, null, null, null, null, null, lengths]),
+    params: params({ B, Tmax: tmax }),
+    workgroups: [Math.ceil(B / WG), 1, 1],
+  });
+}
+
+function checkTmax(op: string, tmax: number): void {
+  if (!Number.isInteger(tmax) || tmax < 0 || tmax > 0x7fffffff) throw new ShapeError(op, `tmax must be a non-negative integer, got ${tmax}`);
+}
+
+/** The per-sequence decode state advanced by `kvAdvance`. */
+export interface DecodeState {
+  /** i32 [B]: valid cache rows. */
+  lengths: Tensor;
+  /** i32 [B]: row and position of the token being fed (written). */
+  positions: Tensor;
+  /** u32 [B, 2]: sampler (stream, counter) per sequence; the counter is incremented. */
+  keys: Tensor;
+}
+
+/** What the sampler wrote this step. */
+export interface SampledStep {
+  tokens: Tensor;
+  logprobs: Tensor;
+  logprobsRaw: Tensor;
+}
+
+/**
+ * After a sampling step (in place): history[step, b] = (tokens[b], bits of logprobs[b], bits of
+ * logprobsRaw[b]) when step < K; positions[b] = lengths[b]; lengths[b] = min(lengths[b] + 1, tmax);
+ * keys[b, 1] += 1. The sampled token then feeds the next decode step at row positions[b].
+ */
+export function kvAdvance(rec: Recorder, state: DecodeState, sampled: SampledStep, history: Tensor, step: number, tmax: number): void {
+  const op = `${KERNEL}.advance`;
+  const { lengths, positions, keys } = state;
+  expectDtype(op, 'lengths', lengths, 'i32');
+  if (lengths.shape.length !== 1) throw new ShapeError(op, `lengths (${lengths}) must be [B]`);
+  const B = lengths.shape[0];
+  expectDtype(op, 'positions', positions, 'i32');
+  expectShape(op, 'positions', positions, [B]);
+  expectDtype(op, 'keys', keys, 'u32');
+  expectShape(op, 'keys', keys, [B, 2]);
+  expectDtype(op, 'tokens', sampled.tokens, 'i32');
+  expectDtype(op, 'logprobs', sampled.logprobs, 'f32');
+  expectDtype(op, 'logprobsRaw', sampled.logprobsRaw, 'f32');
+  for (const [n, t] of [['tokens', sampled.tokens], ['logprobs', sampled.logprobs], ['logprobsRaw', sampled.logprobsRaw]] as const) {
+    if (t.size !== B) throw new ShapeError(op, `${n} (${t}) must hold B = ${B} values like lengths ${dims(lengths)}`);
+  }
+  expectDtype(op, 'history', history, 'u32');
+  if (history.shape.length !== 3 || history.shape[1] !== B || history.shape[2] !== 3) {
+    throw new ShapeError(op, `history (${history}) must be [K, ${B}, 3]`);
+  }
+  const K = history.shape[0];
+  if (!Number.isInteger(step) || step < 0 || step >= K) throw new ShapeError(op, `step ${step} outside the history's ${K} rows (${history})`);
+  checkTmax(op, tmax);
+  const written: [string, Tensor][] = [['lengths', lengths], ['positions', positions], ['keys', keys], ['history', history]];
+  const read: [string, Tensor][] = [['tokens', sampled.tokens], ['logprobs', sampled.logprobs], ['logprobsRaw', sampled.logprobsRaw]];
+  const pairs: [string, Tensor, string, Tensor][] = [];
+  written.forEach(([nw, w], i) => {
+    for (const [nr, r] of [...written.slice(i + 1), ...read]) pairs.push([nw, w, nr, r]);
+  });
+  expectDistinct(op, pairs);
+  if (B === 0) return;
+  rec.dispatch({
+    kernel: KERNEL, entryPoint: 'advance', constants: { WG },
+    bindings: slots([null, null, null, null, null, null, null, null, lengths, positions, keys, sampled.tokens, sampled.logprobs, sampled.logprobsRaw, history]),
+    params: params({ B, Tmax: tmax, step, K }),
+    workgroups: [Math.ceil(B / WG), 1, 1],
+  });
+}
+
+/**
+ * RoPE table [rows, D/2, 2] (cos, sin) of position·θ^(−2i/D), angles in f64 (as the tfjs
+ * reference), rounded once to f32.
+ */
+export function ropeTable(rows: number, headDim: number, theta: number): Float32Array {
+  const half = headDim / 2;
+  const out = new Float32Array(rows * half * 2);
+  for (let pos = 0; pos < rows; pos++) {
+    for (let i = 0; i < half; i++) {
+      const angle = pos * Math.pow(theta, (-2 * i) / headDim);
+      out[(pos * half + i) * 2] = Math.cos(angle);
+      out[(pos * half + i) * 2 + 1] = Math.sin(angle);
+    }
+  }
+  return out;
+}
