@@ -14,6 +14,7 @@
  *   h   = norm2(x)
  *   x  += act(h)·Wdownᵀ (+ b) (+ LoRA)              act: gelu(up(h)) or silu(gate(h))·up(h)
  */
+import { ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { Recorder } from '../gpu/recorder.ts';
 import { Tensor } from '../gpu/tensor.ts';
@@ -82,7 +83,11 @@ export function linear(rec: Recorder, ws: BlockScratch, weights: ModelWeights, a
   const bias = weights.has(`${name}.bias`) ? weights.param(`${name}.bias`) : undefined;
   const lora = adapter?.module(name);
   if (lora && ws.u) {
-    const u = view(ws.u, [x.shape[0], lora.a.shape[0]], `${ws.u.label}/${name}`);
+    const R = lora.a.shape[0];
+    if (lora.a.shape.length !== 2 || R > ws.u.shape[1]) {
+      throw new ShapeError('lora', `module ${name}: a (${lora.a}) must be [R, in] with R ≤ the adapter's rank ${ws.u.shape[1]}`);
+    }
+    const u = view(ws.u, [x.shape[0], R], `${ws.u.label}/${name}`);
     matmul(rec, u, x, lora.a, { transB: true });
     matmul(rec, y, x, w, { transB: true, bias, accumulate, lowRank: { u, v: lora.b, transV: true, scale: lora.scale } });
   } else {

@@ -1,6 +1,6 @@
-// Chromium suite: generation cases (prefill, KV-cache decode, sampler, stops, SampleFn) on SwiftShader.
+// Chromium suite: generation cases (prefill, KV-cache decode, sampler, stops, SampleFn) on SwiftShader (no shader-f16).
 import { it } from 'vitest';
-import { generateCases } from '../shared/cases/generate.ts';
+import { generateCases, generateReportCase } from '../shared/cases/generate.ts';
 import { registerCases } from '../shared/register.ts';
 
-registerCases(generateCases, it);
+registerCases([...generateCases, generateReportCase], it);

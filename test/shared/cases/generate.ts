@@ -20,7 +20,7 @@ import { generate, type GenerateOptions, type GenerateResult } from '../../../sr
 import { PRESETS } from '../../../src/model/presets.ts';
 import { engineSampleFn } from '../../../src/model/sample_fn.ts';
 import type { GpuCase } from '../register.ts';
-import { HostAdapter, HostWeights, OWNER, refNextLogprobs, testLora, testParams } from './generate_helpers.ts';
+import { HostAdapter, HostWeights, OWNER, refNextLogprobs, roundLinearsToF16, testLora, testParams } from './generate_helpers.ts';
 
 const FAMILIES: ModelConfig[] = [PRESETS['tiny-gpt2'], PRESETS['tiny-llama']];
 const PROMPTS = [[1, 2, 3, 4, 5], [7, 8], [9, 10, 11, 12, 13, 14, 15]];
@@ -239,11 +239,35 @@ export const generateCases: GpuCase[] = [
       }
     }),
   },
+];
+
+/** Cases for suites whose adapter has shader-f16 (Deno on llvmpipe; SwiftShader has none). */
+export const generateF16Cases: GpuCase[] = [
   {
-    name: 'generate: largest logprob errors vs the reference (printed for the report)',
-    fn: async () => {
-      console.log(`generate — largest relative logprob error vs tfjs per check:\n${[...worst].map(([k, v]) => `  ${k}: ${v.toExponential(2)}`).join('\n')}`);
-      for (const [k, v] of worst) assert.isAtMost(v, 1e-4, k);
+    name: 'generate: f16-stored linear weights (shader-f16 devices) match the reference over the f16-rounded weights',
+    fn: async (ctx) => {
+      // Registered only by suites whose adapter has shader-f16 (Deno on llvmpipe); fail loudly elsewhere.
+      assert.isTrue(ctx.hasF16, 'this case needs shader-f16');
+      for (const cfg of FAMILIES) {
+        const params = roundLinearsToF16(cfg, testParams(cfg, 8));
+        const w = new HostWeights(ctx, cfg, params, { f16: true });
+        try {
+          assert.strictEqual(w.param('layers.0.attn.q.weight').dtype, 'f16');
+          const r = await generate(ctx, w, null, PROMPTS.slice(1), greedy({ maxTokens: 4 }));
+          checkGreedy(cfg, params, r, PROMPTS.slice(1), `${cfg.name} f16 weights`);
+        } finally {
+          w.release();
+        }
+      }
     },
   },
 ];
+
+/** Register last: prints the largest errors of the cases above. */
+export const generateReportCase: GpuCase = {
+  name: 'generate: largest logprob errors vs the reference (printed for the report)',
+  fn: async () => {
+    console.log(`generate — largest relative logprob error vs tfjs per check:\n${[...worst].map(([k, v]) => `  ${k}: ${v.toExponential(2)}`).join('\n')}`);
+    for (const [k, v] of worst) assert.isAtMost(v, 1e-4, k);
+  },
+};

@@ -7,6 +7,7 @@
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { type Tensor, tensorFrom } from '../../../src/gpu/tensor.ts';
 import type { LoraConfig, ModelConfig } from '../../../src/model/config.ts';
+import { f16ToF32Array, f32ToF16Array } from '../../../src/model/f16.ts';
 import { initLora, initParameters } from '../../../src/model/init.ts';
 import { loraSpecs, parameterSpecs } from '../../../src/model/params.ts';
 import type { AdapterWeights, LoraModule, ModelWeights } from '../../../src/model/weights_view.ts';
@@ -19,10 +20,12 @@ export const OWNER = 'generate-case';
 export class HostWeights implements ModelWeights {
   readonly cfg: ModelConfig;
   readonly #t = new Map<string, Tensor>();
-  constructor(ctx: GpuContext, cfg: ModelConfig, params: Readonly<Record<string, Float32Array>>) {
+  /** `f16`: store the linear weights (blocks, untied lm_head) as f16 bits, as a frozen base would. */
+  constructor(ctx: GpuContext, cfg: ModelConfig, params: Readonly<Record<string, Float32Array>>, opts: { f16?: boolean } = {}) {
     this.cfg = cfg;
     for (const s of parameterSpecs(cfg)) {
-      this.#t.set(s.name, tensorFrom(ctx, params[s.name], s.shape, { owner: OWNER, label: s.name }));
+      const data = opts.f16 && s.kind === 'linear' ? f32ToF16Array(params[s.name]) : params[s.name];
+      this.#t.set(s.name, tensorFrom(ctx, data, s.shape, { owner: OWNER, label: s.name }));
     }
   }
   param(name: string): Tensor {
@@ -84,6 +87,13 @@ export function testParams(cfg: ModelConfig, seed: number, gain = 8): Record<str
     } else x.set(rng.normalArray(x.length, 0.1));
   }
   return p;
+}
+
+/** The parameters as an f16-stored base sees them: linear weights rounded to f16 and widened back. */
+export function roundLinearsToF16(cfg: ModelConfig, params: Record<string, Float32Array>): Record<string, Float32Array> {
+  const out = { ...params };
+  for (const s of parameterSpecs(cfg)) if (s.kind === 'linear') out[s.name] = f16ToF32Array(f32ToF16Array(params[s.name]));
+  return out;
 }
 
 /** A LoRA adapter with non-zero B (a fresh one would leave the model unchanged). */
