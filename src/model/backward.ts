@@ -74,7 +74,7 @@ export function allocBackwardWork(arena: Arena, env: LayerEnv, B: number, T: num
   };
 }
 
-/** Block l's backward: on entry work.dresid = dL/d(resid[l+1]); on exit dL/d(resid[l]). */
+/** Block l's backward: on entry work.dresid = dL/d(resid[l+1]); on exit dL/d(resid[l]) (block 0: only when something below is trainable). */
 export function blockBackward(rec: Recorder, env: LayerEnv, grads: Grads, b: GpuBatch, acts: Activations, w: BackwardWork, l: number, acc: boolean): void {
   const { cfg } = env;
   const { nHead: Hq, nKvHead: Hkv, headDim: D } = cfg;
@@ -107,9 +107,13 @@ export function blockBackward(rec: Recorder, env: LayerEnv, grads: Grads, b: Gpu
     dq = w.dqPre!;
     dk = w.dkPre!;
   }
-  lin(w.dln, dq, s.ln1, 'q', false);
-  lin(w.dln, dk, s.ln1, 'k', true);
-  lin(w.dln, w.dv, s.ln1, 'v', true);
+  // Below block 0 lie only the embeddings: with those and attn_norm frozen (LoRA), nothing needs
+  // dL/dxin, so the q/k/v input gradients and the norm's backward are not recorded at all.
+  const needDx = l > 0 || grads.has('tok_emb.weight') || grads.has('pos_emb.weight') || grads.has(`layers.${l}.attn_norm.weight`);
+  lin(needDx ? w.dln : null, dq, s.ln1, 'q', false);
+  lin(needDx ? w.dln : null, dk, s.ln1, 'k', true);
+  lin(needDx ? w.dln : null, w.dv, s.ln1, 'v', true);
+  if (!needDx) return;
   normBackward(rec, env, grads, w.norm, w.dtmp, w.dln, xin, s.n1, `layers.${l}.attn_norm`, acc);
   residualAddInPlace(rec, w.dresid, w.dtmp);
 }
