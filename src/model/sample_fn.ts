@@ -3,9 +3,10 @@
  * out episodes on the GPU engine.
  *
  * A batch of requests is split into groups that can share one generate() call — same adapter,
- * temperature, stop tokens and stop strings — and each group runs as one batch (in chunks of at
- * most `maxBatch` sequences). The adapter is resolved per request id (undefined = the base
- * model), so switching adapters never touches the base weights.
+ * temperature, stop tokens and stop strings — and each group runs as one batch (split into
+ * batches of at most `maxBatch` sequences whose padded prefill fits one storage binding). The
+ * adapter is resolved per request id (undefined = the base model), so switching adapters never
+ * touches the base weights.
  *
  * Randomness: every request samples from its own Philox stream, stream = request.seed, under
  * the sampler seed `opts.seed` (default 0): a request's tokens depend on its prompt, settings and
@@ -23,6 +24,7 @@ import type { SampleFn, SampleRequest, SampleResult } from '../env/types.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { generate } from './generate.ts';
 import { weightsCtx } from './infer_block.ts';
+import type { ModelConfig } from './config.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
 export interface EngineSampleFnOptions {
@@ -46,6 +48,38 @@ export interface EngineSampleFnOptions {
   readonly ctx?: GpuContext;
 }
 
+/**
+ * Most prompt rows (sequences × the longest prompt, padding included) one prefill can take: its
+ * widest activation [rows, max(C, Hq·D, F)] f32 must fit one storage binding.
+ */
+export function prefillRowLimit(ctx: GpuContext, cfg: ModelConfig): number {
+  const width = Math.max(cfg.dModel, cfg.nHead * cfg.headDim, cfg.dFF);
+  return Math.max(1, Math.floor(ctx.limit('maxStorageBufferBindingSize') / (4 * width)));
+}
+
+/**
+ * Splits a group (prompt lengths in request order) into generate() batches of at most `maxBatch`
+ * sequences whose padded prefill (count × longest prompt) stays within `rowLimit` rows; a
+ * prompt longer than rowLimit still gets a batch of its own (the kernels then refuse it).
+ */
+function batches(lengths: readonly number[], maxBatch: number, rowLimit: number): number[][] {
+  const out: number[][] = [];
+  let cur: number[] = [];
+  let longest = 0;
+  lengths.forEach((len, j) => {
+    const l = Math.max(longest, len);
+    if (cur.length > 0 && (cur.length + 1 > maxBatch || (cur.length + 1) * l > rowLimit)) {
+      out.push(cur);
+      cur = [];
+      longest = 0;
+    }
+    cur.push(j);
+    longest = Math.max(longest, len);
+  });
+  if (cur.length > 0) out.push(cur);
+  return out;
+}
+
 function groupKey(r: SampleRequest): string {
   return JSON.stringify([r.adapterId ?? null, r.temperature, [...r.stopTokens], [...r.stopStrings]]);
 }
@@ -56,6 +90,7 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
   const maxBatch = opts.maxBatch ?? 64;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new ConfigError('engineSampleFn.maxBatch', `must be a positive integer, got ${maxBatch}`);
   const maxSeqLen = weights.cfg.maxSeqLen;
+  const rowLimit = prefillRowLimit(ctx, weights.cfg);
 
   const resolve = async (id: string | undefined): Promise<AdapterWeights | null> => {
     if (id === undefined) return null;
@@ -85,8 +120,7 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
     for (const members of groups.values()) {
       const first = requests[members[0]];
       const adapter = await resolve(first.adapterId);
-      for (let o = 0; o < members.length; o += maxBatch) {
-        const idx = members.slice(o, o + maxBatch);
+      for (const idx of batches(members.map((i) => requests[i].promptTokens.length), maxBatch, rowLimit).map((b) => b.map((j) => members[j]))) {
         const reqs = idx.map((i) => requests[i]);
         const res = await generate(ctx, weights, adapter, reqs.map((r) => r.promptTokens), {
           maxTokens: reqs.map((r) => Math.min(r.maxTokens, maxSeqLen - r.promptTokens.length)),

@@ -18,6 +18,12 @@ import type { GpuContext } from '../../../src/gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../../../src/model/config.ts';
 import { generate, type GenerateOptions, type GenerateResult } from '../../../src/model/generate.ts';
 import { PRESETS } from '../../../src/model/presets.ts';
+import { validateConfig } from '../../../src/model/config.ts';
+import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
+import { Agent } from '../../../src/env/agent.ts';
+import { rolloutGroups } from '../../../src/env/rollout.ts';
+import type { EnvSpec } from '../../../src/env/types.ts';
+import { refForward } from '../../reference/model_tf.ts';
 import { engineSampleFn } from '../../../src/model/sample_fn.ts';
 import type { GpuCase } from '../register.ts';
 import { HostAdapter, HostWeights, OWNER, refNextLogprobs, roundLinearsToF16, testLora, testParams } from './generate_helpers.ts';
@@ -233,11 +239,59 @@ export const generateCases: GpuCase[] = [
           assert.deepEqual(res[i].logprobs, g.logprobs[0]);
         }
         assert.strictEqual(res[2].tokens.length, 3);
+        const one = engineSampleFn({ weights: w, adapters: (id) => (id === 'policy' ? adapter : undefined), chunk: 2, maxBatch: 1 });
+        assert.deepEqual(await one(reqs), res, 'split into batches of one, other chunk size: same results');
         await assertThrowsConfig(fn([req(PROMPTS[0], 1, 'nope')]), /adapterId/, /unknown adapter "nope"/);
       } finally {
         adapter.release();
       }
     }),
+  },
+  {
+    name: 'generate: the agent layer rolls out multi-turn episodes on the engine; trajectory logprobs are the policy\'s (vs the reference)',
+    fn: async (ctx) => {
+      const cfg = validateConfig({ ...PRESETS['tiny-gpt2'], name: 'tiny-gpt2-ctx128', maxSeqLen: 128 });
+      await withModel(ctx, cfg, 9, async (w, params) => {
+        const tokenizer = new ByteTokenizer();
+        const spec: EnvSpec = {
+          name: 'echo',
+          create: () => {
+            let turn = 0;
+            return {
+              name: 'echo',
+              reset: async (seed: number) => (turn = 0, `task ${seed % 10}`),
+              step: async (action: string) => ({ observation: `ok ${++turn}`, reward: action.length, done: turn >= 2 }),
+            };
+          },
+        };
+        const agent = new Agent({
+          sample: engineSampleFn({ weights: w, decode: (ids) => tokenizer.decode(ids), chunk: 4 }),
+          tokenizer, maxTurns: 2, maxNewTokens: 6, maxSequenceTokens: 128, temperature: 1,
+        });
+        const batch = await rolloutGroups(spec, agent, { groups: 2, groupSize: 2, seed: 3 });
+        assert.strictEqual(batch.metrics.kept, 4, JSON.stringify(batch.dropped));
+        let checked = 0;
+        for (const g of batch.groups) {
+          for (const tr of g.trajectories) {
+            const T = tr.tokensT.length;
+            const { logits } = refForward(cfg, params, { B: 1, T, tokens: Int32Array.from(tr.tokensT) });
+            const V = cfg.vocabSize;
+            for (let t = 1; t < T; t++) {
+              if (!tr.policyMaskT[t]) continue;
+              const row = logits.subarray((t - 1) * V, t * V);
+              const m = Math.max(...row);
+              const lse = m + Math.log(row.reduce((a, x) => a + Math.exp(x - m), 0));
+              const want = row[tr.tokensT[t]] - lse;
+              const err = Math.abs(tr.logprobsT[t] - want) / Math.abs(want);
+              worst.set('agent rollout', Math.max(worst.get('agent rollout') ?? 0, err));
+              assert.isAtMost(err, 1e-4, `trajectory ${tr.episodeId} token ${t}`);
+              checked++;
+            }
+          }
+        }
+        assert.isAtLeast(checked, 4 * 2, 'policy tokens checked');
+      });
+    },
   },
 ];
 
