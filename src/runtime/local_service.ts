@@ -1,0 +1,214 @@
+/**
+ * The in-process ServiceClient: the engine on this thread's device (Deno's main thread, a test,
+ * or the GPU worker itself, which wraps one of these). Base models are uploaded once and shared
+ * by every job on them; each training client owns its gradients, moments and adapter; sampling
+ * clients sample from snapshots, so a rollout sees one consistent version of the weights.
+ */
+import type { GpuContext } from '../gpu/device.ts';
+import { BaseModel } from '../model/base_model.ts';
+import type { LoraConfig, ModelConfig } from '../model/config.ts';
+import { initParameters } from '../model/init.ts';
+import { LoraAdapter } from '../model/lora.ts';
+import { engineSampleFn } from '../model/sample_fn.ts';
+import { Trainer, type TrainerState } from '../model/trainer.ts';
+import type { AdapterWeights } from '../model/weights_view.ts';
+import { ConfigError } from '../errors.ts';
+import type {
+  CreateModelOptions,
+  HostParams,
+  OptimStepResult,
+  SamplingClient,
+  ServiceClient,
+  TrainingClient,
+  TrainingClientOptions,
+} from './clients.ts';
+import type { LossSpec } from '../algorithms/loss_spec.ts';
+import type { PackedBatch } from '../algorithms/pack.ts';
+import type { OptimStepOptions } from '../model/optimizer.ts';
+
+export interface LocalServiceOptions {
+  /** Detokenizer for stop strings in sampling requests. */
+  decode?: (ids: readonly number[]) => string;
+  /** Decode steps per GPU submission. */
+  chunk?: number;
+}
+
+function withoutValueHead(p: HostParams): HostParams {
+  const out: HostParams = {};
+  for (const [k, v] of Object.entries(p)) if (!k.startsWith('value_head.')) out[k] = v;
+  return out;
+}
+
+let nextId = 0;
+
+export class LocalService implements ServiceClient {
+  readonly ctx: GpuContext;
+  readonly options: LocalServiceOptions;
+  #models = new Map<string, BaseModel>();
+
+  constructor(ctx: GpuContext, options: LocalServiceOptions = {}) {
+    this.ctx = ctx;
+    this.options = options;
+  }
+
+  get adapter() {
+    return this.ctx.adapter;
+  }
+
+  #model(id: string): BaseModel {
+    const m = this.#models.get(id);
+    if (!m) throw new ConfigError('modelId', `no model "${id}" (known: ${[...this.#models.keys()].join(', ') || 'none'})`);
+    return m;
+  }
+
+  createModel(cfg: ModelConfig, opts: CreateModelOptions = {}): Promise<string> {
+    const id = opts.id ?? `${cfg.name ?? cfg.family}#${nextId++}`;
+    if (this.#models.has(id)) return Promise.reject(new ConfigError('id', `a model "${id}" exists already`));
+    const params = opts.params ?? initParameters(cfg, opts.seed ?? 0);
+    this.#models.set(id, BaseModel.upload(this.ctx, cfg, params, { owner: `model:${id}`, f16: Boolean(opts.f16) }));
+    return Promise.resolve(id);
+  }
+
+  modelWeights(modelId: string): Promise<HostParams> {
+    return this.#model(modelId).toHost();
+  }
+
+  releaseModel(modelId: string): Promise<void> {
+    this.#model(modelId).release();
+    this.#models.delete(modelId);
+    return Promise.resolve();
+  }
+
+  async createTrainingClient(opts: TrainingClientOptions): Promise<TrainingClient> {
+    const model = this.#model(opts.modelId);
+    const id = opts.id ?? `job${nextId++}`;
+    let adapter: LoraAdapter | undefined;
+    if (opts.trainable === 'lora') {
+      if (!opts.lora) throw new ConfigError('lora', "a 'lora' training client needs a LoRA config");
+      adapter = opts.adapter
+        ? LoraAdapter.fromHost(this.ctx, model.cfg, opts.lora, opts.adapter, { id: `${id}-adapter`, owner: `job:${id}` })
+        : LoraAdapter.init(this.ctx, model.cfg, opts.lora, opts.seed ?? 0, { id: `${id}-adapter`, owner: `job:${id}` });
+    }
+    try {
+      const trainer = await Trainer.create(model, {
+        id,
+        trainable: opts.trainable,
+        ...(adapter ? { adapter } : {}),
+        ...(opts.valueHead ? { valueHead: true } : {}),
+        ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
+        ...(opts.recompute ? { recompute: true } : {}),
+      });
+      return new LocalTrainingClient(this, opts.modelId, model, trainer, adapter);
+    } catch (e) {
+      adapter?.release();
+      throw e;
+    }
+  }
+
+  createSamplingClient(modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }): Promise<SamplingClient> {
+    const model = this.#model(modelId);
+    const a = adapter
+      ? LoraAdapter.fromHost(this.ctx, model.cfg, adapter.lora, adapter.tensors, { id: adapter.id ?? `sampler-${nextId++}` })
+      : null;
+    return Promise.resolve(this.sampler(modelId, model, a, 0, () => a?.release()));
+  }
+
+  /** A sampling client over given weights; `onClose` frees what the snapshot owns. */
+  sampler(modelId: string, weights: BaseModel, adapter: AdapterWeights | null, version: number, onClose: () => void): SamplingClient {
+    const resolve = adapter ? (id: string) => (id === adapter.id ? adapter : undefined) : undefined;
+    const fn = engineSampleFn({
+      weights,
+      ...(resolve ? { adapters: resolve } : {}),
+      ...(this.options.decode ? { decode: this.options.decode } : {}),
+      ...(this.options.chunk !== undefined ? { chunk: this.options.chunk } : {}),
+      owner: `sample:${modelId}`,
+    });
+    // Requests without an adapter id get this client's adapter: a sampling client *is* a policy.
+    const sample = adapter
+      ? (reqs: Parameters<typeof fn>[0]) => fn(reqs.map((r) => (r.adapterId === undefined ? { ...r, adapterId: adapter.id } : r)))
+      : fn;
+    return {
+      modelId,
+      adapterId: adapter?.id ?? null,
+      version,
+      sample,
+      close: () => Promise.resolve(onClose()),
+    };
+  }
+
+  memory() {
+    const s = this.ctx.pool.stats();
+    return Promise.resolve({ liveBytes: s.liveBytes, peakLiveBytes: s.peakLiveBytes, owners: s.owners });
+  }
+
+  close(): Promise<void> {
+    for (const m of this.#models.values()) m.release();
+    this.#models.clear();
+    return Promise.resolve();
+  }
+}
+
+class LocalTrainingClient implements TrainingClient {
+  readonly id: string;
+  readonly trainable;
+  #version = 0;
+
+  constructor(
+    readonly service: LocalService,
+    readonly modelId: string,
+    readonly model: BaseModel,
+    readonly trainer: Trainer,
+    readonly adapter: LoraAdapter | undefined,
+  ) {
+    this.id = trainer.id;
+    this.trainable = trainer.trainable;
+  }
+
+  forwardBackward(batch: PackedBatch, loss: LossSpec, opts: { logprobs?: boolean } = {}) {
+    return this.trainer.forwardBackward(batch, loss, opts);
+  }
+
+  async optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
+    const r = await this.trainer.optimStep(opts);
+    return { ...r, step: this.trainer.step };
+  }
+
+  computeLogprobs(batch: PackedBatch) {
+    return this.trainer.computeLogprobs(batch);
+  }
+
+  async weights(): Promise<HostParams> {
+    return withoutValueHead((await this.trainer.exportState()).params);
+  }
+
+  async samplingClient(): Promise<SamplingClient> {
+    const version = ++this.#version;
+    const trained = await this.weights();
+    const ctx = this.service.ctx;
+    if (this.adapter) {
+      const snap = LoraAdapter.fromHost(ctx, this.model.cfg, this.adapter.lora, trained, { id: `${this.id}@${version}`, owner: `sampler:${this.id}` });
+      return this.service.sampler(this.modelId, this.model, snap, version, () => snap.release());
+    }
+    const snap = BaseModel.upload(ctx, this.model.cfg, trained, { owner: `sampler:${this.id}@${version}` });
+    return this.service.sampler(`${this.modelId}/${this.id}@${version}`, snap, null, version, () => snap.release());
+  }
+
+  saveState(): Promise<TrainerState> {
+    return this.trainer.exportState();
+  }
+
+  loadState(state: TrainerState): Promise<void> {
+    this.trainer.importState(state);
+    return Promise.resolve();
+  }
+
+  memory() {
+    return Promise.resolve(this.trainer.memory());
+  }
+
+  close(): Promise<void> {
+    this.trainer.release();
+    this.adapter?.release();
+    return Promise.resolve();
+  }
+}

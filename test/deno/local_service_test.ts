@@ -1,0 +1,4 @@
+import { localServiceCases } from '../shared/cases/local_service.ts';
+import { registerCases } from '../shared/register.ts';
+
+registerCases(localServiceCases);
