@@ -10,21 +10,22 @@
  *   - seeded sampling is bitwise reproducible, independent of the chunk size and of the batch
  *     (per-sequence streams), different seeds differ, and its logprobs match the reference;
  *   - bad input gives typed errors naming what is wrong, allocating nothing;
- *   - engineSampleFn serves a mixed batch (base and adapter) as generate would.
+ *   - engineSampleFn serves a mixed batch (base and adapter) as generate would, and the agent
+ *     layer rolls out episodes on it with the policy's log-probs in its trajectories;
+ *   - (shader-f16 suites) f16-stored linear weights match the reference over rounded weights.
  */
 import { assert } from 'chai';
-import { ConfigError } from '../../../src/errors.ts';
-import type { GpuContext } from '../../../src/gpu/device.ts';
-import type { LoraConfig, ModelConfig } from '../../../src/model/config.ts';
-import { generate, type GenerateOptions, type GenerateResult } from '../../../src/model/generate.ts';
-import { PRESETS } from '../../../src/model/presets.ts';
-import { validateConfig } from '../../../src/model/config.ts';
-import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
 import { Agent } from '../../../src/env/agent.ts';
 import { rolloutGroups } from '../../../src/env/rollout.ts';
 import type { EnvSpec } from '../../../src/env/types.ts';
-import { refForward } from '../../reference/model_tf.ts';
+import { ConfigError } from '../../../src/errors.ts';
+import type { GpuContext } from '../../../src/gpu/device.ts';
+import { type LoraConfig, type ModelConfig, validateConfig } from '../../../src/model/config.ts';
+import { generate, type GenerateOptions, type GenerateResult } from '../../../src/model/generate.ts';
+import { PRESETS } from '../../../src/model/presets.ts';
 import { engineSampleFn } from '../../../src/model/sample_fn.ts';
+import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
+import { refForward } from '../../reference/model_tf.ts';
 import type { GpuCase } from '../register.ts';
 import { HostAdapter, HostWeights, OWNER, refNextLogprobs, roundLinearsToF16, testLora, testParams } from './generate_helpers.ts';
 
