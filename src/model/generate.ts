@@ -80,11 +80,13 @@ function plan(weights: ModelWeights, prompts: readonly (readonly number[])[], op
   const cfg = weights.cfg;
   checkPrompts(cfg, prompts, 'generate.prompts');
   const B = prompts.length;
-  const maxTok = typeof opts.maxTokens === 'number'
-    ? new Array<number>(B).fill(posInt('generate.maxTokens', opts.maxTokens))
-    : Array.isArray(opts.maxTokens) && opts.maxTokens.length === B
-    ? opts.maxTokens.map((m, i) => posInt(`generate.maxTokens[${i}]`, m))
-    : (() => { throw new ConfigError('generate.maxTokens', `must be a positive integer or one per prompt (${B})`); })();
+  let maxTok: number[];
+  if (Array.isArray(opts.maxTokens)) {
+    if (opts.maxTokens.length !== B) throw new ConfigError('generate.maxTokens', `has ${opts.maxTokens.length} values; give one number or one per prompt (${B})`);
+    maxTok = opts.maxTokens.map((m, i) => posInt(`generate.maxTokens[${i}]`, m));
+  } else {
+    maxTok = new Array<number>(B).fill(posInt('generate.maxTokens', opts.maxTokens));
+  }
   prompts.forEach((p, i) => {
     if (p.length + maxTok[i] > cfg.maxSeqLen) {
       throw new ConfigError('generate.maxTokens', `prompt ${i} has ${p.length} tokens; with maxTokens ${maxTok[i]} it needs ${p.length + maxTok[i]} cache rows, more than the model's maxSeqLen of ${cfg.maxSeqLen}`);
@@ -145,18 +147,26 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
       const rec = new Recorder(ctx, { label: `${owner} chunk ${submissions}` });
       const history = rec.temp([K, B, 3], 'u32', 'history');
       let ds: DecodeScratch | null = null;
-      for (let s = 0; s < K; s++) {
-        let logits: Tensor;
-        if (!prefilled) {
-          logits = rec.temp([B, cfg.vocabSize], 'f32', 'prefill/logits');
-          recordPrefill(rec, weights, adapter, cache, batch, logits);
-          prefilled = true;
-        } else {
-          ds ??= decodeScratch(rec, weights, adapter, B);
-          recordDecodeStep(rec, weights, adapter, cache, ds, sampled.tokens);
-          logits = ds.logits;
+      try {
+        for (let s = 0; s < K; s++) {
+          let logits: Tensor;
+          if (!prefilled) {
+            logits = rec.temp([B, cfg.vocabSize], 'f32', 'prefill/logits');
+            recordPrefill(rec, weights, adapter, cache, batch, logits);
+            prefilled = true;
+          } else {
+            ds ??= decodeScratch(rec, weights, adapter, B);
+            recordDecodeStep(rec, weights, adapter, cache, ds, sampled.tokens);
+            logits = ds.logits;
+          }
+          recordSampleStep(rec, cache, logits, sampled, history, s, sampling);
         }
-        recordSampleStep(rec, cache, logits, sampled, history, s, sampling);
+      } catch (e) {
+        // An op refused its input mid-recording (weights of the wrong shape, a binding over the
+        // limit). The recorder frees its scratch only at submit: submit what was recorded (valid,
+        // and writing only buffers released below) so nothing stays charged to the pool.
+        await rec.submit().catch(() => {});
+        throw e;
       }
       const read = rec.read(history);
       await rec.submit();

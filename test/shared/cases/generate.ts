@@ -18,7 +18,7 @@ import { assert } from 'chai';
 import { Agent } from '../../../src/env/agent.ts';
 import { rolloutGroups } from '../../../src/env/rollout.ts';
 import type { EnvSpec } from '../../../src/env/types.ts';
-import { ConfigError } from '../../../src/errors.ts';
+import { ConfigError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { type LoraConfig, type ModelConfig, validateConfig } from '../../../src/model/config.ts';
 import { generate, type GenerateOptions, type GenerateResult } from '../../../src/model/generate.ts';
@@ -213,6 +213,21 @@ export const generateCases: GpuCase[] = [
       await assertThrowsConfig(generate(ctx, w, null, [[1]], { ...o, chunk: 1.5 }), /chunk/, /positive integer/);
       assert.strictEqual(ctx.pool.owner(owner).currentBytes, 0);
       assert.strictEqual(ctx.pool.owner(owner).peakBytes, 0, 'nothing was allocated');
+      // Weights that break an op mid-recording: the op's typed error, and every buffer given back.
+      const broken = Object.assign(Object.create(w) as HostWeights, {
+        cfg: w.cfg,
+        param: (n: string) => (n === 'layers.1.mlp.up.weight' ? w.param('layers.1.mlp.down.weight') : w.param(n)),
+        has: (n: string) => w.has(n),
+      });
+      try {
+        await generate(ctx, broken, null, [[1, 2]], o);
+        assert.fail('expected a ShapeError');
+      } catch (e) {
+        assert.instanceOf(e, ShapeError);
+        assert.match((e as Error).message, /matmul/);
+      }
+      assert.strictEqual(ctx.pool.owner(owner).currentBytes, 0, 'cache released after a failed recording');
+      assert.strictEqual(ctx.pool.owner(`recorder:${owner} chunk 0`).currentBytes, 0, 'recording scratch released');
       // A successful run gives back everything it took.
       await generate(ctx, w, null, [[1, 2]], greedy({ owner, maxTokens: 2 }));
       assert.isAbove(ctx.pool.owner(owner).peakBytes, 0);
