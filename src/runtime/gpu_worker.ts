@@ -3,6 +3,14 @@
  * buffer. The page reaches it only through the GpuWorkerApi (protocol.ts) over comlink.
  * After a device loss the worker reports it and waits; the page's client calls `init` again,
  * which acquires a fresh device, and the runtime reloads its jobs from their checkpoints.
+ *
+ * The worker hosts the engine as a LocalService (local_service.ts): base models, training
+ * clients and sampling snapshots live here, named by ids the page picks. The page's scheduler
+ * decides *when* each call runs (worker_service.ts); the worker additionally runs its service
+ * calls one at a time in arrival order (`serial`), so a close or a state load can never free or
+ * overwrite buffers under a step that is still awaiting the GPU. A new device (after a loss)
+ * comes with a new, empty service: the objects of the old one died with their buffers.
+ * Large host results (weights, states, log-probs) go back by transfer, not copy.
  */
 import * as Comlink from 'comlink';
 import { acquireGpu, type GpuContext } from '../gpu/device.ts';
@@ -11,9 +19,18 @@ import { emptyTensor, tensorFrom } from '../gpu/tensor.ts';
 import { add } from '../ops/add.ts';
 import { addRef } from '../ops/add.ref.ts';
 import { Rng } from '../util/rng.ts';
-import type { GpuWorkerApi, SelfCheckResult, WorkerEvent, WorkerInitOptions } from './protocol.ts';
+import { ConfigError } from '../errors.ts';
+import { ByteTokenizer } from '../model/tokenizer/byte.ts';
+import type { HostParams, SamplingClient, TrainingClient } from './clients.ts';
+import { LocalService } from './local_service.ts';
+import type { GpuWorkerApi, SamplerInfo, SelfCheckResult, ServiceInitOptions, WorkerEvent, WorkerInitOptions } from './protocol.ts';
 
 let ctx: GpuContext | null = null;
+let service: LocalService | null = null;
+let serviceOpts: ServiceInitOptions = {};
+const jobs = new Map<string, TrainingClient>();
+const samplers = new Map<string, SamplingClient>();
+let lane: Promise<unknown> = Promise.resolve();
 const listeners = new Set<(e: WorkerEvent) => void>();
 
 function emit(e: WorkerEvent): void {
@@ -28,6 +45,78 @@ function device(): GpuContext {
   return ctx;
 }
 
+/** Run service calls one at a time, in arrival order. */
+function serial<T>(f: () => Promise<T> | T): Promise<T> {
+  const p = lane.then(f);
+  lane = p.catch(() => {});
+  return p;
+}
+
+async function decoderFor(t: ServiceInitOptions['tokenizer']): Promise<((ids: readonly number[]) => string) | undefined> {
+  if (!t) return undefined;
+  if (t.kind === 'byte') {
+    const tok = new ByteTokenizer();
+    return (ids) => tok.decode(ids);
+  }
+  if (t.kind === 'hf') {
+    const { loadHfTokenizer } = await import('../model/tokenizer/hf.ts');
+    const tok = await loadHfTokenizer(t.tokenizerJson, t.tokenizerConfig);
+    return (ids) => tok.decode(ids);
+  }
+  throw new ConfigError('tokenizer', `unknown tokenizer kind ${JSON.stringify((t as { kind: unknown }).kind)}`);
+}
+
+/** A fresh service on the current device; the old one's objects are dropped (released if the device lives). */
+async function resetService(): Promise<void> {
+  const c = device();
+  const decode = await decoderFor(serviceOpts.tokenizer);
+  const old = service;
+  const oldJobs = [...jobs.values()];
+  const oldSamplers = [...samplers.values()];
+  jobs.clear();
+  samplers.clear();
+  if (old && !old.ctx.isLost) {
+    for (const s of oldSamplers) await s.close().catch(() => {});
+    for (const j of oldJobs) await j.close().catch(() => {});
+    await old.close().catch(() => {});
+  }
+  service = new LocalService(c, {
+    ...(decode ? { decode } : {}),
+    ...(serviceOpts.chunk !== undefined ? { chunk: serviceOpts.chunk } : {}),
+  });
+}
+
+function svc(): LocalService {
+  const c = device();
+  if (!service || service.ctx !== c) throw new Error('the GPU worker has no engine service on this device: call serviceInit() first');
+  return service;
+}
+
+function job(id: string): TrainingClient {
+  const j = jobs.get(id);
+  if (!j) throw new ConfigError('jobId', `no training job "${id}" in the GPU worker (after a device loss or a worker restart, jobs must be recreated and reloaded from checkpoints)`);
+  return j;
+}
+
+function sampler(id: string): SamplingClient {
+  const s = samplers.get(id);
+  if (!s) throw new ConfigError('samplerId', `no sampler "${id}" in the GPU worker`);
+  return s;
+}
+
+function samplerInfo(id: string, s: SamplingClient): SamplerInfo {
+  return { id, modelId: s.modelId, adapterId: s.adapterId, version: s.version };
+}
+
+/** Hand `value` back with the buffers of `arrays` transferred (each buffer once). */
+function transferring<T>(value: T, arrays: Iterable<ArrayBufferView | undefined>): T {
+  const bufs = new Set<ArrayBuffer>();
+  for (const a of arrays) if (a && a.buffer instanceof ArrayBuffer) bufs.add(a.buffer);
+  return Comlink.transfer(value, [...bufs]);
+}
+
+const hostArrays = (p: HostParams) => Object.values(p);
+
 const api: GpuWorkerApi = {
   async init(opts: WorkerInitOptions = {}) {
     if (ctx && !ctx.isLost) return ctx.adapter;
@@ -35,7 +124,128 @@ const api: GpuWorkerApi = {
     c.onLost((e) => emit({ type: 'device-lost', reason: e.reason, message: e.message }));
     c.onUncapturedError((e) => emit({ type: 'gpu-error', message: e.message }));
     ctx = c;
+    if (service) {
+      // A device after a loss: a new, empty service. Calls still queued for the dead device fail on
+      // their own; the new service does not wait behind them.
+      lane = Promise.resolve();
+      await serial(resetService);
+    }
     return c.adapter;
+  },
+
+  serviceInit(opts: ServiceInitOptions = {}) {
+    return serial(async () => {
+      serviceOpts = { ...opts };
+      await resetService();
+    });
+  },
+
+  serviceMemory() {
+    return svc().memory();
+  },
+
+  createModel(cfg, opts) {
+    return serial(() => svc().createModel(cfg, opts));
+  },
+
+  modelWeights(modelId) {
+    return serial(async () => {
+      const p = await svc().modelWeights(modelId);
+      return transferring(p, hostArrays(p));
+    });
+  },
+
+  releaseModel(modelId) {
+    return serial(() => svc().releaseModel(modelId));
+  },
+
+  createTrainingClient(opts) {
+    return serial(async () => {
+      if (jobs.has(opts.id)) throw new ConfigError('id', `a training job "${opts.id}" exists already`);
+      const j = await svc().createTrainingClient(opts);
+      jobs.set(opts.id, j);
+      return { id: j.id, modelId: j.modelId, trainable: j.trainable };
+    });
+  },
+
+  forwardBackward(jobId, batch, loss, opts) {
+    return serial(async () => {
+      const r = await job(jobId).forwardBackward(batch, loss, opts);
+      return transferring(r, [r.logprobsBT]);
+    });
+  },
+
+  optimStep(jobId, opts) {
+    return serial(() => job(jobId).optimStep(opts));
+  },
+
+  computeLogprobs(jobId, batch) {
+    return serial(async () => {
+      const r = await job(jobId).computeLogprobs(batch);
+      return transferring(r, [r.logprobsBT, r.logits, r.valuesBT]);
+    });
+  },
+
+  weights(jobId) {
+    return serial(async () => {
+      const p = await job(jobId).weights();
+      return transferring(p, hostArrays(p));
+    });
+  },
+
+  saveState(jobId) {
+    return serial(async () => {
+      const s = await job(jobId).saveState();
+      return transferring(s, [...hostArrays(s.params), ...hostArrays(s.m), ...hostArrays(s.v)]);
+    });
+  },
+
+  loadState(jobId, state) {
+    return serial(() => job(jobId).loadState(state));
+  },
+
+  jobMemory(jobId) {
+    return job(jobId).memory();
+  },
+
+  closeJob(jobId) {
+    return serial(async () => {
+      const j = jobs.get(jobId);
+      if (!j) return; // closing twice (or after a device loss) is not an error
+      jobs.delete(jobId);
+      await j.close();
+    });
+  },
+
+  samplingSnapshot(jobId, samplerId) {
+    return serial(async () => {
+      if (samplers.has(samplerId)) throw new ConfigError('samplerId', `a sampler "${samplerId}" exists already`);
+      const s = await job(jobId).samplingClient();
+      samplers.set(samplerId, s);
+      return samplerInfo(samplerId, s);
+    });
+  },
+
+  createSamplingClient(samplerId, modelId, adapter) {
+    return serial(async () => {
+      if (samplers.has(samplerId)) throw new ConfigError('samplerId', `a sampler "${samplerId}" exists already`);
+      const s = await svc().createSamplingClient(modelId, adapter);
+      samplers.set(samplerId, s);
+      return samplerInfo(samplerId, s);
+    });
+  },
+
+  sample(samplerId, requests) {
+    return serial(async () => [...(await sampler(samplerId).sample(requests))]);
+  },
+
+  closeSampler(samplerId) {
+    return serial(async () => {
+      const s = samplers.get(samplerId);
+      if (!s) return;
+      samplers.delete(samplerId);
+      await s.close();
+    });
   },
 
   subscribe(callback) {

@@ -4,8 +4,15 @@
  * results travel by transfer, not copy; events come back through a proxied callback.
  * Everything crossing the boundary is plain data (structured clone).
  */
+import type { LossSpec } from '../algorithms/loss_spec.ts';
+import type { PackedBatch } from '../algorithms/pack.ts';
+import type { SampleRequest, SampleResult } from '../env/types.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
-import type { PoolStats } from '../gpu/pool.ts';
+import type { OwnerStats, PoolStats } from '../gpu/pool.ts';
+import type { LoraConfig, ModelConfig } from '../model/config.ts';
+import type { OptimStepOptions } from '../model/optimizer.ts';
+import type { ForwardBackwardResult, LogprobsResult, Trainable, TrainerState } from '../model/trainer.ts';
+import type { CreateModelOptions, HostParams, OptimStepResult, TrainingClientOptions } from './clients.ts';
 
 export interface WorkerInitOptions {
   label?: string;
@@ -24,8 +31,8 @@ export interface SelfCheckResult {
   gpuNs?: number;
 }
 
-/** What the GPU worker exposes. Grows with the engine (models, adapters, train and sample quanta). */
-export interface GpuWorkerApi {
+/** What the GPU worker exposes: the device, drills, and the hosted engine service. */
+export interface GpuWorkerApi extends ServiceWorkerApi {
   /** Acquire (or re-acquire after a loss) the device; returns the adapter it found. */
   init(opts?: WorkerInitOptions): Promise<AdapterSummary>;
   /** Subscribe to worker events (pass `Comlink.proxy(callback)`). */
@@ -38,4 +45,70 @@ export interface GpuWorkerApi {
   loseDevice(): Promise<void>;
   /** Throw an uncaught error inside the worker, as a bug would (for fault-recovery tests and drills). */
   crash(): void;
+}
+
+// ─── The engine service hosted by the worker (a LocalService on the worker's device) ───────────
+// Every object lives in the worker and is named by an id the page chooses; the page runs each call
+// that touches the GPU as one scheduler quantum (worker_service.ts). The worker also runs its GPU
+// calls one at a time, in arrival order, so a close can never free buffers under a running step.
+
+/** How the worker's sampler detokenizes for stop strings (functions cannot cross to the worker). */
+export type ServiceTokenizer =
+  | { kind: 'byte' }
+  | { kind: 'hf'; tokenizerJson: string; tokenizerConfig?: string };
+
+export interface ServiceInitOptions {
+  tokenizer?: ServiceTokenizer;
+  /** Decode steps per GPU submission inside one generate() call. */
+  chunk?: number;
+}
+
+/** A sampling snapshot in the worker. */
+export interface SamplerInfo {
+  id: string;
+  modelId: string;
+  adapterId: string | null;
+  version: number;
+}
+
+export interface TrainingJobInfo {
+  id: string;
+  modelId: string;
+  trainable: Trainable;
+}
+
+export interface ServiceMemory {
+  liveBytes: number;
+  peakLiveBytes: number;
+  owners: Record<string, OwnerStats>;
+}
+
+/** The service half of the worker's API: LocalService's operations keyed by ids. */
+export interface ServiceWorkerApi {
+  /** (Re)create the hosted service on the current device, dropping every model, job and sampler. */
+  serviceInit(opts?: ServiceInitOptions): Promise<void>;
+  serviceMemory(): Promise<ServiceMemory>;
+  createModel(cfg: ModelConfig, opts: CreateModelOptions & { id: string }): Promise<string>;
+  /** Host copy of a base's parameters (buffers transferred). */
+  modelWeights(modelId: string): Promise<HostParams>;
+  releaseModel(modelId: string): Promise<void>;
+  createTrainingClient(opts: TrainingClientOptions & { id: string }): Promise<TrainingJobInfo>;
+  /** logprobsBT, when asked, is transferred. */
+  forwardBackward(jobId: string, batch: PackedBatch, loss: LossSpec, opts?: { logprobs?: boolean }): Promise<ForwardBackwardResult>;
+  optimStep(jobId: string, opts: OptimStepOptions): Promise<OptimStepResult>;
+  /** Result arrays transferred. */
+  computeLogprobs(jobId: string, batch: PackedBatch): Promise<LogprobsResult>;
+  /** Trained tensors (buffers transferred). */
+  weights(jobId: string): Promise<HostParams>;
+  /** Exact-resume state (buffers transferred). */
+  saveState(jobId: string): Promise<TrainerState>;
+  loadState(jobId: string, state: TrainerState): Promise<void>;
+  jobMemory(jobId: string): Promise<OwnerStats>;
+  closeJob(jobId: string): Promise<void>;
+  /** A snapshot of job `jobId`'s weights as sampler `samplerId`. */
+  samplingSnapshot(jobId: string, samplerId: string): Promise<SamplerInfo>;
+  /** A sampler over a base model, optionally with a LoRA adapter given as host tensors. */
+  createSamplingClient(samplerId: string, modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }): Promise<SamplerInfo>;
+  sample(samplerId: string, requests: SampleRequest[]): Promise<SampleResult[]>;
+  closeSampler(samplerId: string): Promise<void>;
 }

@@ -1,0 +1,518 @@
+/**
+ * WorkerService — the ServiceClient of the page (or Deno's main thread): the engine runs in the GPU
+ * worker (gpu_worker.ts, a LocalService there), and every call that touches the GPU runs as one
+ * quantum of the in-page Scheduler (scheduler.ts), so training and inference share one device.
+ *
+ * Jobs on the scheduler (ids are the client ids):
+ *   - each TrainingClient is a job of kind 'lora_rl' or 'full_rl' (by trainable; overridable, e.g.
+ *     'sft'), class 'normal' and weight 1 unless configured; its memory for admission is
+ *     estimateTrainingMemory(...).jobBytes for the configured micro-batch — for a LoRA job that
+ *     excludes the shared base, which is reserved once, by the base's own job (below). Every
+ *     forwardBackward, optimStep, computeLogprobs, weights, saveState, loadState and snapshot is
+ *     one quantum of it.
+ *   - each SamplingClient is a job of kind 'inference', class 'interactive' unless configured;
+ *     a sample() call is split into quanta of `requestsPerQuantum` requests, each one generate()
+ *     batch in the worker (prefill + every decode chunk up to its last token). That is the
+ *     preemption granularity: interactive requests get in between generate() calls, not between
+ *     decode chunks of one generation — splitting a single sequence would need a generate() that
+ *     keeps its KV cache across calls, which the engine does not offer. A request's tokens do not
+ *     depend on which requests share its batch (engineSampleFn), so the split does not change results.
+ *   - each resident base model is a job `model:<id>` of kind 'inference', class 'normal', holding
+ *     the base's bytes (every parameter at f32: an upper bound for f16 storage) for as long as it
+ *     is loaded; its upload and host copies are its quanta. N LoRA jobs on it then reserve
+ *     base + N × job bytes, as the pool shows them using (multi-LoRA on a shared base).
+ * Pause, resume, reprioritize and cancel go through the scheduler (`service.scheduler`, or the
+ * shortcuts here) and so reach a job's queued quanta; a cancelled job's queued calls reject with
+ * JobCancelledError and its GPU state is freed in the worker once its running quantum is over.
+ *
+ * Faults. Device lost, or worker crashed: GpuClient gets a fresh device (or worker) by itself; this
+ * service then emits 'device-lost' / 'worker-crashed' naming every model, job and sampler that
+ * died, cancels their scheduler jobs (freeing their reservations), and rejects their calls — queued
+ * or later — with LostWithDeviceError. New requests wait until the new device is ready
+ * (`settled()`) and are served there. What it does NOT do automatically: re-create the lost base
+ * models and reload the jobs from their checkpoints — the job runner, which owns the checkpoints
+ * (CheckpointStore), calls createModel / createTrainingClient / loadState again.
+ */
+import type { LossSpec } from '../algorithms/loss_spec.ts';
+import type { PackedBatch } from '../algorithms/pack.ts';
+import type { SampleRequest, SampleResult } from '../env/types.ts';
+import { WebtinkerError } from '../errors.ts';
+import type { AdapterSummary } from '../gpu/device.ts';
+import type { LoraConfig, ModelConfig } from '../model/config.ts';
+import { estimateTrainingMemory } from '../model/memory.ts';
+import type { OptimStepOptions } from '../model/optimizer.ts';
+import { countLoraParameters, countParameters } from '../model/params.ts';
+import type {
+  CreateModelOptions,
+  ForwardBackwardResult,
+  HostParams,
+  LogprobsResult,
+  OptimStepResult,
+  SamplingClient,
+  ServiceClient,
+  Trainable,
+  TrainerState,
+  TrainingClient,
+  TrainingClientOptions,
+} from './clients.ts';
+import { JobStateError } from './errors.ts';
+import { GpuClient, type GpuClientEvent, type GpuClientOptions } from './gpu_client.ts';
+import type { GpuWorkerApi, SamplerInfo, ServiceMemory, ServiceTokenizer } from './protocol.ts';
+import { type JobKind, type PriorityClass, Scheduler } from './scheduler.ts';
+import type * as Comlink from 'comlink';
+
+/** A call of a model, job or sampler that died with its device (or worker). */
+export class LostWithDeviceError extends WebtinkerError {
+  readonly objectId: string;
+  constructor(objectId: string, why: string, options?: { cause?: unknown }) {
+    super('lost-with-device', `"${objectId}" was lost with the GPU ${why}: create it again (a training job: createTrainingClient, then loadState from its last checkpoint)`, options);
+    this.objectId = objectId;
+  }
+}
+
+export interface WorkerServiceOptions {
+  /** A started GPU client whose worker is gpu_worker.ts; default: a new one from `gpu` (closed with the service). */
+  client?: GpuClient;
+  gpu?: GpuClientOptions;
+  /** The scheduler the quanta run on; default: a new one with `memoryBudgetBytes`. */
+  scheduler?: Scheduler;
+  /** GPU bytes all jobs may reserve together (default 1 GiB; WebGPU does not report device memory). */
+  memoryBudgetBytes?: number;
+  /** Detokenizer of the worker's sampler, for stop strings. */
+  tokenizer?: ServiceTokenizer;
+  /** Decode steps per GPU submission inside one generate() call. */
+  chunk?: number;
+  /** Default sampling requests per inference quantum (one generate() batch). Default 4. */
+  requestsPerQuantum?: number;
+}
+
+/** How a job is scheduled and what its memory estimate assumes. */
+export interface ScheduleOptions {
+  kind?: JobKind;
+  priority?: PriorityClass;
+  weight?: number;
+  /** Micro-batch sequences (B) and tokens per sequence (T) for the memory estimate. Default 8 × maxSeqLen. */
+  batch?: number;
+  seqLen?: number;
+}
+
+export interface WorkerTrainingClientOptions extends TrainingClientOptions {
+  schedule?: ScheduleOptions;
+}
+
+export interface SamplerScheduleOptions {
+  priority?: PriorityClass;
+  weight?: number;
+  /** Requests per quantum (one generate() batch); also the batch of its memory estimate. */
+  requestsPerQuantum?: number;
+}
+
+export type WorkerServiceEvent =
+  | { type: 'device-lost' | 'worker-crashed'; message: string; lost: { models: string[]; jobs: string[]; samplers: string[] } }
+  | { type: 'recovered'; adapter: AdapterSummary };
+
+type Api = Comlink.Remote<GpuWorkerApi>;
+
+/** What a model, job or sampler of this service knows about itself (its scheduler job, its device epoch). */
+export interface Owned {
+  readonly schedId: string;
+  readonly epoch: number;
+  kind: 'model' | 'job' | 'sampler';
+  closed: boolean;
+  /**
+   * Settles when every quantum asked of it so far has settled. A cancel rejects the queued ones at
+   * once, so awaiting this waits for the one running — whose worker call may not even be sent yet
+   * (the scheduler starts a quantum on a later microtask) — before the object is freed.
+   */
+  tail: Promise<unknown>;
+  /** The worker-side release once under way (a cancel or a close); close() awaits it. */
+  release?: Promise<void>;
+}
+
+let nextId = 0;
+
+/** Rough peak bytes of a sampler: its snapshot, the KV cache of one batch, prefill activations, logits. */
+export function estimateSamplingMemory(cfg: ModelConfig, batch: number, snapshotParams: number): number {
+  const kv = 2 * cfg.nLayer * cfg.nKvHead * cfg.headDim;
+  const width = Math.max(cfg.dModel, cfg.nHead * cfg.headDim, cfg.dFF);
+  return 4 * (snapshotParams + batch * cfg.maxSeqLen * (kv + 4 * width) + 2 * batch * cfg.vocabSize);
+}
+
+export class WorkerService implements ServiceClient {
+  readonly gpu: GpuClient;
+  readonly scheduler: Scheduler;
+  readonly options: WorkerServiceOptions;
+  #ownsClient: boolean;
+  #epoch = 0;
+  #ready: Promise<void> = Promise.resolve();
+  #lostWhy = '';
+  #models = new Map<string, Owned & { cfg: ModelConfig }>();
+  #jobs = new Map<string, Owned>();
+  #samplers = new Map<string, Owned>();
+  #listeners = new Set<(e: WorkerServiceEvent) => void>();
+  #unsub: (() => void)[] = [];
+
+  private constructor(gpu: GpuClient, ownsClient: boolean, options: WorkerServiceOptions) {
+    this.gpu = gpu;
+    this.#ownsClient = ownsClient;
+    this.options = options;
+    this.scheduler = options.scheduler ?? new Scheduler({ memoryBudgetBytes: options.memoryBudgetBytes ?? 2 ** 30 });
+    this.#unsub.push(gpu.on((e) => this.#onGpuEvent(e)));
+    this.#unsub.push(this.scheduler.on((e) => {
+      if (e.type === 'state' && e.state === 'cancelled') this.#onCancelled(e.jobId);
+    }));
+  }
+
+  /** Start (or adopt) the GPU worker and open the engine service in it. */
+  static async start(options: WorkerServiceOptions = {}): Promise<WorkerService> {
+    const gpu = options.client ?? await GpuClient.start(options.gpu);
+    const s = new WorkerService(gpu, !options.client, options);
+    try {
+      await s.#serviceInit();
+    } catch (e) {
+      s.close();
+      throw e;
+    }
+    return s;
+  }
+
+  get adapter(): AdapterSummary {
+    return this.gpu.adapter;
+  }
+
+  on(f: (e: WorkerServiceEvent) => void): () => void {
+    this.#listeners.add(f);
+    return () => this.#listeners.delete(f);
+  }
+
+  #emit(e: WorkerServiceEvent): void {
+    for (const f of this.#listeners) f(e);
+  }
+
+  #serviceInit(): Promise<void> {
+    const o = this.options;
+    return this.gpu.call((api) =>
+      api.serviceInit({ ...(o.tokenizer ? { tokenizer: o.tokenizer } : {}), ...(o.chunk !== undefined ? { chunk: o.chunk } : {}) })
+    );
+  }
+
+  /** Resolves when a recovery in progress (new device or worker, service reopened) is over. */
+  settled(): Promise<void> {
+    return this.#ready;
+  }
+
+  #onGpuEvent(e: GpuClientEvent): void {
+    if (e.type === 'device-lost' || e.type === 'worker-crashed') {
+      this.#epoch++;
+      this.#lostWhy = e.type === 'device-lost' ? `device (${e.reason}: ${e.message})` : `worker (crash: ${e.message})`;
+      // The client is recovering already (it sets its recovery before emitting); a crashed worker's
+      // replacement also needs the service opened again.
+      const recovering = this.gpu.settled();
+      this.#ready = e.type === 'worker-crashed' ? recovering.then(() => this.#serviceInit()) : recovering;
+      this.#ready.catch(() => {});
+      const lost = { models: [...this.#models.keys()], jobs: [...this.#jobs.keys()], samplers: [...this.#samplers.keys()] };
+      const all = [...this.#samplers.values(), ...this.#jobs.values(), ...this.#models.values()];
+      this.#models.clear();
+      this.#jobs.clear();
+      this.#samplers.clear();
+      for (const o of all) this.#end(o, 'cancel');
+      this.#emit({ type: e.type, message: this.#lostWhy, lost });
+    } else if (e.type === 'recovered' || e.type === 'restarted') {
+      this.#ready.then(() => this.#emit({ type: 'recovered', adapter: e.adapter }), () => {});
+    }
+  }
+
+  /** End an object's scheduler job (cancel rejects its queued quanta; finish after a close). */
+  #end(o: Owned, how: 'cancel' | 'finish'): void {
+    o.closed = true;
+    const st = this.scheduler.stats(o.schedId).state;
+    if (st === 'cancelled' || st === 'finished') return;
+    if (how === 'cancel') this.scheduler.cancel(o.schedId);
+    else this.scheduler.finish(o.schedId);
+  }
+
+  /** A job cancelled through the scheduler: free what it holds in the worker (after its running quantum). */
+  #onCancelled(schedId: string): void {
+    const find = (m: Map<string, Owned>) => [...m.entries()].find(([, o]) => o.schedId === schedId);
+    for (const [map, release] of [
+      [this.#jobs, (id: string) => (api: Api) => api.closeJob(id)],
+      [this.#samplers, (id: string) => (api: Api) => api.closeSampler(id)],
+      [this.#models as Map<string, Owned>, (id: string) => (api: Api) => api.releaseModel(id)],
+    ] as const) {
+      const hit = find(map);
+      if (!hit) continue;
+      const [id, o] = hit;
+      o.closed = true;
+      map.delete(id);
+      if (o.epoch === this.#epoch) o.release = o.tail.then(() => this.gpu.call(release(id))).catch(() => {});
+    }
+  }
+
+  /** Run `f` in the worker as one quantum of `o`'s scheduler job. */
+  quantum<T>(o: Owned, objectId: string, label: string, f: (api: Api) => Promise<T>): Promise<T> {
+    const lost = (cause?: unknown) => new LostWithDeviceError(objectId, this.#lostWhy, cause === undefined ? undefined : { cause });
+    if (o.epoch !== this.#epoch) return Promise.reject(lost());
+    if (o.closed && this.scheduler.stats(o.schedId).state === 'finished') {
+      return Promise.reject(new JobStateError(`"${objectId}" was closed`));
+    }
+    const p = this.scheduler.quantum(o.schedId, () => {
+      if (o.epoch !== this.#epoch) throw lost();
+      return this.gpu.call(f);
+    }, label).catch((e) => {
+      throw o.epoch !== this.#epoch && !(e instanceof LostWithDeviceError) ? lost(e) : e;
+    });
+    const before = o.tail;
+    o.tail = p.then(() => before, () => before);
+    return p;
+  }
+
+  #model(modelId: string): Owned & { cfg: ModelConfig } {
+    const m = this.#models.get(modelId);
+    if (!m) throw new JobStateError(`no model "${modelId}" in this service (known: ${[...this.#models.keys()].join(', ') || 'none'})`);
+    return m;
+  }
+
+  async createModel(cfg: ModelConfig, opts: CreateModelOptions = {}): Promise<string> {
+    await this.#ready;
+    const id = opts.id ?? `${cfg.name ?? cfg.family}#${nextId++}`;
+    if (this.#models.has(id)) throw new JobStateError(`a model "${id}" exists already`);
+    const o = { schedId: `model:${id}`, epoch: this.#epoch, kind: 'model' as const, closed: false, tail: Promise.resolve(), cfg };
+    await this.scheduler.submit({ id: o.schedId, kind: 'inference', priority: 'normal', memoryBytes: 4 * countParameters(cfg) });
+    this.#models.set(id, o);
+    try {
+      await this.quantum(o, id, 'createModel', (api) => api.createModel(cfg, { ...opts, id }));
+    } catch (e) {
+      this.#models.delete(id);
+      this.#end(o, 'cancel');
+      throw e;
+    }
+    return id;
+  }
+
+  async modelWeights(modelId: string): Promise<HostParams> {
+    return await this.quantum(this.#model(modelId), modelId, 'modelWeights', (api) => api.modelWeights(modelId));
+  }
+
+  async releaseModel(modelId: string): Promise<void> {
+    const o = this.#model(modelId);
+    await this.quantum(o, modelId, 'releaseModel', (api) => api.releaseModel(modelId));
+    this.#models.delete(modelId);
+    this.#end(o, 'finish');
+  }
+
+  /**
+   * A training job: admitted by the scheduler (AdmissionError when its estimate can never fit;
+   * waits while it does not fit yet), then created in the worker as its first quantum.
+   */
+  async createTrainingClient(opts: WorkerTrainingClientOptions): Promise<WorkerTrainingClient> {
+    await this.#ready;
+    const model = this.#model(opts.modelId);
+    const cfg = model.cfg;
+    const id = opts.id ?? `job-${nextId++}`;
+    if (this.#jobs.has(id)) throw new JobStateError(`a training job "${id}" exists already`);
+    const sch = opts.schedule ?? {};
+    const est = estimateTrainingMemory(cfg, {
+      batch: sch.batch ?? 8,
+      seqLen: sch.seqLen ?? cfg.maxSeqLen,
+      mode: opts.trainable === 'lora' ? 'lora' : 'full',
+      ...(opts.lora ? { lora: opts.lora } : {}),
+      ...(opts.recompute ? { recompute: true } : {}),
+      ...(opts.valueHead ? { valueHead: true } : {}),
+    });
+    const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'job', closed: false, tail: Promise.resolve() };
+    await this.scheduler.submit({
+      id,
+      kind: sch.kind ?? (opts.trainable === 'lora' ? 'lora_rl' : 'full_rl'),
+      priority: sch.priority ?? 'normal',
+      weight: sch.weight ?? 1,
+      memoryBytes: est.jobBytes,
+    });
+    this.#jobs.set(id, o);
+    const { schedule: _, ...plain } = opts;
+    try {
+      const info = await this.quantum(o, id, 'create', (api) => api.createTrainingClient({ ...plain, id }));
+      return new WorkerTrainingClient(this, o, info.id, info.modelId, info.trainable, cfg, opts.lora);
+    } catch (e) {
+      this.#jobs.delete(id);
+      this.#end(o, 'cancel');
+      throw e;
+    }
+  }
+
+  /** Register a sampler job; `make` creates it in the worker (as a quantum of `via`, default the sampler's own job). */
+  async openSampler(cfg: ModelConfig, snapshotParams: number, sch: SamplerScheduleOptions, make: (samplerId: string) => Promise<SamplerInfo>): Promise<WorkerSamplingClient> {
+    await this.#ready;
+    const id = `sampler-${nextId++}`;
+    const perQuantum = sch.requestsPerQuantum ?? this.options.requestsPerQuantum ?? 4;
+    const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'sampler', closed: false, tail: Promise.resolve() };
+    await this.scheduler.submit({
+      id,
+      kind: 'inference',
+      priority: sch.priority ?? 'interactive',
+      weight: sch.weight ?? 1,
+      memoryBytes: estimateSamplingMemory(cfg, perQuantum, snapshotParams),
+    });
+    this.#samplers.set(id, o);
+    try {
+      const info = await make(id);
+      return new WorkerSamplingClient(this, o, info, perQuantum);
+    } catch (e) {
+      this.#samplers.delete(id);
+      this.#end(o, 'cancel');
+      throw e;
+    }
+  }
+
+  async createSamplingClient(modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }, sch: SamplerScheduleOptions = {}): Promise<WorkerSamplingClient> {
+    const cfg = this.#model(modelId).cfg;
+    const params = adapter ? countLoraParameters(cfg, adapter.lora) : 0;
+    return await this.openSampler(cfg, params, sch, (sid) => {
+      const o = this.#samplers.get(sid)!;
+      return this.quantum(o, sid, 'createSampler', (api) => api.createSamplingClient(sid, modelId, adapter));
+    });
+  }
+
+  memory(): Promise<ServiceMemory> {
+    return this.gpu.call((api) => api.serviceMemory());
+  }
+
+  /** Scheduler shortcuts: they reach the job's queued quanta (ids are the clients' ids). */
+  pause(id: string): void {
+    this.scheduler.pause(this.#schedId(id));
+  }
+  resume(id: string): void {
+    this.scheduler.resume(this.#schedId(id));
+  }
+  cancel(id: string): void {
+    this.scheduler.cancel(this.#schedId(id));
+  }
+  reprioritize(id: string, change: { priority?: PriorityClass; weight?: number }): void {
+    this.scheduler.reprioritize(this.#schedId(id), change);
+  }
+
+  #schedId(id: string): string {
+    return this.#models.has(id) ? `model:${id}` : id;
+  }
+
+  /** Drill: destroy the worker's device, as a driver reset would. */
+  loseDevice(): Promise<void> {
+    return this.gpu.call((api) => api.loseDevice());
+  }
+
+  /** Internal to the clients: forget a closed object and free its scheduler reservation. */
+  closed(o: Owned, id: string): void {
+    (o.kind === 'job' ? this.#jobs : this.#samplers).delete(id);
+    this.#end(o, 'finish');
+  }
+
+  /**
+   * Internal to the clients' close(): queued quanta reject, the running one completes, then the
+   * worker frees the object. Closing again (or after a cancel) waits for that same release.
+   */
+  closeOwned(o: Owned, id: string, release: (api: Api) => Promise<void>): Promise<void> {
+    if (o.closed) return o.release ?? Promise.resolve();
+    this.closed(o, id);
+    o.release = o.tail.then(() => (this.isLive(o) ? this.gpu.call(release) : undefined));
+    return o.release;
+  }
+
+  isLive(o: Owned): boolean {
+    return o.epoch === this.#epoch;
+  }
+
+  async close(): Promise<void> {
+    for (const [id, o] of [...this.#samplers, ...this.#jobs]) {
+      this.closed(o, id);
+    }
+    for (const o of this.#models.values()) this.#end(o, 'finish');
+    this.#models.clear();
+    for (const u of this.#unsub) u();
+    if (this.#ownsClient) this.gpu.close();
+    else await this.gpu.call((api) => api.serviceInit({})).catch(() => {});
+  }
+}
+
+export class WorkerTrainingClient implements TrainingClient {
+  constructor(
+    readonly service: WorkerService,
+    readonly owned: Owned,
+    readonly id: string,
+    readonly modelId: string,
+    readonly trainable: Trainable,
+    readonly cfg: ModelConfig,
+    readonly lora: LoraConfig | undefined,
+  ) {}
+
+  #q<T>(label: string, f: (api: Api) => Promise<T>): Promise<T> {
+    return this.service.quantum(this.owned, this.id, label, f);
+  }
+
+  forwardBackward(batch: PackedBatch, loss: LossSpec, opts: { logprobs?: boolean } = {}): Promise<ForwardBackwardResult> {
+    return this.#q('forwardBackward', (api) => api.forwardBackward(this.id, batch, loss, opts));
+  }
+
+  optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
+    return this.#q('optimStep', (api) => api.optimStep(this.id, opts));
+  }
+
+  computeLogprobs(batch: PackedBatch): Promise<LogprobsResult> {
+    return this.#q('computeLogprobs', (api) => api.computeLogprobs(this.id, batch));
+  }
+
+  weights(): Promise<HostParams> {
+    return this.#q('weights', (api) => api.weights(this.id));
+  }
+
+  saveState(): Promise<TrainerState> {
+    return this.#q('saveState', (api) => api.saveState(this.id));
+  }
+
+  loadState(state: TrainerState): Promise<void> {
+    return this.#q('loadState', (api) => api.loadState(this.id, state));
+  }
+
+  /** A snapshot of the weights now, as a sampler job (its own scheduling; interactive by default). */
+  samplingClient(sch: SamplerScheduleOptions = {}): Promise<WorkerSamplingClient> {
+    const params = this.trainable === 'lora' && this.lora ? countLoraParameters(this.cfg, this.lora) : countParameters(this.cfg);
+    return this.service.openSampler(this.cfg, params, sch, (sid) => this.#q('snapshot', (api) => api.samplingSnapshot(this.id, sid)));
+  }
+
+  /** Pool bytes of the job (owner `job:<id>`): read at once, not a quantum. */
+  memory() {
+    if (!this.service.isLive(this.owned)) return Promise.reject(new LostWithDeviceError(this.id, 'device'));
+    return this.service.gpu.call((api) => api.jobMemory(this.id));
+  }
+
+  /** Queued calls reject; the worker frees the job's buffers after its running quantum. */
+  close(): Promise<void> {
+    return this.service.closeOwned(this.owned, this.id, (api) => api.closeJob(this.id));
+  }
+}
+
+export class WorkerSamplingClient implements SamplingClient {
+  readonly id: string;
+  readonly modelId: string;
+  readonly adapterId: string | null;
+  readonly version: number;
+  readonly sample: (requests: readonly SampleRequest[]) => Promise<readonly SampleResult[]>;
+
+  constructor(readonly service: WorkerService, readonly owned: Owned, info: SamplerInfo, readonly requestsPerQuantum: number) {
+    this.id = info.id;
+    this.modelId = info.modelId;
+    this.adapterId = info.adapterId;
+    this.version = info.version;
+    // All quanta of a call are queued at once; the scheduler interleaves them with other jobs'.
+    this.sample = async (requests) => {
+      const parts: Promise<SampleResult[]>[] = [];
+      for (let i = 0; i < requests.length; i += requestsPerQuantum) {
+        const part = requests.slice(i, i + requestsPerQuantum);
+        parts.push(service.quantum(owned, this.id, 'sample', (api) => api.sample(this.id, [...part])));
+      }
+      return (await Promise.all(parts)).flat();
+    };
+  }
+
+  close(): Promise<void> {
+    return this.service.closeOwned(this.owned, this.id, (api) => api.closeSampler(this.id));
+  }
+}
