@@ -166,3 +166,29 @@ export type { SampleOptions } from './ops/sample.ts';
 export { softmaxBackward, softmaxForward } from './ops/softmax.ts';
 export { swigluBackward, swigluForward } from './ops/swiglu.ts';
 export { valueLoss, VALUE_STATS } from './ops/value_loss.ts';
+
+// The engine (src/model): GPU base weights, LoRA adapters, training, generation.
+export { BaseModel } from './model/base_model.ts';
+export type { BaseModelOptions } from './model/base_model.ts';
+export { LoraAdapter } from './model/lora.ts';
+export type { LoraAdapterOptions } from './model/lora.ts';
+export { Trainer } from './model/trainer.ts';
+export type { ForwardBackwardResult, LogprobsResult, StepStats, Trainable, TrainerOptions, TrainerState } from './model/trainer.ts';
+export type { OptimizerState, OptimStepOptions } from './model/optimizer.ts';
+export { generate } from './model/generate.ts';
+export type { GenerateOptions, GenerateResult } from './model/generate.ts';
+export { engineSampleFn } from './model/sample_fn.ts';
+export type { EngineSampleFnOptions } from './model/sample_fn.ts';
+
+// Tinker-style clients.
+export { LocalService } from './runtime/local_service.ts';
+export type { LocalServiceOptions } from './runtime/local_service.ts';
+export type {
+  CreateModelOptions,
+  HostParams,
+  OptimStepResult,
+  SamplingClient,
+  ServiceClient,
+  TrainingClient,
+  TrainingClientOptions,
+} from './runtime/clients.ts';
