@@ -169,11 +169,22 @@ export const workerServiceCases: PlainCase[] = [
     },
   },
   {
-    name: 'worker service: cancelling a job rejects its queued quanta and frees its GPU state',
+    name: 'worker service: pause holds a job\'s queued quanta, resume runs them; cancel rejects them and frees its GPU state',
     fn: () => withService(async (service) => {
       const modelId = await service.createModel(preset('tiny-llama'), { seed: 1 });
       const job = await service.createTrainingClient({ modelId, trainable: 'lora', lora, id: 'doomed', schedule: small });
       const batch = batchOf();
+
+      const held = [job.forwardBackward(batch, crossEntropyLoss()), job.forwardBackward(batch, crossEntropyLoss())];
+      service.pause(job.id);
+      await held[0]; // the running quantum completes
+      const quantaPaused = service.scheduler.stats(job.id).quanta;
+      await service.modelWeights(modelId); // another job's quantum runs meanwhile ...
+      assert.strictEqual(service.scheduler.stats(job.id).quanta, quantaPaused); // ... and the paused one's waits
+      service.resume(job.id);
+      await held[1];
+      assert.strictEqual(service.scheduler.stats(job.id).quanta, quantaPaused + 1);
+
       const queued = Array.from({ length: 4 }, () => job.forwardBackward(batch, crossEntropyLoss()));
       service.cancel(job.id);
       const settled = await Promise.allSettled(queued);
@@ -223,6 +234,23 @@ export const workerServiceCases: PlainCase[] = [
       assert.isAbove((await sampler.sample([request('2+2=')]))[0].tokens.length, 0);
       await sampler.close();
       await job2.close();
+    }),
+  },
+  {
+    name: 'worker service: a crashed worker is reported with what died; its replacement serves new requests',
+    fn: () => withService(async (service) => {
+      const modelId = await service.createModel(preset('tiny-gpt2'), { seed: 1, id: 'gone' });
+      const events: WorkerServiceEvent[] = [];
+      const recovered = new Promise<void>((res) => service.on((e) => (events.push(e), e.type === 'recovered' && res())));
+      void service.gpu.call((api) => new Promise<never>(() => void api.crash())).catch(() => {});
+      await recovered;
+      assert.deepEqual(events.map((e) => e.type), ['worker-crashed', 'recovered']);
+      assert.deepEqual((events[0] as Extract<WorkerServiceEvent, { lost: unknown }>).lost.models, [modelId]);
+      assert.instanceOf(await rejection(service.modelWeights(modelId)), Error);
+      const m2 = await service.createModel(preset('tiny-gpt2'), { seed: 1 });
+      const job = await service.createTrainingClient({ modelId: m2, trainable: 'lora', lora, schedule: small });
+      assert.isTrue(Number.isFinite((await job.forwardBackward(batchOf(), crossEntropyLoss())).loss));
+      await job.close();
     }),
   },
 ];
