@@ -2,9 +2,17 @@
  * Command-line flags of `npm run train`, parsed with node:util's parseArgs (strict: an unknown
  * flag or a missing value is an error). Pure: no I/O, so it is unit-tested in Node and used by the
  * Deno entry point alike. Each flag is documented once, in FLAGS; `--help` prints them.
+ *
+ * Defaults are the zero-config run: gpt2-1m from scratch on `calculator`, a full-parameter SFT
+ * warm start on the environment's demonstrations, then LoRA GRPO — sized to finish within about
+ * ten minutes on a 2-core machine's software WebGPU adapter.
  */
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors.ts';
+import { LORA_TARGETS, type LoraTarget } from '../model/config.ts';
+import { PRESETS } from '../model/presets.ts';
+import { ALGOS, type Algo } from '../runtime/rl_job.ts';
+import { ENV_NAMES, type EnvName } from '../runtime/evaluate.ts';
 
 interface FlagDoc {
   type: 'string' | 'boolean';
@@ -13,23 +21,89 @@ interface FlagDoc {
   help: string;
 }
 
+export const DEFAULTS = {
+  env: 'calculator' as EnvName,
+  algo: 'grpo' as Algo,
+  model: 'gpt2-1m',
+  steps: 24,
+  seed: 0,
+  groups: 8,
+  groupSize: 8,
+  lr: 2e-3,
+  loraRank: 8,
+  loraAlpha: 16,
+  loraTargets: ['q', 'k', 'v', 'o', 'up', 'down'] as LoraTarget[],
+  warmstartSteps: 80,
+  warmstartDemos: 1024,
+  warmstartLr: 3e-3,
+  evalEpisodes: 128,
+  temperature: 1,
+} as const;
+
 export const FLAGS = {
   help: { type: 'boolean', short: 'h', help: 'print this help and exit' },
+  env: { type: 'string', value: 'NAME', help: `environment: ${ENV_NAMES.join(' | ')} (default ${DEFAULTS.env})` },
+  algo: { type: 'string', value: 'NAME', help: `algorithm: ${ALGOS.join(' | ')} (default ${DEFAULTS.algo})` },
+  steps: { type: 'string', value: 'N', help: `RL steps (sft: SFT steps) (default ${DEFAULTS.steps})` },
   seed: { type: 'string', value: 'N', help: 'seed (u32) fixing every random choice of the run (default 0)' },
+  model: { type: 'string', value: 'PRESET', help: `model preset, from scratch: ${Object.keys(PRESETS).join(', ')} (default ${DEFAULTS.model})` },
+  'lora-rank': { type: 'string', value: 'R', help: `LoRA rank of the RL job (default ${DEFAULTS.loraRank}; alpha = 2R)` },
+  'lora-targets': { type: 'string', value: 'LIST', help: `comma-separated LoRA targets of ${LORA_TARGETS.join(',')} (default ${DEFAULTS.loraTargets.join(',')}; gpt2 has no gate)` },
+  full: { type: 'boolean', help: 'full-parameter RL instead of LoRA' },
+  groups: { type: 'string', value: 'N', help: `tasks per RL step (default ${DEFAULTS.groups})` },
+  'group-size': { type: 'string', value: 'G', help: `attempts per task (default ${DEFAULTS.groupSize})` },
+  lr: { type: 'string', value: 'X', help: `RL learning rate (sft: SFT learning rate) (default ${DEFAULTS.lr})` },
+  'no-warmstart': { type: 'boolean', help: 'start RL from the from-scratch model, without the SFT warm start' },
+  'warmstart-steps': { type: 'string', value: 'N', help: `SFT warm-start steps (default ${DEFAULTS.warmstartSteps})` },
+  'eval-episodes': { type: 'string', value: 'N', help: `held-out episodes per evaluation, 0 for none (default ${DEFAULTS.evalEpisodes})` },
   json: { type: 'string', value: 'FILE', help: 'write the run summary as JSON to FILE' },
-  quiet: { type: 'boolean', short: 'q', help: 'print nothing but errors (and the JSON file, if asked)' },
+  out: { type: 'string', value: 'DIR', help: 'run folder: metrics.jsonl, adapter, curve.svg (default runs/<env>-<algo>-s<seed>/)' },
+  quiet: { type: 'boolean', short: 'q', help: 'print nothing but errors (and the files asked for)' },
+  'self-check': { type: 'boolean', help: 'only acquire the device and check one kernel against its CPU reference' },
 } as const satisfies Record<string, FlagDoc>;
 
 export interface TrainOptions {
   help: boolean;
+  env: EnvName;
+  algo: Algo;
+  steps: number;
   seed: number;
+  model: string;
+  loraRank: number;
+  loraTargets: LoraTarget[];
+  full: boolean;
+  groups: number;
+  groupSize: number;
+  lr: number;
+  warmstart: boolean;
+  warmstartSteps: number;
+  evalEpisodes: number;
   json?: string;
+  out?: string;
   quiet: boolean;
+  selfCheck: boolean;
 }
 
 function u32(field: string, v: string): number {
   if (!/^\d+$/.test(v) || Number(v) > 0xffffffff) throw new ConfigError(field, `expected an integer in [0, 4294967295], got "${v}"`);
   return Number(v);
+}
+
+function count(field: string, v: string, min: number): number {
+  const n = u32(field, v);
+  if (n < min) throw new ConfigError(field, `must be at least ${min}, got ${n}`);
+  return n;
+}
+
+function positive(field: string, v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n <= 0) throw new ConfigError(field, `expected a positive number, got "${v}"`);
+  return n;
+}
+
+function oneOf<T extends string>(field: string, v: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(v)) throw new ConfigError(field, `expected one of ${allowed.join(', ')}, got "${v}"`);
+  return v as T;
 }
 
 /** Parse argv (without the program name). Throws ConfigError naming the flag that is wrong. */
@@ -44,12 +118,37 @@ export function parseTrainArgs(argv: readonly string[]): TrainOptions {
     const flag = /'(-{1,2}[^']+)'/.exec(msg)?.[1] ?? 'arguments';
     throw new ConfigError(flag, `${msg} (see --help)`);
   }
+  const str = (k: string) => values[k] as string | undefined;
+  const model = str('model') ?? DEFAULTS.model;
+  if (!Object.hasOwn(PRESETS, model)) throw new ConfigError('--model', `unknown preset "${model}" (known: ${Object.keys(PRESETS).join(', ')})`);
+  const targets = str('lora-targets');
+  const loraTargets = targets === undefined ? [...DEFAULTS.loraTargets] : targets.split(',').map((t) => oneOf('--lora-targets', t.trim(), LORA_TARGETS));
   return {
     help: values.help === true,
-    seed: values.seed === undefined ? 0 : u32('--seed', values.seed as string),
-    json: values.json as string | undefined,
+    env: str('env') === undefined ? DEFAULTS.env : oneOf('--env', str('env')!, ENV_NAMES),
+    algo: str('algo') === undefined ? DEFAULTS.algo : oneOf('--algo', str('algo')!, ALGOS),
+    steps: str('steps') === undefined ? DEFAULTS.steps : count('--steps', str('steps')!, 1),
+    seed: str('seed') === undefined ? DEFAULTS.seed : u32('--seed', str('seed')!),
+    model,
+    loraRank: str('lora-rank') === undefined ? DEFAULTS.loraRank : count('--lora-rank', str('lora-rank')!, 1),
+    loraTargets,
+    full: values.full === true,
+    groups: str('groups') === undefined ? DEFAULTS.groups : count('--groups', str('groups')!, 1),
+    groupSize: str('group-size') === undefined ? DEFAULTS.groupSize : count('--group-size', str('group-size')!, 2),
+    lr: str('lr') === undefined ? DEFAULTS.lr : positive('--lr', str('lr')!),
+    warmstart: values['no-warmstart'] !== true,
+    warmstartSteps: str('warmstart-steps') === undefined ? DEFAULTS.warmstartSteps : count('--warmstart-steps', str('warmstart-steps')!, 0),
+    evalEpisodes: str('eval-episodes') === undefined ? DEFAULTS.evalEpisodes : count('--eval-episodes', str('eval-episodes')!, 0),
+    json: str('json'),
+    out: str('out'),
     quiet: values.quiet === true,
+    selfCheck: values['self-check'] === true,
   };
+}
+
+/** The run folder when --out is not given. */
+export function defaultOutDir(o: Pick<TrainOptions, 'env' | 'algo' | 'seed'>): string {
+  return `runs/${o.env}-${o.algo}-s${o.seed}`;
 }
 
 /** The --help text. */
@@ -57,13 +156,15 @@ export function trainHelp(): string {
   const rows = Object.entries(FLAGS).map(([k, d]) => {
     const short = 'short' in d ? `-${d.short}, ` : '    ';
     const left = `${short}--${k}${'value' in d ? ` ${d.value}` : ''}`;
-    return `  ${left.padEnd(22)} ${d.help}`;
+    return `  ${left.padEnd(26)} ${d.help}`;
   });
   return [
     'Usage: npm run train -- [flags]',
     '',
-    'Acquires the WebGPU adapter (a real GPU, or the software adapter where there is none), reports',
-    'it, and checks a kernel on it against its CPU reference.',
+    'Trains a small transformer from scratch as a tool-using agent on the local WebGPU adapter (a real',
+    'GPU, or the software adapter where there is none): an SFT warm start on the environment\'s',
+    'demonstrations, then RL (LoRA by default), with held-out success measured before RL and after.',
+    'Progress goes to stderr; the run folder gets metrics.jsonl, the adapter and a learning curve.',
     '',
     'Flags:',
     ...rows,

@@ -1,78 +1,171 @@
 /**
  * `npm run train` — the main job's entry point, run by Deno (`deno task train`).
  *
- * Today: acquire the device, report the adapter, and run the `add` kernel against its CPU
- * reference as a self-check. The engine, runtime and agent issues grow this into the training
- * run; the flags and the JSON summary keep their shape as they do.
+ * Acquires the WebGPU device (a real GPU, or the software adapter), runs the job of
+ * src/runtime/rl_job.ts through the in-process service (LocalService: the Tinker-style clients
+ * over the engine on this thread), shows progress on stderr, prints a summary table, and writes
+ * the run folder: metrics.jsonl (one line per step, as it happens), summary.json, the trained
+ * tensors (adapter.safetensors; a PEFT export for LoRA runs under peft/) and curve.svg.
+ * `--self-check` keeps the old device check (one kernel against its CPU reference) and nothing else.
  */
-import { writeFile } from 'node:fs/promises';
-import { ConfigError, WebtinkerError } from '../errors.ts';
-import { acquireGpu, type AdapterSummary } from '../gpu/device.ts';
+import { appendFile, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import process from 'node:process';
+import { WebtinkerError } from '../errors.ts';
+import { acquireGpu, type GpuContext } from '../gpu/device.ts';
 import { Recorder } from '../gpu/recorder.ts';
 import { emptyTensor, tensorFrom } from '../gpu/tensor.ts';
+import type { LoraConfig } from '../model/config.ts';
+import { loraSpecs, parameterSpecs } from '../model/params.ts';
+import { exportPeftAdapter } from '../model/peft.ts';
+import { preset } from '../model/presets.ts';
+import { writeSafetensors } from '../model/safetensors_write.ts';
+import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import { add } from '../ops/add.ts';
 import { addRef } from '../ops/add.ref.ts';
+import { jobEnv } from '../runtime/evaluate.ts';
+import { LocalService } from '../runtime/local_service.ts';
+import { type JobOptions, type JobResult, runTraining, summaryOf } from '../runtime/rl_job.ts';
 import { Rng } from '../util/rng.ts';
-import { parseTrainArgs, trainHelp } from './args.ts';
+import { DEFAULTS, defaultOutDir, parseTrainArgs, type TrainOptions, trainHelp } from './args.ts';
+import { progressBar, quietProgress } from './progress.ts';
+import { learningCurveSvg, metricsLine, summaryTable } from './report.ts';
 
-export interface TrainSummary {
-  adapter: AdapterSummary;
-  seed: number;
-  selfCheck: { kernel: string; elements: number; mismatches: number; gpuNs?: number };
-  wallSeconds: number;
+/** The job a parsed command line asks for. */
+export function jobOptionsFrom(opts: TrainOptions): Omit<JobOptions, 'onStep' | 'onPhase'> {
+  const model = preset(opts.model);
+  const lora: LoraConfig | null = opts.full
+    ? null
+    : { rank: opts.loraRank, alpha: 2 * opts.loraRank, targets: model.family === 'gpt2' ? opts.loraTargets.filter((t) => t !== 'gate') : opts.loraTargets };
+  return {
+    env: jobEnv(opts.env),
+    algo: opts.algo,
+    model,
+    lora,
+    steps: opts.steps,
+    seed: opts.seed,
+    groups: opts.groups,
+    groupSize: opts.groupSize,
+    lr: opts.lr,
+    warmStart: opts.warmstart && opts.warmstartSteps > 0
+      ? { steps: opts.warmstartSteps, demos: DEFAULTS.warmstartDemos, batchSize: 32, lr: DEFAULTS.warmstartLr }
+      : null,
+    evalEpisodes: opts.evalEpisodes,
+    temperature: DEFAULTS.temperature,
+    maxNewTokens: 40,
+    rows: 16,
+    maxGradNorm: 1,
+  };
 }
 
-async function main(argv: string[]): Promise<number> {
-  let opts;
-  try {
-    opts = parseTrainArgs(argv);
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+/** Writes the trained tensors: ours as safetensors, plus PEFT's files for LoRA runs. */
+async function writeWeights(dir: string, r: JobResult): Promise<string[]> {
+  const { cfg, lora, tensors } = r.trained;
+  const specs = lora ? loraSpecs(cfg, lora) : parameterSpecs(cfg);
+  const meta: Record<string, string> = { format: 'pt', 'webtinker.model': JSON.stringify(cfg), ...(lora ? { 'webtinker.lora_config': JSON.stringify(lora) } : {}) };
+  const file = join(dir, lora ? 'adapter.safetensors' : 'model.safetensors');
+  await writeFile(file, writeSafetensors(specs.map((s) => ({ name: s.name, shape: s.shape, dtype: 'F32' as const, data: tensors[s.name] })), { metadata: meta }));
+  const files = [file];
+  if (lora) {
+    const peft = exportPeftAdapter(cfg, lora, tensors, `webtinker/${cfg.name ?? cfg.family}-${r.env}-sft`);
+    const pdir = join(dir, 'peft');
+    await mkdir(pdir, { recursive: true });
+    await writeFile(join(pdir, 'adapter_config.json'), JSON.stringify(peft.adapterConfig, null, 2) + '\n');
+    await writeFile(join(pdir, 'adapter_model.safetensors'), writeSafetensors(peft.tensors, { metadata: peft.metadata }));
+    files.push(`${pdir}/`);
   }
-  if (opts.help) {
-    console.log(trainHelp());
-    return 0;
-  }
-  const log = opts.quiet ? () => {} : (s: string) => console.log(s);
-  const t0 = performance.now();
-  const ctx = await acquireGpu({ label: 'train' });
-  const a = ctx.adapter;
-  log(`adapter: ${a.description || a.vendor || 'unknown'}${a.isFallbackAdapter ? ' (software)' : ''} on ${a.host}`);
-  log(`  features: ${a.features.join(', ') || '(none)'}`);
-  log(`  maxStorageBufferBindingSize: ${a.limits.maxStorageBufferBindingSize} B, maxBufferSize: ${a.limits.maxBufferSize} B`);
+  return files;
+}
 
+async function selfCheck(ctx: GpuContext, seed: number, log: (s: string) => void): Promise<number> {
   const n = 1 << 20;
-  const rng = new Rng(opts.seed);
+  const rng = new Rng(seed);
   const x = rng.normalArray(n);
   const y = rng.normalArray(n);
   const tx = tensorFrom(ctx, x, [n], { owner: 'self-check', label: 'x' });
   const ty = tensorFrom(ctx, y, [n], { owner: 'self-check', label: 'y' });
   const out = emptyTensor(ctx, [n], 'f32', { owner: 'self-check', label: 'x+y' });
-  const rec = new Recorder(ctx, { label: 'self-check', timing: true });
+  const rec = new Recorder(ctx, { label: 'self-check' });
   add(rec, out, tx, ty);
   const read = rec.read(out);
-  const { gpuNs } = await rec.submit();
+  await rec.submit();
   const got = (await read) as Float32Array;
   const want = new Float32Array(n);
   addRef(want, x, y);
   let mismatches = 0;
   for (let i = 0; i < n; i++) if (Object.is(got[i], want[i]) === false) mismatches++;
   ctx.pool.releaseOwner('self-check');
-  log(`self-check: add on ${n} elements, ${mismatches} mismatches against the CPU reference${gpuNs !== undefined ? `, ${(gpuNs / 1e6).toFixed(2)} ms on the GPU` : ''}`);
-
-  const summary: TrainSummary = {
-    adapter: a,
-    seed: opts.seed,
-    selfCheck: { kernel: 'add', elements: n, mismatches, ...(gpuNs !== undefined ? { gpuNs } : {}) },
-    wallSeconds: (performance.now() - t0) / 1000,
-  };
-  if (opts.json) await writeFile(opts.json, JSON.stringify(summary, null, 2) + '\n');
-  ctx.destroy();
+  log(`self-check: add on ${n} elements, ${mismatches} mismatches against the CPU reference`);
   return mismatches === 0 ? 0 : 1;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let opts: TrainOptions;
+  let job: Omit<JobOptions, 'onStep' | 'onPhase'>;
+  try {
+    opts = parseTrainArgs(argv);
+    if (opts.help) {
+      console.log(trainHelp());
+      return 0;
+    }
+    job = jobOptionsFrom(opts);
+  } catch (e) {
+    if (e instanceof WebtinkerError) {
+      console.error(`error: ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
+  const log = opts.quiet ? () => {} : (s: string) => console.error(s);
+  const ctx = await acquireGpu({ label: 'train' });
+  try {
+    const a = ctx.adapter;
+    log(`device: ${a.description || a.vendor || 'unknown'}${a.isFallbackAdapter ? ' (software)' : ''} on ${a.host}`);
+    if (opts.selfCheck) return await selfCheck(ctx, opts.seed, log);
+
+    const dir = opts.out ?? defaultOutDir(opts);
+    await mkdir(dir, { recursive: true });
+    const metrics = join(dir, 'metrics.jsonl');
+    await writeFile(metrics, '');
+    const progress = opts.quiet ? quietProgress() : progressBar(process.stderr);
+    let pending = Promise.resolve();
+    const tok = new ByteTokenizer();
+    const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+    log(`job: ${job.env.name}, ${job.algo}, ${job.model.name}, ${job.lora ? `LoRA r=${job.lora.rank}` : 'full'}, ${job.steps} steps of ${job.groups}×${job.groupSize} episodes, seed ${job.seed} → ${dir}/`);
+    let result: JobResult;
+    try {
+      result = await runTraining(service, {
+        ...job,
+        onPhase: (phase, d) => {
+          if (phase === 'warmstart') progress.phase('sft', d.steps ?? 0);
+          else if (phase === 'rl') progress.phase(job.algo, d.steps ?? 0);
+          else progress.note(phase === 'eval-before' ? `evaluating on ${job.evalEpisodes} held-out episodes (before RL)…` : `evaluating on ${job.evalEpisodes} held-out episodes…`);
+        },
+        onStep: (m) => {
+          progress.step(m);
+          pending = pending.then(() => appendFile(metrics, metricsLine(m) + '\n'));
+        },
+      });
+    } finally {
+      progress.stop();
+      await pending;
+      await service.close();
+    }
+    const summary = summaryOf(result);
+    const files = [metrics, join(dir, 'summary.json'), ...(await writeWeights(dir, result)), join(dir, 'curve.svg')];
+    await writeFile(join(dir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
+    await writeFile(join(dir, 'curve.svg'), learningCurveSvg({
+      title: `${summary.env} · ${summary.algo} · ${summary.model} · seed ${summary.seed}`,
+      subtitle: `held-out success ${(100 * summary.successBefore).toFixed(1)}% → ${(100 * summary.successAfter).toFixed(1)}%`,
+      reward: summary.rewardCurve,
+      loss: summary.lossCurve,
+    }));
+    if (opts.json) await writeFile(opts.json, JSON.stringify(summary, null, 2) + '\n');
+    if (!opts.quiet) console.log(summaryTable(summary, files));
+    return 0;
+  } finally {
+    ctx.destroy();
+  }
 }
 
 if ((import.meta as ImportMeta & { main?: boolean }).main) {
@@ -82,3 +175,5 @@ if ((import.meta as ImportMeta & { main?: boolean }).main) {
     argv.exit(1);
   });
 }
+
+

@@ -1,26 +1,49 @@
 import { describe, expect, it } from 'vitest';
-import { parseTrainArgs, trainHelp, FLAGS } from '../../src/cli/args.ts';
+import { DEFAULTS, defaultOutDir, FLAGS, parseTrainArgs, trainHelp } from '../../src/cli/args.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 describe('train CLI flags', () => {
-  it('has defaults with no flags', () => {
-    expect(parseTrainArgs([])).toEqual({ help: false, seed: 0, json: undefined, quiet: false });
+  it('has the zero-config defaults with no flags', () => {
+    const o = parseTrainArgs([]);
+    expect(o).toMatchObject({
+      help: false, env: 'calculator', algo: 'grpo', steps: DEFAULTS.steps, seed: 0, model: DEFAULTS.model, loraRank: DEFAULTS.loraRank,
+      full: false, warmstart: true, quiet: false, selfCheck: false, json: undefined, out: undefined,
+    });
+    expect(o.loraTargets).toEqual(['q', 'k', 'v', 'o', 'up', 'down']);
+    expect(defaultOutDir(o)).toBe('runs/calculator-grpo-s0');
   });
-  it('parses long and short flags', () => {
-    expect(parseTrainArgs(['--seed', '42', '--json', 'out.json', '-q'])).toEqual({ help: false, seed: 42, json: 'out.json', quiet: true });
-    expect(parseTrainArgs(['--seed=7']).seed).toBe(7);
+  it('parses every documented flag', () => {
+    const o = parseTrainArgs([
+      '--env', 'guess-number', '--algo', 'ppo', '--steps', '60', '--seed=7', '--json', 'out.json', '--model', 'llama-1m', '--lora-rank', '4',
+      '--lora-targets', 'q,v,gate', '--full', '--groups', '3', '--group-size', '5', '--lr', '1e-3', '--no-warmstart', '--warmstart-steps', '9',
+      '--eval-episodes', '0', '--out', 'runs/x', '-q', '--self-check',
+    ]);
+    expect(o).toEqual({
+      help: false, env: 'guess-number', algo: 'ppo', steps: 60, seed: 7, json: 'out.json', model: 'llama-1m', loraRank: 4, loraTargets: ['q', 'v', 'gate'],
+      full: true, groups: 3, groupSize: 5, lr: 1e-3, warmstart: false, warmstartSteps: 9, evalEpisodes: 0, out: 'runs/x', quiet: true, selfCheck: true,
+    });
     expect(parseTrainArgs(['-h']).help).toBe(true);
+    for (const algo of ['grpo', 'ppo', 'rloo', 'reinforce', 'dpo', 'sft']) expect(parseTrainArgs(['--algo', algo]).algo).toBe(algo);
+    for (const env of ['calculator', 'guess-number', 'nim']) expect(parseTrainArgs(['--env', env]).env).toBe(env);
   });
   it('refuses an unknown flag, naming it', () => {
-    expect(() => parseTrainArgs(['--lr', '3'])).toThrow(ConfigError);
-    expect(() => parseTrainArgs(['--lr', '3'])).toThrow(/--lr.*Unknown option/);
+    expect(() => parseTrainArgs(['--learning-rate', '3'])).toThrow(ConfigError);
+    expect(() => parseTrainArgs(['--learning-rate', '3'])).toThrow(/--learning-rate.*Unknown option/);
   });
-  it('refuses a missing value and a bad seed, naming the flag', () => {
+  it('refuses bad values, naming the flag', () => {
     expect(() => parseTrainArgs(['--json'])).toThrow(/--json/);
     expect(() => parseTrainArgs(['--seed', '-1'])).toThrow(/--seed/);
     expect(() => parseTrainArgs(['--seed', '4294967296'])).toThrow(/--seed: expected an integer/);
     expect(() => parseTrainArgs(['--seed', '1.5'])).toThrow(ConfigError);
     expect(() => parseTrainArgs(['positional'])).toThrow(ConfigError);
+    expect(() => parseTrainArgs(['--env', 'chess'])).toThrow(/--env: expected one of calculator, guess-number, nim/);
+    expect(() => parseTrainArgs(['--algo', 'a2c'])).toThrow(/--algo/);
+    expect(() => parseTrainArgs(['--model', 'gpt5'])).toThrow(/--model: unknown preset/);
+    expect(() => parseTrainArgs(['--steps', '0'])).toThrow(/--steps: must be at least 1/);
+    expect(() => parseTrainArgs(['--group-size', '1'])).toThrow(/--group-size/);
+    expect(() => parseTrainArgs(['--lr=-1'])).toThrow(/--lr: expected a positive number/);
+    expect(() => parseTrainArgs(['--lr', 'abc'])).toThrow(/--lr/);
+    expect(() => parseTrainArgs(['--lora-targets', 'q,attn'])).toThrow(/--lora-targets/);
   });
   it('documents every flag in --help', () => {
     const h = trainHelp();

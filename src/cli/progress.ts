@@ -1,0 +1,67 @@
+/**
+ * The progress bar on stderr (cli-progress): phase, step, reward, loss, tokens/s and ETA. Off
+ * when --quiet, and a plain line per step when stderr is not a terminal (logs stay readable).
+ */
+import cliProgress from 'cli-progress';
+import type { StepMetrics } from '../runtime/rl_job.ts';
+
+export interface Progress {
+  phase(name: string, total: number): void;
+  step(m: StepMetrics): void;
+  note(text: string): void;
+  stop(): void;
+}
+
+export function quietProgress(): Progress {
+  return { phase() {}, step() {}, note() {}, stop() {} };
+}
+
+/** A progress reporter writing to `stream` (process.stderr). */
+export function progressBar(stream: NodeJS.WriteStream): Progress {
+  const tty = Boolean(stream.isTTY);
+  let bar: cliProgress.SingleBar | null = null;
+  let phase = '';
+  let trainTok = 0, trainSec = 0, sampleTok = 0, sampleSec = 0;
+  const stop = () => {
+    bar?.stop();
+    bar = null;
+  };
+  return {
+    phase(name, total) {
+      stop();
+      phase = name;
+      trainTok = trainSec = sampleTok = sampleSec = 0;
+      if (!tty) {
+        stream.write(`${name}: ${total} steps\n`);
+        return;
+      }
+      bar = new cliProgress.SingleBar(
+        {
+          stream,
+          format: `${name.padEnd(9)} [{bar}] {value}/{total} | reward {reward} | loss {loss} | {tps} | ETA {eta_formatted}`,
+          barsize: 24,
+          hideCursor: true,
+          etaBuffer: 8,
+          fps: 5,
+        },
+        cliProgress.Presets.shades_classic,
+      );
+      bar.start(total, 0, { reward: '-', loss: '-', tps: '' });
+    },
+    step(m) {
+      trainTok += m.trainTokens;
+      trainSec += m.trainSeconds;
+      sampleTok += m.sampledTokens;
+      sampleSec += m.sampleSeconds;
+      const tps = `train ${trainSec > 0 ? (trainTok / trainSec).toFixed(0) : '-'} tok/s${sampleSec > 0 ? `, sample ${(sampleTok / sampleSec).toFixed(0)} tok/s` : ''}`;
+      const reward = m.reward === undefined ? '-' : m.reward.toFixed(3);
+      if (bar) bar.update(m.step + 1, { reward, loss: m.loss.toFixed(4), tps });
+      else stream.write(`${phase} ${m.step + 1} reward ${reward} loss ${m.loss.toFixed(4)} ${tps}\n`);
+    },
+    note(text) {
+      if (bar) stop();
+      stream.write(`${text}\n`);
+    },
+    stop,
+  };
+}

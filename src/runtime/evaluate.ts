@@ -1,0 +1,123 @@
+/**
+ * The environments a job can name, one rollout entry point over both kinds of protocol, and the
+ * held-out evaluation of a policy. Plain agent-layer calls over a SamplingClient's SampleFn — no
+ * engine types — so the same code runs over the in-process service or the worker's.
+ *
+ * Success is `reward > 0` for every built-in environment: calculator pays only a correct answer,
+ * guess-number only a found number, nim +1 only a win (−1 a loss). Evaluation samples at the
+ * training temperature (the policy as RL sees it) with seeds of their own stream, so evaluation
+ * episodes never share an env seed stream with training steps.
+ */
+import { Agent } from '../env/agent.ts';
+import { groupEpisodes, type EpisodeSpec } from '../env/batch.ts';
+import { replayDemonstrations, replayTurnBasedDemonstrations } from '../env/demos.ts';
+import { calculatorEnv } from '../env/envs/calculator.ts';
+import { guessNumberEnv } from '../env/envs/guess_number.ts';
+import { nimEnv, nimRandomPolicy } from '../env/envs/nim.ts';
+import { rolloutTurnBased } from '../env/multiagent.ts';
+import { rolloutEpisodes } from '../env/rollout.ts';
+import type { EnvSpec, SampleFn, Trajectory, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
+import type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
+import { Rng } from '../util/rng.ts';
+import { ConfigError } from '../errors.ts';
+
+export const ENV_NAMES = ['calculator', 'guess-number', 'nim'] as const;
+export type EnvName = (typeof ENV_NAMES)[number];
+
+/** A job's environment: single-agent (tools, multi-turn) or a turn-based game against a scripted seat. */
+export type JobEnv =
+  | { readonly name: string; readonly kind: 'single'; readonly spec: EnvSpec; readonly maxTurns: number }
+  | { readonly name: string; readonly kind: 'game'; readonly spec: TurnBasedEnvSpec; readonly maxTurns: number };
+
+/** The environment a name stands for, with the turn limit its episodes need. */
+export function jobEnv(name: string): JobEnv {
+  switch (name) {
+    case 'calculator':
+      return { name, kind: 'single', spec: calculatorEnv(), maxTurns: 3 };
+    case 'guess-number':
+      return { name, kind: 'single', spec: guessNumberEnv(), maxTurns: 6 };
+    case 'nim':
+      // The learner is player 1; player 2 plays uniformly random legal moves.
+      return { name, kind: 'game', spec: nimEnv(), maxTurns: 16 };
+    default:
+      throw new ConfigError('env', `unknown environment "${name}" (known: ${ENV_NAMES.join(', ')})`);
+  }
+}
+
+export interface AgentSettings {
+  readonly tokenizer: Tokenizer;
+  readonly maxNewTokens: number;
+  readonly maxSequenceTokens: number;
+  readonly temperature: number;
+}
+
+function agentFor(env: JobEnv, sample: SampleFn, s: AgentSettings): Agent {
+  return new Agent({
+    sample,
+    tokenizer: s.tokenizer,
+    maxTurns: env.maxTurns,
+    maxNewTokens: s.maxNewTokens,
+    maxSequenceTokens: s.maxSequenceTokens,
+    temperature: s.temperature,
+  });
+}
+
+export interface Rollout {
+  /** The learner's trajectories by group (dropped episodes absent). */
+  readonly groups: readonly TrajectoryGroup[];
+  readonly episodes: number;
+  readonly dropped: number;
+  readonly meanReward: number;
+  /** Share of episodes (dropped ones count as failures) with reward > 0. */
+  readonly success: number;
+  readonly sampledTokens: number;
+}
+
+/** Runs `episodes` with the policy behind `sample`; `seed` drives the sampler seeds. */
+export async function rollout(env: JobEnv, sample: SampleFn, episodes: readonly EpisodeSpec[], seed: number, s: AgentSettings): Promise<Rollout> {
+  const agent = agentFor(env, sample, s);
+  const batch =
+    env.kind === 'single'
+      ? await rolloutEpisodes(env.spec, agent, episodes, 'multi_turn', { seed })
+      : (await rolloutTurnBased(env.spec, [agent, nimRandomPolicy()], episodes, { seed, maxSteps: 2 * env.maxTurns })).seats[0];
+  if (batch === null) throw new Error('rollout: the learner seat returned no batch');
+  const trajs = batch.groups.flatMap((g) => g.trajectories);
+  const n = episodes.length;
+  return {
+    groups: batch.groups,
+    episodes: n,
+    dropped: batch.metrics.dropped,
+    meanReward: batch.metrics.meanReward,
+    success: n === 0 ? 0 : trajs.filter(isSuccess).length / n,
+    sampledTokens: batch.metrics.sampledTokens,
+  };
+}
+
+export function isSuccess(t: Trajectory): boolean {
+  return t.reward > 0;
+}
+
+/** Rng stream of held-out evaluation seeds. */
+const EVAL_STREAM = 0xe7a1;
+
+/** `n` held-out episodes (one attempt each), their env seeds from the job seed's evaluation stream. */
+export function evalEpisodes(n: number, jobSeed: number): EpisodeSpec[] {
+  return groupEpisodes(n, 1, new Rng(jobSeed, EVAL_STREAM).nextU32());
+}
+
+/** Success rate and mean reward of a policy on the held-out episodes. */
+export async function evaluate(env: JobEnv, sample: SampleFn, n: number, jobSeed: number, s: AgentSettings): Promise<{ success: number; meanReward: number; sampledTokens: number }> {
+  const r = await rollout(env, sample, evalEpisodes(n, jobSeed), jobSeed ^ EVAL_STREAM, s);
+  return { success: r.success, meanReward: r.meanReward, sampledTokens: r.sampledTokens };
+}
+
+/** `n` demonstrations from the environment's generator, replayed into trajectories (SFT data). */
+export async function demonstrationTrajectories(env: JobEnv, n: number, seed: number, s: AgentSettings): Promise<readonly Trajectory[]> {
+  const rng = new Rng(seed, 0xde70);
+  const opts = { tokenizer: s.tokenizer, maxNewTokens: s.maxNewTokens, maxSequenceTokens: s.maxSequenceTokens };
+  const demos = env.spec.demonstrations?.(n, rng) ?? [];
+  if (demos.length === 0) throw new ConfigError('env', `${env.name} has no demonstrations for a warm start (use --no-warmstart)`);
+  if (env.kind === 'single') return (await replayDemonstrations(env.spec, demos, opts)).trajectories;
+  // Games: learn the moves of the seat the learner plays (player 1).
+  return (await replayTurnBasedDemonstrations(env.spec, demos, opts)).trajectories.filter((t) => t.player === 0);
+}

@@ -1,0 +1,344 @@
+/**
+ * The job runner: an SFT warm start on the environment's demonstrations, then RL (GRPO, PPO, RLOO,
+ * REINFORCE or online DPO), with held-out evaluation before RL (after SFT) and after — built from
+ * the Tinker-style clients alone (ServiceClient / TrainingClient / SamplingClient), no back door.
+ *
+ * One RL step: roll out `groups × groupSize` episodes with a sampling snapshot of the current
+ * weights → datums by the algorithm → packDatums into micro-batches → forwardBackward each → one
+ * optimStep → a new snapshot. The job seed fixes everything: model init, demonstrations, SFT
+ * batch order, env seeds and sampler seeds of every step, packing order.
+ *
+ * Choices and departures, each for a small from-scratch model on a software adapter:
+ * - the warm start trains every parameter of the from-scratch base; the RL job is then LoRA on the
+ *   SFT'd weights (a new base model) or, with `lora: null`, full-parameter;
+ * - GRPO runs without the KL term (β = 0, as Dr. GRPO and DAPO do): the engine's GRPO loss wants
+ *   reference log-probs, so the sampling log-probs stand in for them, which with β = 0 are unused;
+ * - RLOO and REINFORCE train with the importance-sampling loss (on-policy: ρ = 1 at the first
+ *   micro-batch); PPO with the clipped surrogate and a clipped value loss on a value head;
+ * - DPO pairs are made online from each group ranked by reward, the reference is the frozen start
+ *   (a fresh adapter on the SFT'd base, B = 0, or an untouched full copy). The engine reduces per
+ *   token, so the step computes the policy's log-probs, takes the DPO gradient per token on the
+ *   CPU (dpoReference) and trains it as an importance-sampling loss with advantage −∂L/∂logπ.
+ */
+import { EMPTY_BASELINE, type MovingBaseline } from '../algorithms/advantages.ts';
+import type { Datum } from '../algorithms/datum.ts';
+import { dpoDatums, dpoPairsFromGroups, dpoReference } from '../algorithms/dpo.ts';
+import { grpoDatums } from '../algorithms/grpo.ts';
+import { type LossSpec, dpoLoss, grpoLoss, importanceSamplingLoss, ppoLoss, valueLossSpec } from '../algorithms/loss_spec.ts';
+import { type PackedBatch, packDatums } from '../algorithms/pack.ts';
+import { ppoDatums } from '../algorithms/ppo.ts';
+import { reinforceDatums } from '../algorithms/reinforce.ts';
+import { rlooDatums } from '../algorithms/rloo.ts';
+import { groupEpisodes } from '../env/batch.ts';
+import type { Trajectory } from '../env/types.ts';
+import type { AdapterSummary } from '../gpu/device.ts';
+import type { LoraConfig, ModelConfig } from '../model/config.ts';
+import { ByteTokenizer } from '../model/tokenizer/byte.ts';
+import { Rng } from '../util/rng.ts';
+import type { HostParams, ServiceClient, TrainingClient } from './clients.ts';
+import { type AgentSettings, type JobEnv, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
+import { type PackSettings, fitting, forwardTrajectories, runSft, seqLenFor, trainStep } from './sft_job.ts';
+
+export const ALGOS = ['grpo', 'ppo', 'rloo', 'reinforce', 'dpo', 'sft'] as const;
+export type Algo = (typeof ALGOS)[number];
+
+export interface JobOptions {
+  readonly env: JobEnv;
+  readonly algo: Algo;
+  readonly model: ModelConfig;
+  /** LoRA of the RL job; null: full-parameter RL. */
+  readonly lora: LoraConfig | null;
+  /** RL steps (for 'sft': SFT steps). */
+  readonly steps: number;
+  readonly seed: number;
+  readonly groups: number;
+  readonly groupSize: number;
+  readonly lr: number;
+  readonly warmStart: { readonly steps: number; readonly demos: number; readonly batchSize: number; readonly lr: number } | null;
+  /** Held-out episodes per evaluation (0: no evaluation). */
+  readonly evalEpisodes: number;
+  readonly temperature: number;
+  readonly maxNewTokens: number;
+  /** Rows per micro-batch. */
+  readonly rows: number;
+  readonly maxGradNorm: number;
+  readonly onStep?: (m: StepMetrics) => void;
+  readonly onPhase?: (phase: 'warmstart' | 'eval-before' | 'rl' | 'eval-after', detail: { steps?: number }) => void;
+}
+
+/** One step's metrics (a line of metrics.jsonl). */
+export interface StepMetrics {
+  readonly phase: 'sft' | 'rl';
+  readonly step: number;
+  readonly loss: number;
+  /** Mean episode reward of the step's rollout (RL steps). */
+  readonly reward?: number;
+  readonly success?: number;
+  readonly gradNorm: number;
+  readonly skipped: boolean;
+  readonly trainTokens: number;
+  readonly sampledTokens: number;
+  readonly trainSeconds: number;
+  readonly sampleSeconds: number;
+  /** Datums (or DPO sequences) trained on; 0 when every group had equal rewards. */
+  readonly datums: number;
+  readonly dropped: number;
+}
+
+/** The run summary (the --json file). */
+export interface JobSummary {
+  readonly env: string;
+  readonly algo: Algo;
+  readonly seed: number;
+  readonly steps: number;
+  readonly model: string;
+  readonly trainable: 'lora' | 'all';
+  readonly lora: LoraConfig | null;
+  readonly warmStartSteps: number;
+  /** Mean reward of each RL step's rollout. */
+  readonly rewardCurve: number[];
+  /** Loss of each RL step (for 'sft': of each SFT step). */
+  readonly lossCurve: number[];
+  readonly sftLossCurve: number[];
+  /** Held-out success rate before RL (after the warm start) and after. */
+  readonly successBefore: number;
+  readonly successAfter: number;
+  readonly rewardBefore: number;
+  readonly rewardAfter: number;
+  readonly evalEpisodes: number;
+  readonly wallSeconds: number;
+  readonly trainTokensPerSecond: number;
+  readonly sampleTokensPerSecond: number;
+  readonly peakGpuBytes: number;
+  /** The device the run used. */
+  readonly adapter: AdapterSummary;
+}
+
+export interface JobResult extends JobSummary {
+  /** The trained tensors: the LoRA adapter's, or every parameter (full). */
+  readonly trained: { readonly cfg: ModelConfig; readonly lora: LoraConfig | null; readonly tensors: HostParams };
+}
+
+/** The JSON-safe part of a result. */
+export function summaryOf(r: JobResult): JobSummary {
+  const { trained: _trained, ...summary } = r;
+  return summary;
+}
+
+
+/** The env and sampler seed of RL step `step` (a stream of its own per step). */
+export function stepSeed(jobSeed: number, step: number): number {
+  return new Rng(jobSeed, 0x1000 + step).nextU32();
+}
+
+interface Ctx {
+  readonly o: JobOptions;
+  readonly policy: TrainingClient;
+  readonly reference: TrainingClient | null;
+  readonly pack: PackSettings;
+  baseline: MovingBaseline;
+}
+
+/** Datums and loss of one RL step from its rollout (every algorithm but DPO, which is two-phase). */
+async function rlDatums(c: Ctx, trajGroups: Awaited<ReturnType<typeof rollout>>['groups']): Promise<{ datums: Datum[]; loss: LossSpec }> {
+  const oldAsRef = (t: Trajectory) => t.logprobsT.slice(1);
+  switch (c.o.algo) {
+    case 'grpo':
+      return { datums: grpoDatums(trajGroups, { refLogprobs: oldAsRef, skipUniformGroups: true }), loss: grpoLoss({ klBeta: 0 }) };
+    case 'rloo':
+      return { datums: rlooDatums(trajGroups, { skipUniformGroups: true }), loss: importanceSamplingLoss() };
+    case 'reinforce': {
+      const r = reinforceDatums(trajGroups, c.baseline);
+      c.baseline = r.baseline;
+      return { datums: r.datums, loss: importanceSamplingLoss() };
+    }
+    case 'ppo': {
+      const trajs = trajGroups.flatMap((g) => g.trajectories);
+      const { valuesNT } = await forwardTrajectories(c.policy, trajs, c.pack);
+      if (valuesNT === null) throw new Error('ppo: the policy client has no value head');
+      return { datums: ppoDatums(trajs, valuesNT), loss: ppoLoss({ value: valueLossSpec() }) };
+    }
+    default:
+      throw new Error(`rlDatums: ${c.o.algo} is not an outcome/critic algorithm`);
+  }
+}
+
+/** DPO step: online pairs, reference and policy log-probs, the per-token DPO gradient as IS advantages. */
+async function dpoBatches(c: Ctx, trajGroups: Awaited<ReturnType<typeof rollout>>['groups'], seed: number): Promise<{ batches: PackedBatch[]; loss: number; datums: number }> {
+  const trajs = trajGroups.flatMap((g) => g.trajectories);
+  if (trajs.length === 0 || c.reference === null) return { batches: [], loss: 0, datums: 0 };
+  const ref = await forwardTrajectories(c.reference, trajs, c.pack);
+  const refOf = new Map(trajs.map((t, i) => [t, ref.logprobsNT[i]] as const));
+  const datums = fitting(dpoDatums(dpoPairsFromGroups(trajGroups, { refLogprobs: (t) => refOf.get(t)! })), c.pack.maxSeqLen);
+  if (datums.length === 0) return { batches: [], loss: 0, datums: 0 };
+  const rows = c.pack.rows + (c.pack.rows % 2); // pairs share a micro-batch
+  const step = packDatums(datums, { rows, seqLen: seqLenFor(datums, c.pack.maxSeqLen), seed, padId: c.pack.padId, aggregation: 'token_mean' });
+  const byId = new Map(datums.map((d, i) => [d.sequenceId, i] as const));
+  const logprobsST: number[][] = datums.map(() => []);
+  const lpBT: Float32Array[] = [];
+  for (const b of step.batches) {
+    const lp = (await c.policy.computeLogprobs(b)).logprobsBT;
+    lpBT.push(lp);
+    for (let r = 0; r < b.rows; r++) {
+      const s = byId.get(b.sequenceIdB[r]);
+      if (s !== undefined) logprobsST[s] = Array.from(lp.subarray(r * b.seqLen, r * b.seqLen + datums[s].targetsT.length));
+    }
+  }
+  const beta = dpoLoss().beta;
+  const d = dpoReference(beta, datums.map((datum, s) => ({ datum, logprobsT: logprobsST[s] })));
+  const batches = step.batches.map((b, k): PackedBatch => {
+    const advantagesBT = new Float32Array(b.rows * b.seqLen);
+    for (let r = 0; r < b.rows; r++) {
+      const s = byId.get(b.sequenceIdB[r]);
+      if (s === undefined) continue;
+      d.dlogprobsST[s].forEach((g, t) => (advantagesBT[r * b.seqLen + t] = -g));
+    }
+    // ρ = 1 (old = current log-probs) and weight 1 per token: the IS loss's gradient is then −A = ∂L_DPO/∂logπ.
+    return { ...b, advantagesBT, oldLogprobsBT: lpBT[k], tokenScaleBT: b.lossMaskBT };
+  });
+  return { batches, loss: d.loss, datums: datums.length };
+}
+
+/** Runs the whole job; see the header. The caller owns `service` (it is not closed). */
+export async function runTraining(service: ServiceClient, o: JobOptions): Promise<JobResult> {
+  const t0 = performance.now();
+  const tok = new ByteTokenizer();
+  const cfg = o.model;
+  const agent: AgentSettings = { tokenizer: tok, maxNewTokens: o.maxNewTokens, maxSequenceTokens: cfg.maxSeqLen, temperature: o.temperature };
+  const pack: PackSettings = { rows: o.rows, maxSeqLen: cfg.maxSeqLen, padId: tok.padId };
+  const optim = { lr: o.lr, maxGradNorm: o.maxGradNorm };
+  let trainTokens = 0, trainSeconds = 0, sampledTokens = 0, sampleSeconds = 0;
+  let modelId = await service.createModel(cfg, { seed: o.seed });
+  const toDispose: TrainingClient[] = [];
+
+  try {
+    // 1. Warm start (or, for 'sft', the whole job): full-parameter SFT of the from-scratch base.
+    let sftLossCurve: number[] = [];
+    const sftSteps = o.algo === 'sft' ? o.steps : (o.warmStart?.steps ?? 0);
+    const sftLr = o.algo === 'sft' ? o.lr : (o.warmStart?.lr ?? o.lr);
+    let before = { success: 0, meanReward: 0 };
+    if (o.algo === 'sft') {
+      before = await evalIfAsked(service, modelId, o, agent);
+    }
+    if (sftSteps > 0) {
+      o.onPhase?.('warmstart', { steps: sftSteps });
+      const demos = await demonstrationTrajectories(o.env, o.warmStart?.demos ?? 256, o.seed, agent);
+      const sft = await service.createTrainingClient({ modelId, trainable: 'all', seed: o.seed, id: 'warmstart' });
+      try {
+        const r = await runSft(sft, demos, {
+          steps: sftSteps, batchSize: o.warmStart?.batchSize ?? 32, optim: { lr: sftLr, maxGradNorm: o.maxGradNorm }, seed: o.seed, pack,
+          onStep: (step, s) => o.onStep?.({ phase: 'sft', step, loss: s.loss, gradNorm: s.gradNorm, skipped: s.skipped, trainTokens: s.tokens, sampledTokens: 0, trainSeconds: s.seconds, sampleSeconds: 0, datums: 0, dropped: 0 }),
+        });
+        sftLossCurve = r.lossCurve;
+        trainTokens += r.tokens;
+        trainSeconds += r.seconds;
+        const warm = await sft.weights();
+        await service.releaseModel(modelId);
+        modelId = await service.createModel(cfg, { params: warm, id: `${cfg.name ?? cfg.family}-sft-${o.seed}` });
+      } finally {
+        await sft.close();
+      }
+    }
+    if (o.algo === 'sft') {
+      o.onPhase?.('eval-after', {});
+      const after = await evalIfAsked(service, modelId, o, agent);
+      return finish({ rewardCurve: [], lossCurve: sftLossCurve, sftLossCurve, before, after, trained: { cfg, lora: null, tensors: await service.modelWeights(modelId) } });
+    }
+
+    // 2. The RL job on top of the (warm-started) base.
+    const trainable = o.lora ? 'lora' : 'all';
+    const policy = await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, valueHead: o.algo === 'ppo', id: `rl-${o.algo}` });
+    toDispose.push(policy);
+    const reference = o.algo === 'dpo' ? await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, id: 'reference' }) : null;
+    if (reference) toDispose.push(reference);
+    const c: Ctx = { o, policy, reference, pack, baseline: EMPTY_BASELINE };
+
+    let sampler = await policy.samplingClient();
+    o.onPhase?.('eval-before', {});
+    before = o.evalEpisodes > 0 ? await evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent) : before;
+    o.onPhase?.('rl', { steps: o.steps });
+    const rewardCurve: number[] = [];
+    const lossCurve: number[] = [];
+    for (let step = 0; step < o.steps; step++) {
+      const seed = stepSeed(o.seed, step);
+      const ts = performance.now();
+      const ro = await rollout(o.env, sampler.sample, groupEpisodes(o.groups, o.groupSize, seed), seed, agent);
+      const sSec = (performance.now() - ts) / 1000;
+      let loss: number;
+      let batches: PackedBatch[];
+      let nDatums: number;
+      let lossSpec: LossSpec;
+      if (o.algo === 'dpo') {
+        const d = await dpoBatches(c, ro.groups, seed);
+        ({ batches, loss, datums: nDatums } = d);
+        lossSpec = importanceSamplingLoss();
+      } else {
+        const r = await rlDatums(c, ro.groups);
+        const datums = fitting(r.datums, pack.maxSeqLen);
+        batches = datums.length === 0 ? [] : [...packDatums(datums, { rows: pack.rows, seqLen: seqLenFor(datums, pack.maxSeqLen), seed, padId: pack.padId, aggregation: r.loss.kind === 'dpo' ? 'token_mean' : r.loss.aggregation }).batches];
+        nDatums = datums.length;
+        lossSpec = r.loss;
+        loss = 0;
+      }
+      let out = { loss: 0, gradNorm: 0, skipped: true, tokens: 0, seconds: 0 };
+      if (batches.length > 0) {
+        out = await trainStep(policy, batches, lossSpec, optim);
+        await sampler.close();
+        sampler = await policy.samplingClient();
+      }
+      if (o.algo !== 'dpo') loss = out.loss;
+      rewardCurve.push(ro.meanReward);
+      lossCurve.push(loss);
+      trainTokens += out.tokens;
+      trainSeconds += out.seconds;
+      sampledTokens += ro.sampledTokens;
+      sampleSeconds += sSec;
+      o.onStep?.({
+        phase: 'rl', step, loss, reward: ro.meanReward, success: ro.success, gradNorm: out.gradNorm, skipped: out.skipped,
+        trainTokens: out.tokens, sampledTokens: ro.sampledTokens, trainSeconds: out.seconds, sampleSeconds: sSec, datums: nDatums, dropped: ro.dropped,
+      });
+    }
+    o.onPhase?.('eval-after', {});
+    const after = o.evalEpisodes > 0 ? await evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent) : { success: 0, meanReward: 0 };
+    await sampler.close();
+    return finish({ rewardCurve, lossCurve, sftLossCurve, before, after, trained: { cfg, lora: o.lora, tensors: await policy.weights() } });
+  } finally {
+    for (const cl of toDispose) await cl.close();
+    await service.releaseModel(modelId).catch(() => {});
+  }
+
+  async function finish(r: {
+    rewardCurve: number[]; lossCurve: number[]; sftLossCurve: number[];
+    before: { success: number; meanReward: number }; after: { success: number; meanReward: number };
+    trained: JobResult['trained'];
+  }): Promise<JobResult> {
+    const mem = await service.memory();
+    return {
+      env: o.env.name, algo: o.algo, seed: o.seed, steps: o.steps, model: cfg.name ?? cfg.family,
+      trainable: o.algo === 'sft' || !o.lora ? 'all' : 'lora', lora: o.algo === 'sft' ? null : o.lora,
+      warmStartSteps: o.algo === 'sft' ? 0 : (o.warmStart?.steps ?? 0),
+      rewardCurve: r.rewardCurve, lossCurve: r.lossCurve, sftLossCurve: r.sftLossCurve,
+      successBefore: r.before.success, successAfter: r.after.success, rewardBefore: r.before.meanReward, rewardAfter: r.after.meanReward,
+      evalEpisodes: o.evalEpisodes,
+      wallSeconds: (performance.now() - t0) / 1000,
+      trainTokensPerSecond: trainSeconds > 0 ? trainTokens / trainSeconds : 0,
+      sampleTokensPerSecond: sampleSeconds > 0 ? sampledTokens / sampleSeconds : 0,
+      peakGpuBytes: mem.peakLiveBytes,
+      adapter: service.adapter,
+      trained: r.trained,
+    };
+  }
+}
+
+/** Evaluation of a base model as it is (no adapter). */
+async function evalIfAsked(service: ServiceClient, modelId: string, o: JobOptions, agent: AgentSettings): Promise<{ success: number; meanReward: number }> {
+  if (o.evalEpisodes <= 0) return { success: 0, meanReward: 0 };
+  const s = await service.createSamplingClient(modelId);
+  try {
+    return await evaluate(o.env, s.sample, o.evalEpisodes, o.seed, agent);
+  } finally {
+    await s.close();
+  }
+}
+
+

@@ -1,0 +1,137 @@
+/**
+ * Supervised steps over a TrainingClient, and the packing helpers the RL job shares: datums →
+ * fixed-shape micro-batches → forwardBackward each → one optimStep. Built from client calls only.
+ *
+ * Shapes: B rows per micro-batch, T positions (the step's longest datum rounded up to 16, at most
+ * the model's context), one datum per row (packDatums). The step's loss is the sum of the
+ * micro-batches' losses: packDatums' tokenScaleBT already weighs every token for the whole step.
+ */
+import type { Datum } from '../algorithms/datum.ts';
+import { type LossSpec, crossEntropyLoss } from '../algorithms/loss_spec.ts';
+import { type PackedBatch, packDatums } from '../algorithms/pack.ts';
+import { sftDatums } from '../algorithms/sft.ts';
+import type { Trajectory } from '../env/types.ts';
+import { Rng } from '../util/rng.ts';
+import type { OptimStepOptions, TrainingClient } from './clients.ts';
+
+export interface PackSettings {
+  /** B: rows per micro-batch. */
+  readonly rows: number;
+  /** The model's context: the longest T allowed. */
+  readonly maxSeqLen: number;
+  readonly padId: number;
+}
+
+/** T for a set of datums: the longest rounded up to a multiple of 16, capped at the context. */
+export function seqLenFor(datums: readonly Datum[], maxSeqLen: number): number {
+  const longest = datums.reduce((m, d) => Math.max(m, d.targetsT.length), 1);
+  return Math.min(maxSeqLen, Math.ceil(longest / 16) * 16);
+}
+
+/** Datums that fit the context (a context-limited trajectory can be one token over after shifting). */
+export function fitting(datums: readonly Datum[], maxSeqLen: number): Datum[] {
+  return datums.filter((d) => d.targetsT.length <= maxSeqLen);
+}
+
+/** Real (non-padding) positions of a step: what the engine computed on, for tokens/s. */
+export function realTokens(batches: readonly PackedBatch[]): number {
+  return batches.reduce((s, b) => s + b.lengthB.reduce((a, n) => a + n, 0), 0);
+}
+
+export interface StepOutcome {
+  /** Σ over micro-batches: the step's loss. */
+  readonly loss: number;
+  readonly gradNorm: number;
+  readonly skipped: boolean;
+  /** Real positions forwarded and backpropagated. */
+  readonly tokens: number;
+  readonly seconds: number;
+}
+
+/** forwardBackward every micro-batch, then one optimStep. */
+export async function trainStep(client: TrainingClient, batches: readonly PackedBatch[], loss: LossSpec, optim: OptimStepOptions): Promise<StepOutcome> {
+  const t0 = performance.now();
+  let total = 0;
+  for (const b of batches) total += (await client.forwardBackward(b, loss)).loss;
+  const r = await client.optimStep(optim);
+  return { loss: total, gradNorm: r.gradNorm, skipped: r.skipped, tokens: realTokens(batches), seconds: (performance.now() - t0) / 1000 };
+}
+
+/**
+ * Per-trajectory [T] target-aligned log-probs (and values, when the client has a value head) under
+ * the client's current weights — forward only. Row order is recovered through sequenceIdB.
+ */
+export async function forwardTrajectories(
+  client: TrainingClient,
+  trajs: readonly Trajectory[],
+  pack: PackSettings,
+): Promise<{ logprobsNT: number[][]; valuesNT: number[][] | null }> {
+  const datums = sftDatums(trajs);
+  const seqLen = seqLenFor(datums, pack.maxSeqLen);
+  const step = packDatums(datums, { rows: pack.rows, seqLen, seed: 0, padId: pack.padId, aggregation: 'token_mean', shuffle: false });
+  const logprobsNT: number[][] = trajs.map(() => []);
+  let valuesNT: number[][] | null = null;
+  for (const b of step.batches) {
+    const r = await client.computeLogprobs(b);
+    if (r.valuesBT && valuesNT === null) valuesNT = trajs.map(() => []);
+    for (let row = 0; row < b.rows; row++) {
+      const id = b.sequenceIdB[row];
+      if (id < 0) continue;
+      const o = row * b.seqLen;
+      const n = datums[id].targetsT.length;
+      logprobsNT[id] = Array.from(r.logprobsBT.subarray(o, o + n));
+      if (valuesNT && r.valuesBT) valuesNT[id] = Array.from(r.valuesBT.subarray(o, o + n));
+    }
+  }
+  return { logprobsNT, valuesNT };
+}
+
+export interface SftOptions {
+  readonly steps: number;
+  /** Datums per step (drawn without replacement, reshuffled each epoch). */
+  readonly batchSize: number;
+  readonly optim: OptimStepOptions;
+  readonly seed: number;
+  readonly pack: PackSettings;
+  readonly onStep?: (step: number, outcome: StepOutcome) => void;
+}
+
+/** Deterministic minibatch order over `n` items: epoch-wise shuffles from the seed. */
+export function minibatchOrder(n: number, batchSize: number, steps: number, seed: number): number[][] {
+  const rng = new Rng(seed, 0x5f7);
+  const out: number[][] = [];
+  let pool: number[] = [];
+  for (let s = 0; s < steps; s++) {
+    const batch: number[] = [];
+    while (batch.length < Math.min(batchSize, n)) {
+      if (pool.length === 0) {
+        pool = Array.from({ length: n }, (_, i) => i);
+        rng.shuffle(pool);
+      }
+      batch.push(pool.pop()!);
+    }
+    out.push(batch);
+  }
+  return out;
+}
+
+/** SFT on trajectories (loss on their policy tokens); returns the loss per step. */
+export async function runSft(client: TrainingClient, trajs: readonly Trajectory[], o: SftOptions): Promise<{ lossCurve: number[]; tokens: number; seconds: number }> {
+  const datums = fitting(sftDatums(trajs), o.pack.maxSeqLen);
+  const order = minibatchOrder(datums.length, o.batchSize, o.steps, o.seed);
+  const lossCurve: number[] = [];
+  let tokens = 0;
+  let seconds = 0;
+  const loss = crossEntropyLoss();
+  for (let s = 0; s < o.steps; s++) {
+    const chosen = order[s].map((i) => datums[i]);
+    const seqLen = seqLenFor(chosen, o.pack.maxSeqLen);
+    const packed = packDatums(chosen, { rows: o.pack.rows, seqLen, seed: o.seed + s, padId: o.pack.padId, aggregation: 'token_mean' });
+    const r = await trainStep(client, packed.batches, loss, o.optim);
+    lossCurve.push(r.loss);
+    tokens += r.tokens;
+    seconds += r.seconds;
+    o.onStep?.(s, r);
+  }
+  return { lossCurve, tokens, seconds };
+}

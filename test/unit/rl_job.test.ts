@@ -1,0 +1,89 @@
+/** The job runner's pure parts: step seeds, minibatch order, packing lengths, the summary JSON shape and the SVG writer. */
+import { describe, expect, it } from 'vitest';
+import { learningCurveSvg, metricsLine, summaryTable } from '../../src/cli/report.ts';
+import { evalEpisodes, jobEnv } from '../../src/runtime/evaluate.ts';
+import { type JobResult, stepSeed, summaryOf } from '../../src/runtime/rl_job.ts';
+import { minibatchOrder, seqLenFor } from '../../src/runtime/sft_job.ts';
+import { datumFromSequence } from '../../src/algorithms/datum.ts';
+import { ConfigError } from '../../src/errors.ts';
+
+const adapter = { vendor: 'mesa', architecture: '', device: '', description: 'llvmpipe', isFallbackAdapter: true, features: [], limits: {}, host: 'deno' };
+
+function result(): JobResult {
+  return {
+    env: 'calculator', algo: 'grpo', seed: 3, steps: 2, model: 'tiny-gpt2', trainable: 'lora', lora: { rank: 2, alpha: 4, targets: ['q'] }, warmStartSteps: 1,
+    rewardCurve: [0.25, 0.5], lossCurve: [0.1, -0.05], sftLossCurve: [5], successBefore: 0.25, successAfter: 0.5, rewardBefore: 0.2, rewardAfter: 0.45,
+    evalEpisodes: 8, wallSeconds: 12, trainTokensPerSecond: 100, sampleTokensPerSecond: 50, peakGpuBytes: 2 ** 20,
+    adapter: adapter as unknown as JobResult['adapter'],
+    trained: { cfg: {} as JobResult['trained']['cfg'], lora: null, tensors: { x: new Float32Array(2) } },
+  };
+}
+
+describe('job runner, pure parts', () => {
+  it('step seeds differ per step and depend only on the job seed', () => {
+    const a = Array.from({ length: 20 }, (_, s) => stepSeed(7, s));
+    expect(new Set(a).size).toBe(20);
+    expect(Array.from({ length: 20 }, (_, s) => stepSeed(7, s))).toEqual(a);
+    expect(stepSeed(8, 0)).not.toBe(a[0]);
+  });
+  it('minibatches cover every item once per epoch, deterministically', () => {
+    const order = minibatchOrder(10, 4, 5, 1); // 20 draws = two epochs
+    expect(order.map((b) => b.length)).toEqual([4, 4, 4, 4, 4]);
+    const flat = order.flat();
+    expect([...flat.slice(0, 10)].sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(minibatchOrder(10, 4, 5, 1)).toEqual(order);
+    expect(minibatchOrder(10, 4, 5, 2)).not.toEqual(order);
+    expect(minibatchOrder(3, 8, 1, 0)[0].length).toBe(3);
+  });
+  it('packs to the longest datum rounded up to 16, capped by the context', () => {
+    const d = (n: number) => datumFromSequence(0, new Array(n + 1).fill(1), new Array(n + 1).fill(1), new Array(n + 1).fill(0));
+    expect(seqLenFor([d(3), d(17)], 256)).toBe(32);
+    expect(seqLenFor([d(16)], 256)).toBe(16);
+    expect(seqLenFor([d(250)], 64)).toBe(64);
+  });
+  it('evaluation seeds are held out from the training steps and fixed by the job seed', () => {
+    const e = evalEpisodes(16, 5);
+    expect(e).toHaveLength(16);
+    expect(new Set(e.map((x) => x.seed)).size).toBe(16);
+    expect(evalEpisodes(16, 5)).toEqual(e);
+    expect(e.map((x) => x.seed)).not.toContain(stepSeed(5, 0));
+  });
+  it('names the environments and refuses others', () => {
+    expect(jobEnv('calculator').kind).toBe('single');
+    expect(jobEnv('guess-number').maxTurns).toBe(6);
+    expect(jobEnv('nim').kind).toBe('game');
+    expect(() => jobEnv('chess')).toThrow(ConfigError);
+  });
+  it('the summary JSON has the issue fields and no tensors', () => {
+    const s = summaryOf(result());
+    const json = JSON.parse(JSON.stringify(s));
+    for (const k of ['env', 'algo', 'seed', 'steps', 'rewardCurve', 'lossCurve', 'successBefore', 'successAfter', 'wallSeconds', 'trainTokensPerSecond', 'sampleTokensPerSecond', 'peakGpuBytes', 'adapter']) {
+      expect(json).toHaveProperty(k);
+    }
+    expect(json).not.toHaveProperty('trained');
+    expect(json.rewardCurve).toEqual([0.25, 0.5]);
+  });
+  it('summary table and metrics line', () => {
+    const t = summaryTable(summaryOf(result()), ['runs/x/metrics.jsonl']);
+    expect(t).toContain('25.0% → 50.0% (+25.0 points, 8 episodes)');
+    expect(t).toContain('LoRA r=2');
+    expect(t).toContain('runs/x/metrics.jsonl');
+    const line = metricsLine({ phase: 'rl', step: 0, loss: 1, reward: 0.5, gradNorm: 2, skipped: false, trainTokens: 10, sampledTokens: 5, trainSeconds: 1, sampleSeconds: 1, datums: 4, dropped: 0 });
+    expect(line).not.toContain('\n');
+    expect(JSON.parse(line).reward).toBe(0.5);
+  });
+  it('writes a well-formed learning-curve SVG with one point per step', () => {
+    const svg = learningCurveSvg({ title: 'a < b & "c"', subtitle: 'x', reward: [0, 0.5, 1], loss: [2, NaN, 1] });
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg.trim().endsWith('</svg>')).toBe(true);
+    expect(svg).toContain('a &lt; b &amp; &quot;c&quot;');
+    const lines = [...svg.matchAll(/points="([^"]*)"/g)].map((m) => m[1].split(' '));
+    expect(lines.map((l) => l.length)).toEqual([3, 3]);
+    for (const l of lines) for (const p of l) expect(p).toMatch(/^-?\d+(\.\d+)?,-?\d+(\.\d+)?$/);
+    // Reward 1 is at the top of the plot, 0 at the bottom.
+    const ys = lines[0].map((p) => Number(p.split(',')[1]));
+    expect(ys[2]).toBeLessThan(ys[0]);
+    expect(learningCurveSvg({ title: 't', reward: [], loss: [] })).not.toContain('<polyline');
+    expect(learningCurveSvg({ title: 't', reward: [1], loss: [1] })).toContain('<polyline');
+  });
+});
