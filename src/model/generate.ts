@@ -54,6 +54,11 @@ export interface GenerateOptions {
   chunk?: number;
   /** Owner of the cache and buffers in the pool. Default 'generate'. */
   owner?: string;
+  /**
+   * Runs each chunk's GPU work (record, submit, read back): a scheduler hook, e.g.
+   * `(fn) => scheduler.quantum(jobId, fn)`, so other jobs may use the device between chunks.
+   */
+  quantum?: (fn: () => Promise<Uint32Array>) => Promise<Uint32Array>;
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -139,11 +144,10 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
     // Persist across submissions: the last step's tokens feed the next chunk's first step.
     const sampled: SampleBuffers = { tokens: mk('i32', 'tokens'), logprobs: mk('f32', 'logprobs'), logprobsRaw: mk('f32', 'logprobs_raw') };
     let prefilled = false;
-    for (;;) {
-      let remaining = 0;
-      for (let b = 0; b < B; b++) if (finish[b] === null) remaining = Math.max(remaining, maxTok[b] - out.tokens[b].length);
-      if (remaining === 0) break;
-      const K = Math.min(chunk, remaining);
+    const kvCache = cache;
+    const prompt = batch;
+    // One chunk: record K steps (the first chunk starts with the prefill), submit once, read once.
+    const runChunk = async (K: number): Promise<Uint32Array> => {
       const rec = new Recorder(ctx, { label: `${owner} chunk ${submissions}` });
       const history = rec.temp([K, B, 3], 'u32', 'history');
       let ds: DecodeScratch | null = null;
@@ -152,14 +156,14 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
           let logits: Tensor;
           if (!prefilled) {
             logits = rec.temp([B, cfg.vocabSize], 'f32', 'prefill/logits');
-            recordPrefill(rec, weights, adapter, cache, batch, logits);
+            recordPrefill(rec, weights, adapter, kvCache, prompt, logits);
             prefilled = true;
           } else {
             ds ??= decodeScratch(rec, weights, adapter, B);
-            recordDecodeStep(rec, weights, adapter, cache, ds, sampled.tokens);
+            recordDecodeStep(rec, weights, adapter, kvCache, ds, sampled.tokens);
             logits = ds.logits;
           }
-          recordSampleStep(rec, cache, logits, sampled, history, s, sampling);
+          recordSampleStep(rec, kvCache, logits, sampled, history, s, sampling);
         }
       } catch (e) {
         // An op refused its input mid-recording (weights of the wrong shape, a binding over the
@@ -170,9 +174,17 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
       }
       const read = rec.read(history);
       await rec.submit();
+      return (await read) as Uint32Array;
+    };
+    const quantum = opts.quantum ?? ((fn) => fn());
+    for (;;) {
+      let remaining = 0;
+      for (let b = 0; b < B; b++) if (finish[b] === null) remaining = Math.max(remaining, maxTok[b] - out.tokens[b].length);
+      if (remaining === 0) break;
+      const K = Math.min(chunk, remaining);
+      const words = await quantum(() => runChunk(K));
       submissions++;
       steps += K;
-      const words = (await read) as Uint32Array;
       const floats = new Float32Array(words.buffer, words.byteOffset, words.length);
       for (let s = 0; s < K; s++) {
         for (let b = 0; b < B; b++) {

@@ -22,7 +22,7 @@
 import { ConfigError } from '../errors.ts';
 import type { SampleFn, SampleRequest, SampleResult } from '../env/types.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { generate } from './generate.ts';
+import { generate, type GenerateOptions } from './generate.ts';
 import { weightsCtx } from './infer_block.ts';
 import type { ModelConfig } from './config.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
@@ -45,6 +45,8 @@ export interface EngineSampleFnOptions {
   readonly logprobs?: 'policy' | 'sampling';
   /** Owner of the generation buffers in the pool. Default 'sample'. */
   readonly owner?: string;
+  /** Wraps each chunk's GPU work (generate's `quantum`), e.g. a scheduler's quantum. */
+  readonly quantum?: GenerateOptions['quantum'];
   readonly ctx?: GpuContext;
 }
 
@@ -134,6 +136,7 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
           ...(opts.decode ? { decode: opts.decode } : {}),
           ...(opts.chunk !== undefined ? { chunk: opts.chunk } : {}),
           owner: opts.owner ?? 'sample',
+          ...(opts.quantum ? { quantum: opts.quantum } : {}),
         });
         idx.forEach((i, j) => {
           results[i] = { tokens: res.tokens[j], logprobs: opts.logprobs === 'sampling' ? res.samplingLogprobs[j] : res.logprobs[j] };

@@ -168,7 +168,10 @@ export const generateCases: GpuCase[] = [
     fn: (ctx) => withModel(ctx, FAMILIES[0], 5, async (w, params) => {
       const opts: GenerateOptions = { maxTokens: 7, temperature: 1, seed: 1234, chunk: 3, owner: OWNER };
       const a = await generate(ctx, w, null, PROMPTS, opts);
-      const b = await generate(ctx, w, null, PROMPTS, { ...opts, chunk: 1 });
+      let quanta = 0;
+      const b = await generate(ctx, w, null, PROMPTS, { ...opts, chunk: 1, quantum: (fn) => (quanta++, fn()) });
+      assert.strictEqual(quanta, 7, 'one quantum per chunk');
+      assert.strictEqual(b.submissions, 7);
       const c = await generate(ctx, w, null, PROMPTS, { ...opts, seed: 1235 });
       assert.deepEqual(b.tokens, a.tokens, 'same seed, chunk 1 vs 3');
       assert.deepEqual(b.logprobs, a.logprobs);
