@@ -37,8 +37,9 @@ export function jobOptionsFrom(opts: TrainOptions): Omit<JobOptions, 'onStep' | 
   const lora: LoraConfig | null = opts.full
     ? null
     : { rank: opts.loraRank, alpha: 2 * opts.loraRank, targets: model.family === 'gpt2' ? opts.loraTargets.filter((t) => t !== 'gate') : opts.loraTargets };
+  const env = jobEnv(opts.env);
   return {
-    env: jobEnv(opts.env),
+    env,
     algo: opts.algo,
     model,
     lora,
@@ -52,7 +53,7 @@ export function jobOptionsFrom(opts: TrainOptions): Omit<JobOptions, 'onStep' | 
       : null,
     evalEpisodes: opts.evalEpisodes,
     temperature: DEFAULTS.temperature,
-    maxNewTokens: 40,
+    maxNewTokens: env.maxNewTokens,
     rows: 16,
     maxGradNorm: 1,
   };

@@ -26,19 +26,23 @@ export type EnvName = (typeof ENV_NAMES)[number];
 
 /** A job's environment: single-agent (tools, multi-turn) or a turn-based game against a scripted seat. */
 export type JobEnv =
-  | { readonly name: string; readonly kind: 'single'; readonly spec: EnvSpec; readonly maxTurns: number }
-  | { readonly name: string; readonly kind: 'game'; readonly spec: TurnBasedEnvSpec; readonly maxTurns: number };
+  | { readonly name: string; readonly kind: 'single'; readonly spec: EnvSpec; readonly maxTurns: number; readonly maxNewTokens: number }
+  | { readonly name: string; readonly kind: 'game'; readonly spec: TurnBasedEnvSpec; readonly maxTurns: number; readonly maxNewTokens: number };
 
-/** The environment a name stands for, with the turn limit its episodes need. */
+/**
+ * The environment a name stands for, with the turn limit its episodes need and a per-action token
+ * limit a little above its longest well-formed action (decode steps are the costly part of a
+ * rollout on a software adapter; a rambling action is cut there and scored by the environment).
+ */
 export function jobEnv(name: string): JobEnv {
   switch (name) {
     case 'calculator':
-      return { name, kind: 'single', spec: calculatorEnv(), maxTurns: 3 };
+      return { name, kind: 'single', spec: calculatorEnv(), maxTurns: 3, maxNewTokens: 36 }; // <tool>calculator: 999*99</tool>: 31 bytes
     case 'guess-number':
-      return { name, kind: 'single', spec: guessNumberEnv(), maxTurns: 6 };
+      return { name, kind: 'single', spec: guessNumberEnv(), maxTurns: 6, maxNewTokens: 24 }; // <answer>32</answer>: 19 bytes
     case 'nim':
       // The learner is player 1; player 2 plays uniformly random legal moves.
-      return { name, kind: 'game', spec: nimEnv(), maxTurns: 16 };
+      return { name, kind: 'game', spec: nimEnv(), maxTurns: 16, maxNewTokens: 24 }; // <answer>3 5</answer>: 20 bytes
     default:
       throw new ConfigError('env', `unknown environment "${name}" (known: ${ENV_NAMES.join(', ')})`);
   }
@@ -114,7 +118,8 @@ export async function evaluate(env: JobEnv, sample: SampleFn, n: number, jobSeed
 /** `n` demonstrations from the environment's generator, replayed into trajectories (SFT data). */
 export async function demonstrationTrajectories(env: JobEnv, n: number, seed: number, s: AgentSettings): Promise<readonly Trajectory[]> {
   const rng = new Rng(seed, 0xde70);
-  const opts = { tokenizer: s.tokenizer, maxNewTokens: s.maxNewTokens, maxSequenceTokens: s.maxSequenceTokens };
+  // Replay is not limited by the sampling budget: a demonstration's action is as long as it is.
+  const opts = { tokenizer: s.tokenizer, maxNewTokens: s.maxSequenceTokens, maxSequenceTokens: s.maxSequenceTokens };
   const demos = env.spec.demonstrations?.(n, rng) ?? [];
   if (demos.length === 0) throw new ConfigError('env', `${env.name} has no demonstrations for a warm start (use --no-warmstart)`);
   if (env.kind === 'single') return (await replayDemonstrations(env.spec, demos, opts)).trajectories;

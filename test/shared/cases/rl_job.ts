@@ -1,7 +1,7 @@
 /**
  * The job runner end to end on the engine (Deno suite only: the Chromium suite is slow on
  * SwiftShader and this case adds minutes there): tiny-gpt2 with a longer context (calculator's
- * prompt with its tool list is ~130 byte tokens), a 2-step SFT warm start, 2 RL steps of
+ * prompt with its tool list is ~176 byte tokens), a 2-step SFT warm start, 2 RL steps of
  * 2 groups × 2 attempts — the summary's fields, the curves' lengths, and that the same seed
  * twice gives identical curves and success rates.
  */
@@ -15,7 +15,7 @@ import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
 import type { GpuCase } from '../register.ts';
 
 const tok = new ByteTokenizer();
-const model: ModelConfig = { ...preset('tiny-gpt2'), maxSeqLen: 192 };
+const model: ModelConfig = { ...preset('tiny-gpt2'), maxSeqLen: 256 };
 
 function options(algo: JobOptions['algo'], onStep?: (m: StepMetrics) => void): JobOptions {
   return {
