@@ -1,0 +1,228 @@
+/**
+ * matmul cases (kernels/matmul.wgsl, kernels/matmul_f16.wgsl), run by both GPU suites: GPU vs the
+ * CPU reference and vs tfjs (tf.matMul; the backward products vs tf.grads) on shapes that divide
+ * no tile (M, N or K = 1 included), all four transpose combinations, batches with a broadcast
+ * operand, bias, alpha and accumulate, f16 B where the device has shader-f16, bitwise-identical
+ * reruns, and typed errors naming the kernel and shapes.
+ */
+import { assert } from 'chai';
+import { LimitError, ShapeError } from '../../../src/errors.ts';
+import type { GpuContext } from '../../../src/gpu/device.ts';
+import { Recorder } from '../../../src/gpu/recorder.ts';
+import { Tensor } from '../../../src/gpu/tensor.ts';
+import { type MatmulConfig, matmul, type MatmulOptions } from '../../../src/ops/matmul.ts';
+import { matmulRef } from '../../../src/ops/matmul.ref.ts';
+import { Rng } from '../../../src/util/rng.ts';
+import { tf } from '../../reference/tf.ts';
+import { firstBitDiff } from '../gpu.ts';
+import type { GpuCase } from '../register.ts';
+import { assertClose, configs, empty, OWNER, releaseAll, run, toF16, up } from './matmul_helpers.ts';
+
+/**
+ * [M, N, K]. Every transpose combination runs on a shape that divides no tile and no vector width
+ * (scalar loads) and on one whose dimensions are multiples of 4 (4-wide loads); the degenerate
+ * shapes (M, N or K = 1) run once. Each distinct combination compiles a pipeline — about a second
+ * on llvmpipe — so the list is short and the other cases reuse its shapes.
+ */
+const SHAPES_ALL_TRANS: [number, number, number][] = [[33, 100, 7], [64, 48, 96]];
+const SHAPES_EDGE: [number, number, number][] = [[1, 1, 1], [1, 7, 33], [7, 1, 100], [1, 96, 128]];
+const TRANS: [boolean, boolean][] = [[false, false], [false, true], [true, false], [true, true]];
+const TOL_REF = 2e-6; // GPU f32 sums vs the f64 reference
+const TOL_TF = 1e-5;
+
+interface Problem {
+  batch: number; M: number; N: number; K: number; aBatch: number; bBatch: number; transA: boolean; transB: boolean;
+}
+
+const aShape = (p: Problem) => [...(p.aBatch > 1 ? [p.aBatch] : []), ...(p.transA ? [p.K, p.M] : [p.M, p.K])];
+const bShape = (p: Problem) => [...(p.bBatch > 1 ? [p.bBatch] : []), ...(p.transB ? [p.N, p.K] : [p.K, p.N])];
+const cShape = (p: Problem) => [...(p.batch > 1 ? [p.batch] : []), p.M, p.N];
+const tag = (p: Problem) => `[batch ${p.aBatch}/${p.bBatch} M=${p.M} N=${p.N} K=${p.K}${p.transA ? ' Aᵀ' : ''}${p.transB ? ' Bᵀ' : ''}]`;
+
+/** Runs one product on the GPU: b may be given as f16 bits. */
+async function gpuMatmul(ctx: GpuContext, p: Problem, a: Float32Array, b: Float32Array | Uint16Array, cfg: MatmulConfig,
+  extra: { bias?: Float32Array; c0?: Float32Array; alpha?: number } = {}): Promise<Float32Array> {
+  const ta = up(ctx, a, aShape(p), 'a');
+  const tb = up(ctx, b, bShape(p), 'b');
+  const tc = extra.c0 ? up(ctx, extra.c0, cShape(p), 'c') : empty(ctx, cShape(p), 'f32', 'c');
+  const tbias = extra.bias ? up(ctx, extra.bias, [p.N], 'bias') : undefined;
+  const opts: MatmulOptions = { transA: p.transA, transB: p.transB, config: cfg, bias: tbias, accumulate: Boolean(extra.c0), alpha: extra.alpha };
+  const [c] = await run(ctx, [tc], (rec) => matmul(rec, tc, ta, tb, opts));
+  releaseAll(ta, tb, tc, tbias);
+  return c;
+}
+
+function refMatmul(p: Problem, a: Float32Array, b: Float32Array, extra: { bias?: Float32Array; c0?: Float32Array; alpha?: number } = {}): Float32Array {
+  const c = extra.c0 ? extra.c0.slice() : new Float32Array(p.batch * p.M * p.N);
+  matmulRef(c, a, b, p, { bias: extra.bias, accumulate: Boolean(extra.c0), alpha: extra.alpha });
+  return c;
+}
+
+/** tfjs: batches are expanded explicitly (no reliance on broadcasting in tf.matMul). */
+function tfMatmul(p: Problem, a: Float32Array, b: Float32Array): Float32Array {
+  return tf.tidy(() => {
+    const expand = (x: Float32Array, batch: number, shape: number[]) => {
+      const t = tf.tensor(x, shape);
+      return batch === 1 && p.batch > 1 ? t.reshape([1, ...shape]).tile([p.batch, 1, 1]) : t;
+    };
+    return tf.matMul(expand(a, p.aBatch, aShape(p)), expand(b, p.bBatch, bShape(p)), p.transA, p.transB).dataSync() as Float32Array;
+  });
+}
+
+function problem(M: number, N: number, K: number, transA = false, transB = false, aBatch = 1, bBatch = 1): Problem {
+  return { batch: Math.max(aBatch, bBatch), M, N, K, aBatch, bBatch, transA, transB };
+}
+
+function operands(seed: number, p: Problem): { a: Float32Array; b: Float32Array } {
+  const rng = new Rng(seed, p.M * 7919 + p.N * 31 + p.K);
+  return { a: rng.normalArray(p.aBatch * p.M * p.K), b: rng.normalArray(p.bBatch * p.K * p.N) };
+}
+
+export const matmulCases: GpuCase[] = [
+  {
+    name: 'matmul: four transpose combinations and degenerate shapes match the reference and tfjs',
+    async fn(ctx) {
+      const { cfg } = configs(ctx)[0];
+      const problems = [...SHAPES_ALL_TRANS.flatMap(([M, N, K]) => TRANS.map(([ta, tb]) => problem(M, N, K, ta, tb))),
+        ...SHAPES_EDGE.map(([M, N, K]) => problem(M, N, K))];
+      for (const p of problems) {
+        const { a, b } = operands(1, p);
+        const got = await gpuMatmul(ctx, p, a, b, cfg);
+        assertClose(got, refMatmul(p, a, b), TOL_REF, `matmul vs ref (default) ${tag(p)}`);
+        assertClose(got, tfMatmul(p, a, b), TOL_TF, `matmul vs tfjs ${tag(p)}`);
+      }
+    },
+  },
+  {
+    name: 'matmul: the other entry point and an odd register tile agree with the reference',
+    async fn(ctx) {
+      for (const { name, cfg } of configs(ctx).slice(1)) {
+        // The tiled kernel has one pipeline for every layout; the odd register tile one per layout.
+        for (const [ta, tb] of name === 'register 12x4' ? [TRANS[0], TRANS[3]] : TRANS) {
+          const p = problem(100, 36, 257, ta, tb);
+          const { a, b } = operands(1, p);
+          assertClose(await gpuMatmul(ctx, p, a, b, cfg), refMatmul(p, a, b), TOL_REF, `matmul vs ref (${name}) ${tag(p)}`);
+        }
+      }
+    },
+  },
+  {
+    name: 'matmul: batched, with either operand broadcast (shared weights)',
+    async fn(ctx) {
+      const cases = [problem(33, 100, 7, false, false, 3, 3), problem(33, 100, 7, false, true, 3, 1), problem(64, 48, 96, true, false, 1, 4),
+        problem(64, 48, 96, true, true, 2, 2)];
+      for (const { name, cfg } of configs(ctx).slice(0, 2)) {
+        for (const p of cases) {
+          const { a, b } = operands(2, p);
+          const got = await gpuMatmul(ctx, p, a, b, cfg);
+          assertClose(got, refMatmul(p, a, b), TOL_REF, `batched matmul vs ref (${name}) ${tag(p)}`);
+          assertClose(got, tfMatmul(p, a, b), TOL_TF, `batched matmul vs tfjs ${tag(p)}`);
+        }
+      }
+    },
+  },
+  {
+    name: 'matmul: bias, alpha and accumulate (C += alpha·A·B + bias)',
+    async fn(ctx) {
+      const rng = new Rng(3, 3);
+      for (const { name, cfg } of configs(ctx).slice(0, 2)) {
+        for (const p of [problem(33, 100, 7, false, true), problem(64, 48, 96, true, false), problem(33, 100, 7, false, false, 2, 1)]) {
+          const { a, b } = operands(3, p);
+          const bias = rng.normalArray(p.N);
+          const c0 = rng.normalArray(p.batch * p.M * p.N);
+          const extra = { bias, c0, alpha: -0.75 };
+          const got = await gpuMatmul(ctx, p, a, b, cfg, extra);
+          assertClose(got, refMatmul(p, a, b, extra), TOL_REF, `matmul bias+accumulate vs ref (${name}) ${tag(p)}`);
+          const ab = tfMatmul(p, a, b);
+          const want = Float32Array.from(c0, (v, i) => v + (-0.75 * ab[i] + bias[i % p.N]));
+          assertClose(got, want, TOL_TF, `matmul bias+accumulate vs tfjs ${tag(p)}`);
+          const plain = await gpuMatmul(ctx, p, a, b, cfg, { bias });
+          assertClose(plain, refMatmul(p, a, b, { bias }), TOL_REF, `matmul bias vs ref (${name}) ${tag(p)}`);
+        }
+      }
+    },
+  },
+  {
+    name: 'matmul: the backward products (dA = dC·Bᵀ, dB = Aᵀ·dC) match tfjs autograd',
+    async fn(ctx) {
+      for (const [M, N, K] of [[33, 7, 100], [64, 96, 48]] as [number, number, number][]) {
+        const rng = new Rng(4, M + N + K);
+        const a = rng.normalArray(M * K), b = rng.normalArray(K * N), g = rng.normalArray(M * N);
+        const [dAt, dBt] = tf.tidy(() => {
+          const G = tf.tensor2d(g, [M, N]);
+          const grads = tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.matMul(x as tf.Tensor2D, y as tf.Tensor2D).mul(G).sum());
+          return grads([tf.tensor2d(a, [M, K]), tf.tensor2d(b, [K, N])]).map((t) => t.dataSync() as Float32Array);
+        });
+        const dA = await gpuMatmul(ctx, problem(M, K, N, false, true), g, b, configs(ctx)[0].cfg);
+        const dB = await gpuMatmul(ctx, problem(K, N, M, true, false), a, g, configs(ctx)[0].cfg);
+        assertClose(dA, dAt, TOL_TF, `matmul dA vs tf.grads [M=${M} N=${N} K=${K}]`);
+        assertClose(dB, dBt, TOL_TF, `matmul dB vs tf.grads [M=${M} N=${N} K=${K}]`);
+      }
+    },
+  },
+  {
+    name: 'matmul: f16 B (where shader-f16 exists) matches an f32 reference of the f16-rounded values',
+    async fn(ctx) {
+      if (!ctx.hasF16) return; // SwiftShader: the f32 path is the only one, checked above
+      for (const { name, cfg } of configs(ctx).slice(0, 2)) {
+        const f16Problems = [problem(33, 100, 7, false, true), problem(64, 48, 96, false, false), problem(33, 100, 7, true, true, 2, 1), problem(1, 96, 128, false, true)];
+        for (const p of name === 'default' ? f16Problems : f16Problems.slice(0, 2)) {
+          const { a, b } = operands(5, p);
+          const h = toF16(b);
+          const got = await gpuMatmul(ctx, p, a, h.bits, cfg);
+          assertClose(got, refMatmul(p, a, h.values), TOL_REF, `matmul f16 B vs ref (${name}) ${tag(p)}`);
+          assertClose(got, tfMatmul(p, a, h.values), TOL_TF, `matmul f16 B vs tfjs ${tag(p)}`);
+        }
+      }
+    },
+  },
+  {
+    name: 'matmul: a larger product on the default config, and two runs bitwise identical on every config',
+    async fn(ctx) {
+      const p = problem(136, 264, 300, false, true);
+      const { a, b } = operands(6, p);
+      for (const { name, cfg } of configs(ctx)) {
+        const r1 = await gpuMatmul(ctx, p, a, b, cfg);
+        const r2 = await gpuMatmul(ctx, p, a, b, cfg);
+        assert.strictEqual(firstBitDiff(r1, r2), -1, `rerun differs (${name})`);
+        if (name === 'default') assertClose(r1, tfMatmul(p, a, b), TOL_TF, `matmul vs tfjs ${tag(p)}`);
+      }
+    },
+  },
+  {
+    name: 'matmul: mismatched shapes, wrong dtypes and over-limit inputs are refused before dispatch',
+    async fn(ctx) {
+      const made: Tensor[] = [];
+      const t = (shape: number[], dtype: 'f32' | 'i32' | 'f16' = 'f32', label = 'x') => {
+        const x = empty(ctx, shape, dtype, label);
+        made.push(x);
+        return x;
+      };
+      const a = t([3, 4], 'f32', 'a'), b = t([5, 6], 'f32', 'b'), c = t([3, 6], 'f32', 'c'), bt = t([6, 4], 'f32', 'bt');
+      const ids = t([3, 4], 'i32', 'ids'), a3 = t([2, 3, 4], 'f32', 'a3'), b3 = t([3, 4, 6], 'f32', 'b3'), bias = t([5], 'f32', 'bias');
+      const rec = new Recorder(ctx);
+      assert.throws(() => matmul(rec, c, a, b), ShapeError, /matmul: inner dimensions differ: a \[3, 4\] · b \[5, 6\] gives K = 4 vs 5/);
+      assert.throws(() => matmul(rec, t([3, 5]), a, bt, { transB: true }), ShapeError, /matmul: c \[3, 5\] should be \[3, 6\] for a \[3, 4\] · b \[6, 4\]ᵀ/);
+      assert.throws(() => matmul(rec, c, ids, bt, { transB: true }), ShapeError, /matmul: a \(Tensor\(ids: i32\[3, 4\]\)\) must be f32/);
+      assert.throws(() => matmul(rec, c, a, bt, { transB: true, bias }), ShapeError, /matmul: bias \[5\] should be \[6\] for c \[3, 6\]/);
+      assert.throws(() => matmul(rec, t([2, 3, 6]), a3, b3), ShapeError, /matmul: batch sizes differ: a \[2, 3, 4\] · b \[3, 4, 6\]/);
+      assert.throws(() => matmul(rec, a, a, t([4, 4])), ShapeError, /c \(Tensor\(a: f32\[3, 4\]\)\) must not alias a/);
+      if (!ctx.hasF16) assert.throws(() => matmul(rec, c, a, t([4, 6], 'f16')), ShapeError, /f16 but this device has no shader-f16/);
+      assert.throws(() => matmul(rec, c, a, t([4, 6]), { config: { kernel: 'register', tm: 17, tn: 4, wgX: 8, wgY: 1, bk: 16 } }), LimitError, /tm must be an integer in 1\.\.16/);
+      // A binding past maxStorageBufferBindingSize: tensors that claim that shape over a small buffer
+      // (the check runs before anything touches the buffer; the device could not allocate it all).
+      const max = ctx.limit('maxStorageBufferBindingSize');
+      const small = t([4], 'f32', 'small');
+      const huge = new Tensor(ctx, small.buffer, [1, max / 4 + 4], 'f32', OWNER, 'huge');
+      const hugeB = new Tensor(ctx, small.buffer, [max / 4 + 4, 1], 'f32', OWNER, 'hugeB');
+      assert.throws(() => matmul(rec, t([1, 1]), huge, hugeB), LimitError, /matmul: a \(Tensor\(huge: f32\[1, \d+\]\)\) is \d+ bytes, over the device's maxStorageBufferBindingSize/);
+      if (ctx.kind === 'llvmpipe') {
+        // Mesa stops loops silently past 65535 iterations per invocation: refused, not wrong.
+        const k = 300_000;
+        assert.throws(() => matmul(rec, t([1, 1]), t([1, k]), t([k, 1])), LimitError, /matmul: the product M=1 N=1 K=300000 needs about/);
+      }
+      assert.strictEqual(rec.pending, 0);
+      releaseAll(...made);
+    },
+  },
+];
