@@ -7,6 +7,8 @@
  */
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { emptyTensor, type Tensor, tensorFrom } from '../../src/gpu/tensor.ts';
+import { loraLinearBackward, loraLinearForward } from '../../src/ops/lora_linear.ts';
+import { matmul } from '../../src/ops/matmul.ts';
 import { POLICY_STATS, POLICY_STATS_SIZE, policyLoss, policyLossScratchSize } from '../../src/ops/policy_loss.ts';
 import type { BenchCase, BenchName, Inputs } from './cases.ts';
 import type { OurAdapter, OurCase } from './ours.ts';
@@ -25,6 +27,40 @@ function allocator(ctx: GpuContext) {
 }
 
 type Case<N extends BenchName> = Extract<BenchCase, { name: N }>;
+
+/** C = A·B, f32, written (=). */
+function matmulAdapter(ctx: GpuContext, c: BenchCase, inp: Inputs): OurCase {
+  const { M, K, N } = (c as Case<'matmul'>).dims;
+  const m = allocator(ctx);
+  const a = m.up(inp.a, [M, K], 'a');
+  const b = m.up(inp.b, [K, N], 'b');
+  const out = m.empty([M, N], 'c');
+  return { record: (rec) => matmul(rec, out, a, b), outputs: { c: out }, held: m.held };
+}
+
+/** LoRA linear forward (saving u = x·Aᵀ) and backward to dx, dA, dB with W frozen (no dW, db), all written (=). */
+function loraAdapter(ctx: GpuContext, c: BenchCase, inp: Inputs): OurCase {
+  const { N, Cin, Cout, R, alpha } = (c as Case<'lora_linear_fwd_bwd'>).dims;
+  const m = allocator(ctx);
+  const x = m.up(inp.x, [N, Cin], 'x');
+  const w = m.up(inp.w, [Cout, Cin], 'w');
+  const a = m.up(inp.a, [R, Cin], 'A');
+  const b = m.up(inp.b, [Cout, R], 'B');
+  const dy = m.up(inp.dy, [N, Cout], 'dy');
+  const y = m.empty([N, Cout], 'y');
+  const u = m.empty([N, R], 'u');
+  const dx = m.empty([N, Cin], 'dx');
+  const dA = m.empty([R, Cin], 'dA');
+  const dB = m.empty([Cout, R], 'dB');
+  return {
+    record: (rec) => {
+      loraLinearForward(rec, y, u, x, w, a, b, { alpha });
+      loraLinearBackward(rec, dx, dA, dB, null, null, dy, x, u, w, a, b, { alpha });
+    },
+    outputs: { y, dx, dA, dB },
+    held: m.held,
+  };
+}
 
 /** PPO clipped surrogate, token mean, through the fused policy loss (which also writes log-probs, entropy and stats). */
 function policyLossAdapter(ctx: GpuContext, c: BenchCase, inp: Inputs): OurCase {
@@ -54,5 +90,7 @@ function policyLossAdapter(ctx: GpuContext, c: BenchCase, inp: Inputs): OurCase 
 }
 
 export const OUR_OPS: Partial<Record<BenchName, OurAdapter>> = {
+  matmul: matmulAdapter,
+  lora_linear_fwd_bwd: loraAdapter,
   policy_loss_fwd_bwd: policyLossAdapter,
 };
