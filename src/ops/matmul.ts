@@ -34,12 +34,18 @@ export interface MatmulConfig {
 }
 
 /**
- * The default tile configuration for this adapter. Software adapters get big register tiles in
- * small workgroups (every load costs the same tens of cycles, barriers cost more than they save);
- * real GPUs get 16×16 workgroups with 4×4 outputs each over 16-deep shared-memory slices.
+ * The default tile configuration for this adapter (and, if given, problem size). Software
+ * adapters get big register tiles in one-SIMD-row workgroups: every load instruction costs the
+ * same tens of cycles whatever its width, so loads per multiply-add decide, and barriers cost more
+ * than they save. 16×16 tiles were fastest on llvmpipe for large products but compile for seconds
+ * per variant at first use; 16×8 is the default below 256×256 outputs. Real GPUs get 16×16
+ * workgroups with 4×4 outputs each over 16-deep shared-memory slices.
  */
-export function matmulConfigFor(ctx: GpuContext): MatmulConfig {
-  if (ctx.isSoftware) return { kernel: 'register', tm: 8, tn: 8, wgX: 8, wgY: 1, bk: 16 };
+export function matmulConfigFor(ctx: GpuContext, dims?: { M: number; N: number; K: number }): MatmulConfig {
+  if (ctx.isSoftware) {
+    const big = dims !== undefined && dims.M >= 256 && dims.N >= 256;
+    return { kernel: 'register', tm: 16, tn: big ? 16 : 8, wgX: 8, wgY: 1, bk: 16 };
+  }
   return { kernel: 'tiled', tm: 4, tn: 4, wgX: 16, wgY: 16, bk: 16 };
 }
 
@@ -165,7 +171,7 @@ export type MatmulPlan = DispatchSpec[];
 export function planMatmul(ctx: GpuContext, c: Tensor, a: Tensor, b: Tensor, opts: MatmulOptions = {}): MatmulPlan {
   const { batch, M, N, K, aBatch, bBatch } = matmulDims(c, a, b, opts);
   if (M === 0 || N === 0 || batch === 0) return [];
-  const cfg = opts.config ?? matmulConfigFor(ctx);
+  const cfg = opts.config ?? matmulConfigFor(ctx, { M, N, K });
   const op = opts.opName ?? KERNEL;
   checkConfig(op, ctx, cfg);
   const lr = opts.lowRank;
