@@ -14,8 +14,10 @@
  *     a sample() call is split into quanta of `requestsPerQuantum` requests, each one generate()
  *     batch in the worker (prefill + every decode chunk up to its last token). That is the
  *     preemption granularity: interactive requests get in between generate() calls, not between
- *     decode chunks of one generation — splitting a single sequence would need a generate() that
- *     keeps its KV cache across calls, which the engine does not offer. A request's tokens do not
+ *     decode chunks of one generation. generate() now takes a per-chunk `quantum` hook (engineSampleFn
+ *     forwards it), but LocalService builds its samplers without one; wiring it through needs that
+ *     option in LocalService plus a begin/end gate from the worker back to this scheduler, with the
+ *     worker's serial lane taken per chunk rather than per call. A request's tokens do not
  *     depend on which requests share its batch (engineSampleFn), so the split does not change results.
  *   - each resident base model is a job `model:<id>` of kind 'inference', class 'normal', holding
  *     the base's bytes (every parameter at f32: an upper bound for f16 storage) for as long as it
@@ -33,42 +35,19 @@
  * models and reload the jobs from their checkpoints — the job runner, which owns the checkpoints
  * (CheckpointStore), calls createModel / createTrainingClient / loadState again.
  */
-import type { LossSpec } from '../algorithms/loss_spec.ts';
-import type { PackedBatch } from '../algorithms/pack.ts';
-import type { SampleRequest, SampleResult } from '../env/types.ts';
-import { WebtinkerError } from '../errors.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { estimateTrainingMemory } from '../model/memory.ts';
-import type { OptimStepOptions } from '../model/optimizer.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
-import type {
-  CreateModelOptions,
-  ForwardBackwardResult,
-  HostParams,
-  LogprobsResult,
-  OptimStepResult,
-  SamplingClient,
-  ServiceClient,
-  Trainable,
-  TrainerState,
-  TrainingClient,
-  TrainingClientOptions,
-} from './clients.ts';
+import type { CreateModelOptions, HostParams, ServiceClient, TrainingClientOptions } from './clients.ts';
 import { JobStateError } from './errors.ts';
 import { GpuClient, type GpuClientEvent, type GpuClientOptions } from './gpu_client.ts';
-import type { GpuWorkerApi, SamplerInfo, ServiceMemory, ServiceTokenizer } from './protocol.ts';
+import type { SamplerInfo, ServiceMemory, ServiceTokenizer } from './protocol.ts';
 import { type JobKind, type PriorityClass, Scheduler } from './scheduler.ts';
-import type * as Comlink from 'comlink';
+import { type Api, LostWithDeviceError, type Owned, type SamplerScheduleOptions, WorkerSamplingClient, WorkerTrainingClient } from './worker_clients.ts';
 
-/** A call of a model, job or sampler that died with its device (or worker). */
-export class LostWithDeviceError extends WebtinkerError {
-  readonly objectId: string;
-  constructor(objectId: string, why: string, options?: { cause?: unknown }) {
-    super('lost-with-device', `"${objectId}" was lost with the GPU ${why}: create it again (a training job: createTrainingClient, then loadState from its last checkpoint)`, options);
-    this.objectId = objectId;
-  }
-}
+export { LostWithDeviceError, WorkerSamplingClient, WorkerTrainingClient };
+export type { Owned, SamplerScheduleOptions };
 
 export interface WorkerServiceOptions {
   /** A started GPU client whose worker is gpu_worker.ts; default: a new one from `gpu` (closed with the service). */
@@ -100,34 +79,10 @@ export interface WorkerTrainingClientOptions extends TrainingClientOptions {
   schedule?: ScheduleOptions;
 }
 
-export interface SamplerScheduleOptions {
-  priority?: PriorityClass;
-  weight?: number;
-  /** Requests per quantum (one generate() batch); also the batch of its memory estimate. */
-  requestsPerQuantum?: number;
-}
 
 export type WorkerServiceEvent =
   | { type: 'device-lost' | 'worker-crashed'; message: string; lost: { models: string[]; jobs: string[]; samplers: string[] } }
   | { type: 'recovered'; adapter: AdapterSummary };
-
-type Api = Comlink.Remote<GpuWorkerApi>;
-
-/** What a model, job or sampler of this service knows about itself (its scheduler job, its device epoch). */
-export interface Owned {
-  readonly schedId: string;
-  readonly epoch: number;
-  kind: 'model' | 'job' | 'sampler';
-  closed: boolean;
-  /**
-   * Settles when every quantum asked of it so far has settled. A cancel rejects the queued ones at
-   * once, so awaiting this waits for the one running — whose worker call may not even be sent yet
-   * (the scheduler starts a quantum on a later microtask) — before the object is freed.
-   */
-  tail: Promise<unknown>;
-  /** The worker-side release once under way (a cancel or a close); close() awaits it. */
-  release?: Promise<void>;
-}
 
 let nextId = 0;
 
@@ -429,90 +384,5 @@ export class WorkerService implements ServiceClient {
     for (const u of this.#unsub) u();
     if (this.#ownsClient) this.gpu.close();
     else await this.gpu.call((api) => api.serviceInit({})).catch(() => {});
-  }
-}
-
-export class WorkerTrainingClient implements TrainingClient {
-  constructor(
-    readonly service: WorkerService,
-    readonly owned: Owned,
-    readonly id: string,
-    readonly modelId: string,
-    readonly trainable: Trainable,
-    readonly cfg: ModelConfig,
-    readonly lora: LoraConfig | undefined,
-  ) {}
-
-  #q<T>(label: string, f: (api: Api) => Promise<T>): Promise<T> {
-    return this.service.quantum(this.owned, this.id, label, f);
-  }
-
-  forwardBackward(batch: PackedBatch, loss: LossSpec, opts: { logprobs?: boolean } = {}): Promise<ForwardBackwardResult> {
-    return this.#q('forwardBackward', (api) => api.forwardBackward(this.id, batch, loss, opts));
-  }
-
-  optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
-    return this.#q('optimStep', (api) => api.optimStep(this.id, opts));
-  }
-
-  computeLogprobs(batch: PackedBatch): Promise<LogprobsResult> {
-    return this.#q('computeLogprobs', (api) => api.computeLogprobs(this.id, batch));
-  }
-
-  weights(): Promise<HostParams> {
-    return this.#q('weights', (api) => api.weights(this.id));
-  }
-
-  saveState(): Promise<TrainerState> {
-    return this.#q('saveState', (api) => api.saveState(this.id));
-  }
-
-  loadState(state: TrainerState): Promise<void> {
-    return this.#q('loadState', (api) => api.loadState(this.id, state));
-  }
-
-  /** A snapshot of the weights now, as a sampler job (its own scheduling; interactive by default). */
-  samplingClient(sch: SamplerScheduleOptions = {}): Promise<WorkerSamplingClient> {
-    const params = this.trainable === 'lora' && this.lora ? countLoraParameters(this.cfg, this.lora) : countParameters(this.cfg);
-    return this.service.openSampler(this.cfg, params, sch, (sid) => this.#q('snapshot', (api) => api.samplingSnapshot(this.id, sid)));
-  }
-
-  /** Pool bytes of the job (owner `job:<id>`): read at once, not a quantum. */
-  memory() {
-    if (!this.service.isLive(this.owned)) return Promise.reject(new LostWithDeviceError(this.id, 'device'));
-    return this.service.gpu.call((api) => api.jobMemory(this.id));
-  }
-
-  /** Queued calls reject; the worker frees the job's buffers after its running quantum. */
-  close(): Promise<void> {
-    return this.service.closeOwned(this.owned, this.id, (api) => api.closeJob(this.id));
-  }
-}
-
-export class WorkerSamplingClient implements SamplingClient {
-  readonly id: string;
-  readonly modelId: string;
-  readonly adapterId: string | null;
-  readonly version: number;
-  readonly sample: (requests: readonly SampleRequest[]) => Promise<readonly SampleResult[]>;
-
-  constructor(readonly service: WorkerService, readonly owned: Owned, info: SamplerInfo, readonly requestsPerQuantum: number) {
-    this.id = info.id;
-    this.modelId = info.modelId;
-    this.adapterId = info.adapterId;
-    this.version = info.version;
-    // All quanta of a call are queued at once; the scheduler interleaves them with other jobs'.
-    this.sample = async (requests) => {
-      const parts: Promise<SampleResult[]>[] = [];
-      for (let i = 0; i < requests.length; i += requestsPerQuantum) {
-        const part = requests.slice(i, i + requestsPerQuantum);
-        parts.push(service.quantum(owned, this.id, 'sample', (api) => api.sample(this.id, [...part])));
-      }
-      return (await Promise.all(parts)).flat();
-    };
-  }
-
-  close(): Promise<void> {
-    return this.service.closeOwned(this.owned, this.id, (api) => api.closeSampler(this.id));
   }
 }
