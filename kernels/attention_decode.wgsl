@@ -1,0 +1,126 @@
+// attention_decode.wgsl — one new query per sequence against a KV cache with ragged lengths.
+//
+//   out[b,h,:] = Σ_{j < n_b} softmax_j(scale · q[b,h,:]·k[b,j,hk,:]) · v[b,j,hk,:],  n_b = lengths[b]
+//
+// Shapes: q, out [B, Hq, D]; k_cache, v_cache [B, Tmax, Hkv, D]; lengths i32 [B] (clamped to
+// [0, Tmax]; the new token's key and value are expected already written at row n_b − 1).
+// Legend: B batch, Tmax cache rows, Hq query heads, Hkv kv heads (hk = h / (Hq / Hkv)), D head dim
+// (D4 = D / 4, NM = ceil(D / 16) mat4x4 chunks, zero-padded past D).
+//
+// Split-K in one pass (flash-decoding without a second launch): one workgroup per (b, h); lane s
+// takes the contiguous key range [s·chunk, (s+1)·chunk) and runs the online softmax over it one
+// key at a time, keeping q and its accumulator as mat4x4 chunks in registers (indexed by
+// constants only, as in attention_fwd.wgsl). The WG partial states (m_s, l_s, acc_s) are merged in
+// workgroup memory after a single barrier, in lane order — a fixed order, so the result is
+// bitwise reproducible. A sequence with n_b = 0 gets zeros.
+// Grid: x = Hq, y = B.
+
+override D4: u32 = 16u;      // head dim / 4 (D ≤ 128)
+override WG: u32 = 16u;      // key splits per (b, h), one per invocation
+override NM: u32 = (D4 + 3u) / 4u;
+
+const MC: u32 = 8u;
+const NEG: f32 = -3.0e38;
+const LOG2E: f32 = 1.4426950408889634;
+
+struct Params {
+  Tmax: u32,
+  Hq: u32,
+  Hkv: u32,
+  scale: f32,
+}
+
+@group(0) @binding(0) var<storage, read> q: array<vec4f>;         // [B, Hq, D]
+@group(0) @binding(1) var<storage, read> k_cache: array<vec4f>;   // [B, Tmax, Hkv, D]
+@group(0) @binding(2) var<storage, read> v_cache: array<vec4f>;   // [B, Tmax, Hkv, D]
+@group(0) @binding(3) var<storage, read> lengths: array<i32>;     // [B]
+@group(0) @binding(4) var<storage, read_write> out: array<vec4f>; // [B, Hq, D]
+@group(0) @binding(5) var<uniform> p: Params;
+
+var<workgroup> part_ml: array<vec2f, WG>;        // (m_s, l_s) per split
+var<workgroup> part_acc: array<vec4f, WG * D4>;  // acc_s per split, [WG, D]
+
+var<private> q_reg: array<mat4x4f, MC>;   // q · scale · log2 e, by chunk
+var<private> acc: array<mat4x4f, MC>;     // Σ_j p_j v_j (unnormalized), by chunk
+
+fn col(buf: u32, base: u32, c: u32) -> vec4f {
+  let i = base + min(c, D4 - 1u);
+  var x: vec4f;
+  switch (buf) {
+    case 0u: { x = q[i]; }
+    case 1u: { x = k_cache[i]; }
+    default: { x = v_cache[i]; }
+  }
+  return select(vec4f(0.0), x, c < D4);
+}
+
+// Chunk m (columns 4m .. 4m + 3) of the row at vec4 offset `base` of q (0), k (1) or v (2).
+fn chunk(buf: u32, base: u32, m: u32) -> mat4x4f {
+  return mat4x4f(col(buf, base, 4u * m), col(buf, base, 4u * m + 1u), col(buf, base, 4u * m + 2u), col(buf, base, 4u * m + 3u));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let h = wid.x;
+  let b = wid.y;
+  let hk = h / (p.Hq / p.Hkv);
+  let s_id = lid.x;
+  let n = u32(clamp(lengths[b], 0, i32(p.Tmax)));
+  let chunk_len = (n + WG - 1u) / WG;
+  let j_begin = min(s_id * chunk_len, n);
+  let j_end = min(j_begin + chunk_len, n);
+
+  let qb = (b * p.Hq + h) * D4;
+  for (var m = 0u; m < NM; m++) {
+    q_reg[m] = chunk(0u, qb, m) * (p.scale * LOG2E);
+    acc[m] = mat4x4f();
+  }
+  var m_run = NEG;
+  var l_run = 0.0;
+  for (var j = j_begin; j < j_end; j++) {
+    let base = ((b * p.Tmax + j) * p.Hkv + hk) * D4;
+    var sv = vec4f(0.0);
+    for (var m = 0u; m < NM; m++) {
+      let a = q_reg[m];
+      let kk = chunk(1u, base, m);
+      sv = fma(a[0], kk[0], fma(a[1], kk[1], fma(a[2], kk[2], fma(a[3], kk[3], sv))));
+    }
+    let s = sv.x + sv.y + sv.z + sv.w;
+    let m_new = max(m_run, s);
+    let alpha = exp2(m_run - m_new);
+    let pr = exp2(s - m_new);
+    l_run = l_run * alpha + pr;
+    m_run = m_new;
+    for (var m = 0u; m < NM; m++) {
+      acc[m] = acc[m] * alpha + chunk(2u, base, m) * pr;
+    }
+  }
+
+  // Merge the splits: out = Σ_s w_s acc_s / Σ_s w_s l_s with w_s = exp2(m_s − max_s m_s).
+  // An empty split has l_s = 0 and acc_s = 0, so it adds nothing whatever its weight.
+  part_ml[s_id] = vec2f(m_run, l_run);
+  for (var m = 0u; m < NM; m++) {
+    for (var c = 0u; c < 4u; c++) {
+      if (4u * m + c < D4) {
+        part_acc[s_id * D4 + 4u * m + c] = acc[m][c];
+      }
+    }
+  }
+  workgroupBarrier();
+  var m_all = NEG;
+  for (var s = 0u; s < WG; s++) {
+    m_all = max(m_all, part_ml[s].x);
+  }
+  var l_all = 0.0;
+  for (var s = 0u; s < WG; s++) {
+    l_all += exp2(part_ml[s].x - m_all) * part_ml[s].y;
+  }
+  let inv_l = select(0.0, 1.0 / l_all, n > 0u);
+  for (var d = s_id; d < D4; d += WG) {
+    var o = vec4f(0.0);
+    for (var s = 0u; s < WG; s++) {
+      o = fma(vec4f(exp2(part_ml[s].x - m_all)), part_acc[s * D4 + d], o);
+    }
+    out[qb + d] = o * inv_l;
+  }
+}

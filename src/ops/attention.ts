@@ -1,0 +1,278 @@
+/**
+ * Causal attention, flash style — host wrappers of kernels/attention_fwd.wgsl,
+ * attention_bwd.wgsl and attention_decode.wgsl.
+ *
+ * Layout (what a fused QKV projection writes, so no transposes):
+ *   q, out, dout, dq [B, T, Hq, D]    k, v, dk, dv [B, T, Hkv, D]    lse [B, Hq, T]
+ * Grouped-query attention: Hkv divides Hq and query head h reads kv head h / (Hq / Hkv).
+ * D is a multiple of 4 in [4, 128]. Scale defaults to 1 / sqrt(D). All tensors f32.
+ *
+ * Masks: always causal, plus optionally
+ *   - `lengths` i32 [B]: a padded batch; rows t ≥ lengths[b] are padding;
+ *   - `segments` i32 [B, T]: a packed batch; a token sees only earlier tokens with its own id,
+ *     and a negative id marks padding.
+ * Padding rows get out = 0, lse = 0 and dq = 0; padding keys get dk = dv = 0.
+ *
+ * Memory: the forward allocates nothing and never forms a T×T matrix (O(T) bytes in all); the
+ * backward uses a caller-provided workspace [B, Hq, T, 2] (LSE in base 2 and Δ = rowsum(dO∘O)).
+ */
+import { LimitError, ShapeError } from '../errors.ts';
+import type { GpuContext } from '../gpu/device.ts';
+import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import type { DType, Tensor } from '../gpu/tensor.ts';
+
+const FWD = 'attention_fwd';
+const BWD = 'attention_bwd';
+const DECODE = 'attention_decode';
+
+export interface AttentionTuning {
+  /** Stage K/V (or Q/dO) blocks in workgroup memory: true for real GPUs, false for software adapters. */
+  tiled: boolean;
+  /** Invocations per workgroup. */
+  wg: number;
+  /** Rows per invocation (register blocking; software adapters want several). */
+  rows: number;
+  /** Rows of the other side per block. */
+  bc: number;
+}
+
+export interface AttentionOptions {
+  /** Softmax scale; default 1 / sqrt(D). */
+  scale?: number;
+  /** i32 [B]: valid tokens per sequence (padded batch). */
+  lengths?: Tensor;
+  /** i32 [B, T]: segment id per token (packed batch); negative = padding. */
+  segments?: Tensor;
+  /** Override the per-adapter choice of kernel variant and block sizes (tests, benchmarks). */
+  tuning?: Partial<AttentionTuning>;
+}
+
+export interface AttentionDecodeOptions {
+  scale?: number;
+  /** Key splits per (b, h) — the decode workgroup size. */
+  splits?: number;
+}
+
+/** Software adapters (llvmpipe, SwiftShader) want per-invocation work and no barriers. */
+export function isSoftwareAdapter(ctx: GpuContext): boolean {
+  return ctx.adapter.isFallbackAdapter || /llvmpipe|swiftshader|lavapipe/i.test(`${ctx.adapter.description} ${ctx.adapter.device} ${ctx.adapter.vendor}`);
+}
+
+/** The kernel variant and block sizes for this adapter and head size. */
+export function attentionTuning(ctx: GpuContext, D: number, override: Partial<AttentionTuning> = {}): AttentionTuning {
+  const tiled = override.tiled ?? !isSoftwareAdapter(ctx);
+  const wg = override.wg ?? (tiled ? 64 : 16);
+  const rows = override.rows ?? (tiled ? 1 : 4);
+  // Two [bc, D] f32 tiles plus a [bc] vec2 tile must fit in workgroup memory.
+  const fit = Math.floor(ctx.limit('maxComputeWorkgroupStorageSize') / (2 * D * 4 + 8));
+  const bc = override.bc ?? (tiled ? Math.min(32, fit) : 16);
+  if (!Number.isInteger(bc) || bc < 1 || bc > 32 || (tiled && bc > fit)) {
+    throw new LimitError(FWD, `block size ${bc} outside [1, ${Math.min(32, fit)}] for D=${D}`);
+  }
+  if (!Number.isInteger(wg) || wg < 1 || wg > ctx.limit('maxComputeInvocationsPerWorkgroup')) {
+    throw new LimitError(FWD, `workgroup size ${wg} outside [1, ${ctx.limit('maxComputeInvocationsPerWorkgroup')}]`);
+  }
+  if (!Number.isInteger(rows) || rows < 1 || rows > 8) throw new LimitError(FWD, `rows per invocation ${rows} outside [1, 8]`);
+  return { tiled, wg, rows, bc };
+}
+
+interface Dims {
+  B: number;
+  T: number;
+  Hq: number;
+  Hkv: number;
+  D: number;
+}
+
+const fmt = (t: Tensor) => `${t.label} [${t.shape.join(', ')}]`;
+
+function sameShape(t: Tensor, shape: readonly number[]): boolean {
+  return t.shape.length === shape.length && t.shape.every((d, i) => d === shape[i]);
+}
+
+function expectDtype(op: string, name: string, t: Tensor, dtype: DType): void {
+  if (t.dtype !== dtype) throw new ShapeError(op, `${name} (${t}) must be ${dtype}, got ${t.dtype}`);
+}
+
+function expectShape(op: string, name: string, t: Tensor, shape: readonly number[]): void {
+  if (!sameShape(t, shape)) throw new ShapeError(op, `${name} ${fmt(t)} must have shape [${shape.join(', ')}]`);
+}
+
+function checkHeadDim(op: string, D: number, what: string): void {
+  if (D % 4 !== 0 || D < 4 || D > 128) {
+    throw new ShapeError(op, `unsupported head size D=${D} (${what}): D must be a multiple of 4 in [4, 128]`);
+  }
+}
+
+/** Validate q [B,T,Hq,D] and k, v [B,T,Hkv,D]; returns the dims. */
+function qkvDims(op: string, q: Tensor, k: Tensor, v: Tensor): Dims {
+  for (const [n, t] of [['q', q], ['k', k], ['v', v]] as const) expectDtype(op, n, t, 'f32');
+  if (q.shape.length !== 4 || k.shape.length !== 4 || v.shape.length !== 4) {
+    throw new ShapeError(op, `q ${fmt(q)}, k ${fmt(k)}, v ${fmt(v)} must be 4-D: q [B, T, Hq, D], k and v [B, T, Hkv, D]`);
+  }
+  const [B, T, Hq, D] = q.shape;
+  const [Bk, Tk, Hkv, Dk] = k.shape;
+  if (Bk !== B || Tk !== T) throw new ShapeError(op, `batch or time differ: q ${fmt(q)}, k ${fmt(k)}`);
+  if (Dk !== D) throw new ShapeError(op, `head sizes differ: q ${fmt(q)} has D=${D}, k ${fmt(k)} has D=${Dk}`);
+  expectShape(op, 'v', v, k.shape);
+  if (Hkv < 1 || Hq % Hkv !== 0) {
+    throw new ShapeError(op, `query heads Hq=${Hq} (q ${fmt(q)}) must be a multiple of kv heads Hkv=${Hkv} (k ${fmt(k)})`);
+  }
+  checkHeadDim(op, D, `q ${fmt(q)}`);
+  return { B, T, Hq, Hkv, D };
+}
+
+/** The mask tensor and mode, validated; with no mask, q is bound in the (unread) mask slot. */
+function maskOf(op: string, dims: Dims, q: Tensor, opts: AttentionOptions): { mode: number; mask: Tensor } {
+  if (opts.lengths && opts.segments) throw new ShapeError(op, 'give lengths or segments, not both');
+  if (opts.lengths) {
+    expectDtype(op, 'lengths', opts.lengths, 'i32');
+    expectShape(op, 'lengths', opts.lengths, [dims.B]);
+    return { mode: 1, mask: opts.lengths };
+  }
+  if (opts.segments) {
+    expectDtype(op, 'segments', opts.segments, 'i32');
+    expectShape(op, 'segments', opts.segments, [dims.B, dims.T]);
+    return { mode: 2, mask: opts.segments };
+  }
+  return { mode: 0, mask: q };
+}
+
+/** Outputs must not alias each other or any input (WebGPU forbids read + write of one buffer in a dispatch). */
+function checkAliasing(op: string, outputs: Record<string, Tensor>, inputs: Record<string, Tensor | undefined>): void {
+  const outs = Object.entries(outputs);
+  outs.forEach(([n, t], i) => {
+    for (const [m, u] of [...outs.slice(i + 1), ...Object.entries(inputs)]) {
+      if (u && u.buffer === t.buffer) throw new ShapeError(op, `${n} (${t}) must not alias ${m} (${u})`);
+    }
+  });
+}
+
+function checkLimits(ctx: GpuContext, op: string, tensors: (Tensor | undefined)[], groups: number[]): void {
+  const maxBinding = ctx.limit('maxStorageBufferBindingSize');
+  for (const t of tensors) {
+    if (t && t.bindingBytes > maxBinding) {
+      throw new LimitError(op, `${t} is ${t.bindingBytes} bytes, over the device's maxStorageBufferBindingSize of ${maxBinding}; split the batch`);
+    }
+  }
+  const maxWg = ctx.limit('maxComputeWorkgroupsPerDimension');
+  if (groups.some((g) => g > maxWg)) throw new LimitError(op, `workgroups [${groups.join(', ')}] exceed ${maxWg} per dimension`);
+}
+
+function scaleOf(D: number, scale: number | undefined): number {
+  return scale ?? 1 / Math.sqrt(D);
+}
+
+/**
+ * Forward: out = softmax(scale·q·kᵀ + causal/padding/segment mask)·v and lse = the rows'
+ * log-sum-exp (natural log). Writes (=) out [B, T, Hq, D] and lse [B, Hq, T].
+ */
+export function attentionForward(rec: Recorder, out: Tensor, lse: Tensor, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions = {}): void {
+  const dims = qkvDims(FWD, q, k, v);
+  const { B, T, Hq, Hkv, D } = dims;
+  expectDtype(FWD, 'out', out, 'f32');
+  expectDtype(FWD, 'lse', lse, 'f32');
+  expectShape(FWD, 'out', out, q.shape);
+  expectShape(FWD, 'lse', lse, [B, Hq, T]);
+  const { mode, mask } = maskOf(FWD, dims, q, opts);
+  checkAliasing(FWD, { out, lse }, { q, k, v, lengths: opts.lengths, segments: opts.segments });
+  const tune = attentionTuning(rec.ctx, D, opts.tuning);
+  const groups = [Math.ceil(T / (tune.wg * tune.rows)), Hq, B];
+  checkLimits(rec.ctx, FWD, [q, k, v, mask, out, lse], groups);
+  if (B * T === 0) return;
+  rec.dispatch({
+    kernel: FWD,
+    constants: { D4: D / 4, WG: tune.wg, ROWS: tune.rows, BC: tune.bc, TILED: tune.tiled ? 1 : 0 },
+    bindings: [q, k, v, mask, out, lse],
+    params: new Params().u32(T).u32(Hq).u32(Hkv).u32(mode).f32(scaleOf(D, opts.scale)),
+    workgroups: [groups[0], groups[1], groups[2]],
+  });
+}
+
+/**
+ * Backward of `attentionForward`: gradients of Σ out∘dout. Writes (=) dq [B, T, Hq, D] and
+ * dk, dv [B, T, Hkv, D]; `work` [B, Hq, T, 2] f32 is a workspace it overwrites. Recomputes the
+ * probabilities from q, k and the forward's lse; no atomics (dk, dv sum over a group's query
+ * heads inside the kernel, in head order). Same mask options as the forward.
+ */
+export function attentionBackward(
+  rec: Recorder,
+  dq: Tensor, dk: Tensor, dv: Tensor, work: Tensor,
+  dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+  opts: AttentionOptions = {},
+): void {
+  const dims = qkvDims(BWD, q, k, v);
+  const { B, T, Hq, Hkv, D } = dims;
+  for (const [n, t] of [['dq', dq], ['dk', dk], ['dv', dv], ['work', work], ['dout', dout], ['out', out], ['lse', lse]] as const) {
+    expectDtype(BWD, n, t, 'f32');
+  }
+  for (const [n, t] of [['dq', dq], ['dout', dout], ['out', out]] as const) expectShape(BWD, n, t, q.shape);
+  expectShape(BWD, 'dk', dk, k.shape);
+  expectShape(BWD, 'dv', dv, k.shape);
+  expectShape(BWD, 'lse', lse, [B, Hq, T]);
+  expectShape(BWD, 'work', work, [B, Hq, T, 2]);
+  const { mode, mask } = maskOf(BWD, dims, q, opts);
+  checkAliasing(BWD, { dq, dk, dv, work }, { dout, q, k, v, out, lse, lengths: opts.lengths, segments: opts.segments });
+  const tune = attentionTuning(rec.ctx, D, opts.tuning);
+  const prep = grid1d(rec.ctx, B * Hq * T, tune.wg);
+  const rowBlocks = Math.ceil(T / (tune.wg * tune.rows));
+  checkLimits(rec.ctx, BWD, [dq, dk, dv, work, dout, q, k, v, out, lse, mask], [rowBlocks, Hq, B]);
+  if (B * T === 0) return;
+  const constants = { D4: D / 4, WG: tune.wg, ROWS: tune.rows, BC: tune.bc, TILED: tune.tiled ? 1 : 0 };
+  const params = () => new Params().u32(T).u32(Hq).u32(Hkv).u32(mode).f32(scaleOf(D, opts.scale)).u32(prep.rowThreads);
+  // Bindings by index: q k v mask out dout lse ws dq dk dv (params at 11).
+  rec.dispatch({
+    kernel: BWD, entryPoint: 'prep', constants,
+    bindings: [null, null, null, null, out, dout, lse, work, null, null, null],
+    params: params(), workgroups: prep.workgroups,
+  });
+  rec.dispatch({
+    kernel: BWD, entryPoint: 'dq_main', constants,
+    bindings: [q, k, v, mask, null, dout, null, work, dq, null, null],
+    params: params(), workgroups: [rowBlocks, Hq, B],
+  });
+  rec.dispatch({
+    kernel: BWD, entryPoint: 'dkdv_main', constants,
+    bindings: [q, k, v, mask, null, dout, null, work, null, dk, dv],
+    params: params(), workgroups: [rowBlocks, Hkv, B],
+  });
+}
+
+/**
+ * Decode (=): out[b, h] = attention of the single query q[b, h] over kCache/vCache rows
+ * 0..lengths[b]−1 (the new token's k, v already appended). q, out [B, Hq, D];
+ * kCache, vCache [B, Tmax, Hkv, D]; lengths i32 [B] (clamped to [0, Tmax]; 0 gives zeros).
+ */
+export function attentionDecode(rec: Recorder, out: Tensor, q: Tensor, kCache: Tensor, vCache: Tensor, lengths: Tensor, opts: AttentionDecodeOptions = {}): void {
+  for (const [n, t] of [['out', out], ['q', q], ['kCache', kCache], ['vCache', vCache]] as const) expectDtype(DECODE, n, t, 'f32');
+  expectDtype(DECODE, 'lengths', lengths, 'i32');
+  if (q.shape.length !== 3 || kCache.shape.length !== 4) {
+    throw new ShapeError(DECODE, `q ${fmt(q)} must be [B, Hq, D] and kCache ${fmt(kCache)} [B, Tmax, Hkv, D]`);
+  }
+  const [B, Hq, D] = q.shape;
+  const [Bk, Tmax, Hkv, Dk] = kCache.shape;
+  if (Bk !== B) throw new ShapeError(DECODE, `batch differs: q ${fmt(q)}, kCache ${fmt(kCache)}`);
+  if (Dk !== D) throw new ShapeError(DECODE, `head sizes differ: q ${fmt(q)} has D=${D}, kCache ${fmt(kCache)} has D=${Dk}`);
+  expectShape(DECODE, 'vCache', vCache, kCache.shape);
+  expectShape(DECODE, 'out', out, q.shape);
+  expectShape(DECODE, 'lengths', lengths, [B]);
+  if (Hkv < 1 || Hq % Hkv !== 0) {
+    throw new ShapeError(DECODE, `query heads Hq=${Hq} (q ${fmt(q)}) must be a multiple of kv heads Hkv=${Hkv} (kCache ${fmt(kCache)})`);
+  }
+  checkHeadDim(DECODE, D, `q ${fmt(q)}`);
+  checkAliasing(DECODE, { out }, { q, kCache, vCache, lengths });
+  const splits = opts.splits ?? 16;
+  const smem = splits * (D * 4 + 8);
+  if (!Number.isInteger(splits) || splits < 1 || smem > rec.ctx.limit('maxComputeWorkgroupStorageSize')) {
+    throw new LimitError(DECODE, `splits=${splits} needs ${smem} bytes of workgroup memory, over ${rec.ctx.limit('maxComputeWorkgroupStorageSize')}`);
+  }
+  checkLimits(rec.ctx, DECODE, [out, q, kCache, vCache, lengths], [Hq, B]);
+  if (B === 0) return;
+  rec.dispatch({
+    kernel: DECODE,
+    constants: { D4: D / 4, WG: splits },
+    bindings: [q, kCache, vCache, lengths, out],
+    params: new Params().u32(Tmax).u32(Hq).u32(Hkv).f32(scaleOf(D, opts.scale)),
+    workgroups: [Hq, B],
+  });
+}
