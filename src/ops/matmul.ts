@@ -46,8 +46,11 @@ export function matmulConfigFor(ctx: GpuContext, dims?: { M: number; N: number; 
     const big = dims !== undefined && dims.M >= 256 && dims.N >= 256;
     return { kernel: 'register', tm: 16, tn: big ? 16 : 8, wgX: 8, wgY: 1, bk: 16 };
   }
-  return { kernel: 'tiled', tm: 4, tn: 4, wgX: 16, wgY: 16, bk: 16 };
+  return { ...HARDWARE_MATMUL_CONFIG };
 }
+
+/** The real-GPU default (exported so tests can run it on software adapters too). */
+export const HARDWARE_MATMUL_CONFIG: Readonly<MatmulConfig> = Object.freeze({ kernel: 'tiled', tm: 4, tn: 4, wgX: 16, wgY: 16, bk: 16 });
 
 export interface LowRankTerm {
   /** [M, R] */

@@ -17,7 +17,7 @@ import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
 import { firstBitDiff } from '../gpu.ts';
 import type { GpuCase } from '../register.ts';
-import { assertClose, configs, empty, releaseAll, run, toF16, up } from './matmul_helpers.ts';
+import { assertClose, configs, empty, ODD_TILED, releaseAll, run, toF16, up } from './matmul_helpers.ts';
 
 /** [N, In, Out, R] */
 /** [N, In, Out, R]: one row, odd sizes (scalar loads), multiples of 4 (4-wide loads); the last two share pipelines. */
@@ -90,8 +90,8 @@ export const loraLinearCases: GpuCase[] = [
   {
     name: 'lora_linear: forward and every gradient match the reference and tfjs autograd (ranks 1, 7, 64, 8; N=1)',
     async fn(ctx) {
-      for (const { name, cfg } of configs(ctx).slice(0, 2)) {
-        // Every shape on the adapter's default tiles; one on the other entry point.
+      for (const { name, cfg } of [...configs(ctx).slice(0, 2), { name: 'odd tiled', cfg: ODD_TILED }]) {
+        // Every shape on the adapter's default tiles; one on the other entry point and an odd tile.
         for (const [N, In, Out, R] of name === 'default' ? SHAPES : SHAPES.slice(2, 3)) {
           const d = { N, In, Out, R };
           const v = inputs(21, d);

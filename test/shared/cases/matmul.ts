@@ -16,7 +16,7 @@ import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
 import { firstBitDiff } from '../gpu.ts';
 import type { GpuCase } from '../register.ts';
-import { assertClose, configs, empty, OWNER, releaseAll, run, toF16, up } from './matmul_helpers.ts';
+import { assertClose, configs, empty, ODD_TILED, OWNER, releaseAll, run, toF16, up } from './matmul_helpers.ts';
 
 /**
  * [M, N, K]. Every transpose combination runs on a shape that divides no tile and no vector width
@@ -96,7 +96,7 @@ export const matmulCases: GpuCase[] = [
   {
     name: 'matmul: the other entry point and an odd register tile agree with the reference',
     async fn(ctx) {
-      for (const { name, cfg } of configs(ctx).slice(1)) {
+      for (const { name, cfg } of [...configs(ctx).slice(1), { name: 'odd tiled', cfg: ODD_TILED }]) {
         // The tiled kernel has one pipeline for every layout; the odd register tile one per layout.
         for (const [ta, tb] of name === 'register 12x4' ? [TRANS[0], TRANS[3]] : TRANS) {
           const p = problem(100, 36, 257, ta, tb);
@@ -118,6 +118,12 @@ export const matmulCases: GpuCase[] = [
           assertClose(got, refMatmul(p, a, b), TOL_REF, `batched matmul vs ref (${name}) ${tag(p)}`);
           assertClose(got, tfMatmul(p, a, b), TOL_TF, `batched matmul vs tfjs ${tag(p)}`);
         }
+        // More batches than workgroups per grid dimension (65535): the grid splits over dispatches
+        // (default tiles only: 16.7M shared-memory invocations would take seconds on a CPU).
+        if (name !== 'default') continue;
+        const big = problem(1, 3, 2, false, false, ctx.limit('maxComputeWorkgroupsPerDimension') + 10, 1);
+        const { a, b } = operands(2, big);
+        assertClose(await gpuMatmul(ctx, big, a, b, cfg), refMatmul(big, a, b), TOL_REF, `batched matmul vs ref (${name}) [batch > 65535]`);
       }
     },
   },

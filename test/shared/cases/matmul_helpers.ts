@@ -8,7 +8,7 @@ import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { type AnyHostArray, type DType, emptyTensor, type Tensor, tensorFrom } from '../../../src/gpu/tensor.ts';
 import { f16BitsToF32, f32ToF16Bits } from '../../../src/model/f16.ts';
-import { type MatmulConfig, matmulConfigFor } from '../../../src/ops/matmul.ts';
+import { HARDWARE_MATMUL_CONFIG, type MatmulConfig, matmulConfigFor } from '../../../src/ops/matmul.ts';
 import { maxAbsDiff, relL2 } from '../../reference/tf.ts';
 
 export const OWNER = 'matmul-case';
@@ -59,16 +59,20 @@ export function toF16(x: Float32Array): { bits: Uint16Array; values: Float32Arra
 }
 
 /**
- * The adapter's default configuration plus the other kernel and an odd register tile, so every
- * product is checked on both entry points and on tiles that do not divide the shapes.
+ * The adapter's default configuration, the other kind's default (the shared-memory kernel with the
+ * real-GPU tiles on a software adapter), and an odd register tile, so every product is checked on
+ * both entry points and on tiles that do not divide the shapes.
  */
 export function configs(ctx: GpuContext): { name: string; cfg: MatmulConfig }[] {
   const def = matmulConfigFor(ctx);
   return [
     { name: 'default', cfg: def },
     def.kernel === 'register'
-      ? { name: 'tiled', cfg: { kernel: 'tiled', tm: 2, tn: 3, wgX: 8, wgY: 4, bk: 8 } }
-      : { name: 'register', cfg: { kernel: 'register', tm: 8, tn: 8, wgX: 8, wgY: 1, bk: 16 } },
+      ? { name: 'tiled', cfg: { ...HARDWARE_MATMUL_CONFIG } }
+      : { name: 'register', cfg: { kernel: 'register', tm: 16, tn: 8, wgX: 8, wgY: 1, bk: 16 } },
     { name: 'register 12x4', cfg: { kernel: 'register', tm: 12, tn: 4, wgX: 4, wgY: 2, bk: 16 } },
   ];
 }
+
+/** A shared-memory tile that divides nothing (rows 2·4, columns 3·8, K slices of 8). */
+export const ODD_TILED: MatmulConfig = { kernel: 'tiled', tm: 2, tn: 3, wgX: 8, wgY: 4, bk: 8 };
