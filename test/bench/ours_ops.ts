@@ -7,6 +7,7 @@
  */
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { emptyTensor, type Tensor, tensorFrom } from '../../src/gpu/tensor.ts';
+import { attentionBackward, attentionForward } from '../../src/ops/attention.ts';
 import { loraLinearBackward, loraLinearForward } from '../../src/ops/lora_linear.ts';
 import { matmul } from '../../src/ops/matmul.ts';
 import { POLICY_STATS, POLICY_STATS_SIZE, policyLoss, policyLossScratchSize } from '../../src/ops/policy_loss.ts';
@@ -62,6 +63,31 @@ function loraAdapter(ctx: GpuContext, c: BenchCase, inp: Inputs): OurCase {
   };
 }
 
+/** Causal MHA forward (saving the LSE) then backward, flash style: no T×T tensor anywhere. */
+function attentionAdapter(ctx: GpuContext, c: BenchCase, inp: Inputs): OurCase {
+  const { B, T, H, D } = (c as Case<'attention_fwd_bwd'>).dims;
+  const m = allocator(ctx);
+  const shape = [B, T, H, D];
+  const q = m.up(inp.q, shape, 'q');
+  const k = m.up(inp.k, shape, 'k');
+  const v = m.up(inp.v, shape, 'v');
+  const dout = m.up(inp.dout, shape, 'dout');
+  const out = m.empty(shape, 'out');
+  const lse = m.empty([B, H, T], 'lse');
+  const dq = m.empty(shape, 'dq');
+  const dk = m.empty(shape, 'dk');
+  const dv = m.empty(shape, 'dv');
+  const work = m.empty([B, H, T, 2], 'work');
+  return {
+    record: (rec) => {
+      attentionForward(rec, out, lse, q, k, v);
+      attentionBackward(rec, dq, dk, dv, work, dout, q, k, v, out, lse);
+    },
+    outputs: { out, dq, dk, dv },
+    held: m.held,
+  };
+}
+
 /** PPO clipped surrogate, token mean, through the fused policy loss (which also writes log-probs, entropy and stats). */
 function policyLossAdapter(ctx: GpuContext, c: BenchCase, inp: Inputs): OurCase {
   const { N, V, eps } = (c as Case<'policy_loss_fwd_bwd'>).dims;
@@ -92,5 +118,6 @@ function policyLossAdapter(ctx: GpuContext, c: BenchCase, inp: Inputs): OurCase 
 export const OUR_OPS: Partial<Record<BenchName, OurAdapter>> = {
   matmul: matmulAdapter,
   lora_linear_fwd_bwd: loraAdapter,
+  attention_fwd_bwd: attentionAdapter,
   policy_loss_fwd_bwd: policyLossAdapter,
 };
