@@ -192,3 +192,16 @@ export type {
   TrainingClient,
   TrainingClientOptions,
 } from './runtime/clients.ts';
+
+// Matmul and LoRA linear kernels.
+export { HARDWARE_MATMUL_CONFIG, matmul, matmulConfigFor, planMatmul, recordMatmul } from './ops/matmul.ts';
+export type { LowRankTerm, MatmulConfig, MatmulOptions } from './ops/matmul.ts';
+export { LORA_MAX_RANK, loraLinearBackward, loraLinearForward } from './ops/lora_linear.ts';
+export type { LoraLinearBackwardOptions, LoraLinearOptions } from './ops/lora_linear.ts';
+
+// The GPU worker behind the scheduler, and the training job built on the clients.
+export { LostWithDeviceError, WorkerService } from './runtime/worker_service.ts';
+export type { WorkerServiceEvent, WorkerServiceOptions } from './runtime/worker_service.ts';
+export { ALGOS, runTraining, summaryOf } from './runtime/rl_job.ts';
+export type { Algo, JobOptions, JobResult, JobSummary, StepMetrics } from './runtime/rl_job.ts';
+export { ENV_NAMES, jobEnv } from './runtime/evaluate.ts';
