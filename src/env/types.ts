@@ -115,7 +115,11 @@ export interface SampleRequest {
 /** One sampled continuation: ids and the sampling policy's log-prob of each. */
 export interface SampleResult {
   readonly tokens: readonly number[];
-  /** ln p(token) under the sampling distribution (after temperature), same length as tokens. */
+  /**
+   * ln π(token) of the policy — log-softmax of the logits at temperature 1, before any top-k /
+   * top-p filter (what the training loss recomputes) — same length as tokens. engineSampleFn can
+   * return the sampling distribution's log-probs instead (`logprobs: 'sampling'`).
+   */
   readonly logprobs: readonly number[];
 }
 
