@@ -20,8 +20,8 @@
 //                                                 grid x = ceil(T / (WG · ROWS)), y = Hkv, z = B
 // Departures from the textbook: dQ is its own pass (recomputing s and dO·v) instead of being
 // accumulated atomically by the dK/dV pass; scores in base 2. Register tiles as in the forward:
-// an invocation's own rows live in mat4x4 chunks indexed by constants (rows called out one by
-// one), so each loaded row of the other side feeds ROWS rows. TILED stages blocks of BC rows of
+// an invocation's own rows live in mat4x4 chunks indexed by constants (rows and chunks called
+// out one by one, never looped over), so each loaded row of the other side feeds ROWS rows. TILED stages blocks of BC rows of
 // the other side (K/V for dq, Q/dO/ws for dkdv) in workgroup memory for real GPUs; software
 // adapters (TILED = false) read storage directly with no barriers. At most 8 storage buffers per
 // entry point (the WebGPU default limit), hence LSE and Δ share the ws buffer.
@@ -152,31 +152,30 @@ fn load_own(r: u32, is_dq: bool, b: u32, row0: u32, head: u32) {
   if (r >= ROWS) {
     return;
   }
-  let xs = p.scale * LOG2E;
-  for (var m = 0u; m < NM; m++) {
-    if (is_dq) {
-      let base = row_base(b, row0 + r, p.Hq, head);
-      x_reg[r * MC + m] = chunk_q(base, m) * xs;
-      y_reg[r * MC + m] = chunk_do(base, m);
-    } else {
-      let base = row_base(b, row0 + r, p.Hkv, head);
-      x_reg[r * MC + m] = chunk_k(base, m) * xs;
-      y_reg[r * MC + m] = chunk_v(base, m);
-    }
-    g1[r * MC + m] = mat4x4f();
-    g2[r * MC + m] = mat4x4f();
+  let base = row_base(b, row0 + r, select(p.Hkv, p.Hq, is_dq), head);
+  own_chunk(r, 0u, is_dq, base); own_chunk(r, 1u, is_dq, base); own_chunk(r, 2u, is_dq, base); own_chunk(r, 3u, is_dq, base);
+  own_chunk(r, 4u, is_dq, base); own_chunk(r, 5u, is_dq, base); own_chunk(r, 6u, is_dq, base); own_chunk(r, 7u, is_dq, base);
+}
+
+fn own_chunk(r: u32, m: u32, is_dq: bool, base: u32) {
+  if (m >= NM) {
+    return;
   }
+  let xs = p.scale * LOG2E;
+  if (is_dq) {
+    x_reg[r * MC + m] = chunk_q(base, m) * xs;
+    y_reg[r * MC + m] = chunk_do(base, m);
+  } else {
+    x_reg[r * MC + m] = chunk_k(base, m) * xs;
+    y_reg[r * MC + m] = chunk_v(base, m);
+  }
+  g1[r * MC + m] = mat4x4f();
+  g2[r * MC + m] = mat4x4f();
 }
 
 fn load_own_all(is_dq: bool, b: u32, row0: u32, head: u32) {
-  load_own(0u, is_dq, b, row0, head);
-  load_own(1u, is_dq, b, row0, head);
-  load_own(2u, is_dq, b, row0, head);
-  load_own(3u, is_dq, b, row0, head);
-  load_own(4u, is_dq, b, row0, head);
-  load_own(5u, is_dq, b, row0, head);
-  load_own(6u, is_dq, b, row0, head);
-  load_own(7u, is_dq, b, row0, head);
+  load_own(0u, is_dq, b, row0, head); load_own(1u, is_dq, b, row0, head); load_own(2u, is_dq, b, row0, head); load_own(3u, is_dq, b, row0, head);
+  load_own(4u, is_dq, b, row0, head); load_own(5u, is_dq, b, row0, head); load_own(6u, is_dq, b, row0, head); load_own(7u, is_dq, b, row0, head);
 }
 
 // Own rows 4g .. 4g + 3 (from row0): segment ids (−2 when dead: past ROWS, T or the length,
@@ -198,22 +197,45 @@ fn init_group(g: u32, b: u32, row0: u32, len: u32, h: u32, is_dq: bool) -> u32 {
   return max(max(ends.x, ends.y), max(ends.z, ends.w));
 }
 
+// Chunk m of the other side's current row: k, v (dq pass) or q, dO (dkdv pass), from storage
+// at `base` or from tile slot `slot`.
+fn other_chunk(m: u32, is_dq: bool, base: u32, slot: u32) {
+  if (m >= NM) {
+    return;
+  }
+  if (TILED) {
+    a_cur[m] = chunk_at(slot * D4, m);
+    b_cur[m] = chunk_bt(slot * D4, m);
+  } else if (is_dq) {
+    a_cur[m] = chunk_k(base, m);
+    b_cur[m] = chunk_v(base, m);
+  } else {
+    a_cur[m] = chunk_q(base, m);
+    b_cur[m] = chunk_do(base, m);
+  }
+}
+
 // (x_r · a_cur, y_r · b_cur) for own row r; zeros for r ≥ ROWS.
 fn dots(r: u32) -> vec2f {
   if (r >= ROWS) {
     return vec2f(0.0);
   }
-  var sv = vec4f(0.0);
-  var dv = vec4f(0.0);
-  for (var m = 0u; m < NM; m++) {
-    let x = x_reg[r * MC + m];
-    let y = y_reg[r * MC + m];
-    let a = a_cur[m];
-    let bb = b_cur[m];
-    sv = fma(x[0], a[0], fma(x[1], a[1], fma(x[2], a[2], fma(x[3], a[3], sv))));
-    dv = fma(y[0], bb[0], fma(y[1], bb[1], fma(y[2], bb[2], fma(y[3], bb[3], dv))));
+  var sd = mat2x4f();   // running (x·a, y·b) partial sums
+  sd = dots_chunk(r, 0u, sd); sd = dots_chunk(r, 1u, sd); sd = dots_chunk(r, 2u, sd); sd = dots_chunk(r, 3u, sd);
+  sd = dots_chunk(r, 4u, sd); sd = dots_chunk(r, 5u, sd); sd = dots_chunk(r, 6u, sd); sd = dots_chunk(r, 7u, sd);
+  return vec2f(hsum(sd[0]), hsum(sd[1]));
+}
+
+fn dots_chunk(r: u32, m: u32, sd: mat2x4f) -> mat2x4f {
+  if (m >= NM) {
+    return sd;
   }
-  return vec2f(hsum(sv), hsum(dv));
+  let x = x_reg[r * MC + m];
+  let y = y_reg[r * MC + m];
+  let a = a_cur[m];
+  let bb = b_cur[m];
+  return mat2x4f(fma(x[0], a[0], fma(x[1], a[1], fma(x[2], a[2], fma(x[3], a[3], sd[0])))),
+                 fma(y[0], bb[0], fma(y[1], bb[1], fma(y[2], bb[2], fma(y[3], bb[3], sd[1])))));
 }
 
 // The dots of own rows 4g .. 4g + 3: scores in the first column, dO·v in the second.
@@ -228,23 +250,23 @@ fn update(r: u32, with_p: bool) {
   }
   let ds = c_ds[r / 4u][r % 4u];
   let pr = c_p[r / 4u][r % 4u];
-  for (var m = 0u; m < NM; m++) {
-    g1[r * MC + m] = g1[r * MC + m] + a_cur[m] * ds;
-    if (with_p) {
-      g2[r * MC + m] = g2[r * MC + m] + b_cur[m] * pr;
-    }
+  update_chunk(r, 0u, ds, pr, with_p); update_chunk(r, 1u, ds, pr, with_p); update_chunk(r, 2u, ds, pr, with_p); update_chunk(r, 3u, ds, pr, with_p);
+  update_chunk(r, 4u, ds, pr, with_p); update_chunk(r, 5u, ds, pr, with_p); update_chunk(r, 6u, ds, pr, with_p); update_chunk(r, 7u, ds, pr, with_p);
+}
+
+fn update_chunk(r: u32, m: u32, ds: f32, pr: f32, with_p: bool) {
+  if (m >= NM) {
+    return;
+  }
+  g1[r * MC + m] = g1[r * MC + m] + a_cur[m] * ds;
+  if (with_p) {
+    g2[r * MC + m] = g2[r * MC + m] + b_cur[m] * pr;
   }
 }
 
 fn update_all(with_p: bool) {
-  update(0u, with_p);
-  update(1u, with_p);
-  update(2u, with_p);
-  update(3u, with_p);
-  update(4u, with_p);
-  update(5u, with_p);
-  update(6u, with_p);
-  update(7u, with_p);
+  update(0u, with_p); update(1u, with_p); update(2u, with_p); update(3u, with_p);
+  update(4u, with_p); update(5u, with_p); update(6u, with_p); update(7u, with_p);
 }
 
 // ---- dQ ---------------------------------------------------------------------------------------
@@ -253,15 +275,8 @@ fn update_all(with_p: bool) {
 fn dq_key(b: u32, hk: u32, i0: u32, j: u32, slot: u32, in_range: bool) {
   let jc = min(j, p.T - 1u);
   let kb = kv_base(b, jc, hk);
-  for (var m = 0u; m < NM; m++) {
-    if (TILED) {
-      a_cur[m] = chunk_at(slot * D4, m);
-      b_cur[m] = chunk_bt(slot * D4, m);
-    } else {
-      a_cur[m] = chunk_k(kb, m);
-      b_cur[m] = chunk_v(kb, m);
-    }
-  }
+  other_chunk(0u, true, kb, slot); other_chunk(1u, true, kb, slot); other_chunk(2u, true, kb, slot); other_chunk(3u, true, kb, slot);
+  other_chunk(4u, true, kb, slot); other_chunk(5u, true, kb, slot); other_chunk(6u, true, kb, slot); other_chunk(7u, true, kb, slot);
   let seg_j = seg_of(b, jc);
   dq_group(0u, i0, j, seg_j, in_range);
   if (ROWS > 4u) {
@@ -285,14 +300,19 @@ fn store_dq(r: u32, b: u32, row0: u32, h: u32) {
     return;
   }
   let base = row_base(b, row0 + r, p.Hq, h);
-  for (var m = 0u; m < NM; m++) {
-    let g = g1[r * MC + m] * p.scale;
-    for (var c = 0u; c < 4u; c++) {
-      if (4u * m + c < D4) {
-        dq[base + 4u * m + c] = g[c];
-      }
-    }
+  dq_chunk(r, 0u, base); dq_chunk(r, 1u, base); dq_chunk(r, 2u, base); dq_chunk(r, 3u, base);
+  dq_chunk(r, 4u, base); dq_chunk(r, 5u, base); dq_chunk(r, 6u, base); dq_chunk(r, 7u, base);
+}
+
+fn dq_chunk(r: u32, m: u32, base: u32) {
+  if (m >= NM) {
+    return;
   }
+  let g = g1[r * MC + m] * p.scale;
+  if (4u * m < D4) { dq[base + 4u * m] = g[0]; }
+  if (4u * m + 1u < D4) { dq[base + 4u * m + 1u] = g[1]; }
+  if (4u * m + 2u < D4) { dq[base + 4u * m + 2u] = g[2]; }
+  if (4u * m + 3u < D4) { dq[base + 4u * m + 3u] = g[3]; }
 }
 
 @compute @workgroup_size(WG)
@@ -328,14 +348,8 @@ fn dq_main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid:
     }
   }
 
-  store_dq(0u, b, i0, h);
-  store_dq(1u, b, i0, h);
-  store_dq(2u, b, i0, h);
-  store_dq(3u, b, i0, h);
-  store_dq(4u, b, i0, h);
-  store_dq(5u, b, i0, h);
-  store_dq(6u, b, i0, h);
-  store_dq(7u, b, i0, h);
+  store_dq(0u, b, i0, h); store_dq(1u, b, i0, h); store_dq(2u, b, i0, h); store_dq(3u, b, i0, h);
+  store_dq(4u, b, i0, h); store_dq(5u, b, i0, h); store_dq(6u, b, i0, h); store_dq(7u, b, i0, h);
 }
 
 // ---- dK, dV -----------------------------------------------------------------------------------
@@ -344,15 +358,8 @@ fn dq_main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid:
 fn dkdv_query(b: u32, h: u32, j0: u32, i: u32, slot: u32, in_range: bool) {
   let ic = min(i, p.T - 1u);
   let qb = qo_base(b, ic, h);
-  for (var m = 0u; m < NM; m++) {
-    if (TILED) {
-      a_cur[m] = chunk_at(slot * D4, m);
-      b_cur[m] = chunk_bt(slot * D4, m);
-    } else {
-      a_cur[m] = chunk_q(qb, m);
-      b_cur[m] = chunk_do(qb, m);
-    }
-  }
+  other_chunk(0u, false, qb, slot); other_chunk(1u, false, qb, slot); other_chunk(2u, false, qb, slot); other_chunk(3u, false, qb, slot);
+  other_chunk(4u, false, qb, slot); other_chunk(5u, false, qb, slot); other_chunk(6u, false, qb, slot); other_chunk(7u, false, qb, slot);
   var st: vec2f;
   if (TILED) {
     st = w_tile[slot];
@@ -383,14 +390,20 @@ fn store_dkdv(r: u32, b: u32, row0: u32, hk: u32) {
     return;
   }
   let base = row_base(b, row0 + r, p.Hkv, hk);
-  for (var m = 0u; m < NM; m++) {
-    let gk = g1[r * MC + m] * p.scale;
-    let gv = g2[r * MC + m];
-    for (var c = 0u; c < 4u; c++) {
-      if (4u * m + c < D4) {
-        dk[base + 4u * m + c] = gk[c];
-        dv[base + 4u * m + c] = gv[c];
-      }
+  dkdv_chunk(r, 0u, base); dkdv_chunk(r, 1u, base); dkdv_chunk(r, 2u, base); dkdv_chunk(r, 3u, base);
+  dkdv_chunk(r, 4u, base); dkdv_chunk(r, 5u, base); dkdv_chunk(r, 6u, base); dkdv_chunk(r, 7u, base);
+}
+
+fn dkdv_chunk(r: u32, m: u32, base: u32) {
+  if (m >= NM) {
+    return;
+  }
+  let gk = g1[r * MC + m] * p.scale;
+  let gv = g2[r * MC + m];
+  for (var c = 0u; c < 4u; c++) {
+    if (4u * m + c < D4) {
+      dk[base + 4u * m + c] = gk[c];
+      dv[base + 4u * m + c] = gv[c];
     }
   }
 }
@@ -435,12 +448,6 @@ fn dkdv_main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) li
     }
   }
 
-  store_dkdv(0u, b, j0, hk);
-  store_dkdv(1u, b, j0, hk);
-  store_dkdv(2u, b, j0, hk);
-  store_dkdv(3u, b, j0, hk);
-  store_dkdv(4u, b, j0, hk);
-  store_dkdv(5u, b, j0, hk);
-  store_dkdv(6u, b, j0, hk);
-  store_dkdv(7u, b, j0, hk);
+  store_dkdv(0u, b, j0, hk); store_dkdv(1u, b, j0, hk); store_dkdv(2u, b, j0, hk); store_dkdv(3u, b, j0, hk);
+  store_dkdv(4u, b, j0, hk); store_dkdv(5u, b, j0, hk); store_dkdv(6u, b, j0, hk); store_dkdv(7u, b, j0, hk);
 }

@@ -10,7 +10,7 @@
 // Split-K in one pass (flash-decoding without a second launch): one workgroup per (b, h); lane s
 // takes the contiguous key range [s·chunk, (s+1)·chunk) and runs the online softmax over it one
 // key at a time, keeping q and its accumulator as mat4x4 chunks in registers (indexed by
-// constants only, as in attention_fwd.wgsl). The WG partial states (m_s, l_s, acc_s) are merged in
+// constants only, chunks called out one by one as in attention_fwd.wgsl). The WG partial states (m_s, l_s, acc_s) are merged in
 // workgroup memory after a single barrier, in lane order — a fixed order, so the result is
 // bitwise reproducible. A sequence with n_b = 0 gets zeros.
 // Grid: x = Hq, y = B.
@@ -59,6 +59,39 @@ fn chunk(buf: u32, base: u32, m: u32) -> mat4x4f {
   return mat4x4f(col(buf, base, 4u * m), col(buf, base, 4u * m + 1u), col(buf, base, 4u * m + 2u), col(buf, base, 4u * m + 3u));
 }
 
+// Per-chunk steps, called out chunk by chunk (never looped over) so that q_reg and acc are only
+// indexed by constants and stay in registers; each is a no-op for m ≥ NM.
+fn init_chunk(m: u32, qb: u32) {
+  if (m < NM) {
+    q_reg[m] = chunk(0u, qb, m) * (p.scale * LOG2E);
+    acc[m] = mat4x4f();
+  }
+}
+
+fn score_chunk(m: u32, base: u32, sv: vec4f) -> vec4f {
+  if (m >= NM) {
+    return sv;
+  }
+  let a = q_reg[m];
+  let kk = chunk(1u, base, m);
+  return fma(a[0], kk[0], fma(a[1], kk[1], fma(a[2], kk[2], fma(a[3], kk[3], sv))));
+}
+
+fn acc_chunk(m: u32, base: u32, alpha: f32, pr: f32) {
+  if (m < NM) {
+    acc[m] = acc[m] * alpha + chunk(2u, base, m) * pr;
+  }
+}
+
+// Copy chunk m of this split's accumulator to workgroup memory.
+fn park_chunk(m: u32, s_id: u32) {
+  for (var c = 0u; c < 4u; c++) {
+    if (m < NM && 4u * m + c < D4) {
+      part_acc[s_id * D4 + 4u * m + c] = acc[m][c];
+    }
+  }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   let h = wid.x;
@@ -71,41 +104,30 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
   let j_end = min(j_begin + chunk_len, n);
 
   let qb = (b * p.Hq + h) * D4;
-  for (var m = 0u; m < NM; m++) {
-    q_reg[m] = chunk(0u, qb, m) * (p.scale * LOG2E);
-    acc[m] = mat4x4f();
-  }
+  init_chunk(0u, qb); init_chunk(1u, qb); init_chunk(2u, qb); init_chunk(3u, qb);
+  init_chunk(4u, qb); init_chunk(5u, qb); init_chunk(6u, qb); init_chunk(7u, qb);
   var m_run = NEG;
   var l_run = 0.0;
   for (var j = j_begin; j < j_end; j++) {
     let base = ((b * p.Tmax + j) * p.Hkv + hk) * D4;
     var sv = vec4f(0.0);
-    for (var m = 0u; m < NM; m++) {
-      let a = q_reg[m];
-      let kk = chunk(1u, base, m);
-      sv = fma(a[0], kk[0], fma(a[1], kk[1], fma(a[2], kk[2], fma(a[3], kk[3], sv))));
-    }
+    sv = score_chunk(0u, base, sv); sv = score_chunk(1u, base, sv); sv = score_chunk(2u, base, sv); sv = score_chunk(3u, base, sv);
+    sv = score_chunk(4u, base, sv); sv = score_chunk(5u, base, sv); sv = score_chunk(6u, base, sv); sv = score_chunk(7u, base, sv);
     let s = sv.x + sv.y + sv.z + sv.w;
     let m_new = max(m_run, s);
     let alpha = exp2(m_run - m_new);
     let pr = exp2(s - m_new);
     l_run = l_run * alpha + pr;
     m_run = m_new;
-    for (var m = 0u; m < NM; m++) {
-      acc[m] = acc[m] * alpha + chunk(2u, base, m) * pr;
-    }
+    acc_chunk(0u, base, alpha, pr); acc_chunk(1u, base, alpha, pr); acc_chunk(2u, base, alpha, pr); acc_chunk(3u, base, alpha, pr);
+    acc_chunk(4u, base, alpha, pr); acc_chunk(5u, base, alpha, pr); acc_chunk(6u, base, alpha, pr); acc_chunk(7u, base, alpha, pr);
   }
 
   // Merge the splits: out = Σ_s w_s acc_s / Σ_s w_s l_s with w_s = exp2(m_s − max_s m_s).
   // An empty split has l_s = 0 and acc_s = 0, so it adds nothing whatever its weight.
   part_ml[s_id] = vec2f(m_run, l_run);
-  for (var m = 0u; m < NM; m++) {
-    for (var c = 0u; c < 4u; c++) {
-      if (4u * m + c < D4) {
-        part_acc[s_id * D4 + 4u * m + c] = acc[m][c];
-      }
-    }
-  }
+  park_chunk(0u, s_id); park_chunk(1u, s_id); park_chunk(2u, s_id); park_chunk(3u, s_id);
+  park_chunk(4u, s_id); park_chunk(5u, s_id); park_chunk(6u, s_id); park_chunk(7u, s_id);
   workgroupBarrier();
   var m_all = NEG;
   for (var s = 0u; s < WG; s++) {

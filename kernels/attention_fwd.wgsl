@@ -18,8 +18,8 @@
 // Departures from the textbook (FlashAttention-2):
 //   - Register tiles: one invocation owns ROWS (1..8) consecutive query rows and keeps their q
 //     and output accumulators as mat4x4 chunks, so every k/v element it loads feeds ROWS rows.
-//     Chunks are indexed by constants only (loops of ≤ 8 trips, one explicit call per row), so
-//     compilers keep them in registers; on llvmpipe a storage load costs ~10 FMAs and a private
+//     Chunks are indexed by constants only (one explicit call per row and per chunk, no loops),
+//     so compilers keep them in registers; on llvmpipe a storage load costs ~10 FMAs and a private
 //     array indexed at run time costs as much, which this layout avoids.
 //   - Online softmax one key at a time, four rows side by side in the lanes of a vec4; scores in
 //     base 2 (q is pre-multiplied by scale·log2 e, exp2 everywhere); LSE written as natural log.
@@ -108,11 +108,21 @@ fn col_v(base: u32, slot: u32, c: u32) -> vec4f {
   return select(vec4f(0.0), x, c < D4);
 }
 
-fn load_kv(base: u32, slot: u32) {
-  for (var m = 0u; m < NM; m++) {
-    kc[m] = mat4x4f(col_k(base, slot, 4u * m), col_k(base, slot, 4u * m + 1u), col_k(base, slot, 4u * m + 2u), col_k(base, slot, 4u * m + 3u));
-    vc[m] = mat4x4f(col_v(base, slot, 4u * m), col_v(base, slot, 4u * m + 1u), col_v(base, slot, 4u * m + 2u), col_v(base, slot, 4u * m + 3u));
+// Chunk m of the current key and value; no-op for m ≥ NM.
+fn load_kv_chunk(m: u32, base: u32, slot: u32) {
+  if (m >= NM) {
+    return;
   }
+  kc[m] = mat4x4f(col_k(base, slot, 4u * m), col_k(base, slot, 4u * m + 1u), col_k(base, slot, 4u * m + 2u), col_k(base, slot, 4u * m + 3u));
+  vc[m] = mat4x4f(col_v(base, slot, 4u * m), col_v(base, slot, 4u * m + 1u), col_v(base, slot, 4u * m + 2u), col_v(base, slot, 4u * m + 3u));
+}
+
+// Chunks are called out one by one like rows, never looped over: whether a compiler unrolls a
+// loop over them depends on its heuristics (llvmpipe's differ with ROWS and D and, when they
+// decline, index the register arrays at run time or take minutes to compile).
+fn load_kv(base: u32, slot: u32) {
+  load_kv_chunk(0u, base, slot); load_kv_chunk(1u, base, slot); load_kv_chunk(2u, base, slot); load_kv_chunk(3u, base, slot);
+  load_kv_chunk(4u, base, slot); load_kv_chunk(5u, base, slot); load_kv_chunk(6u, base, slot); load_kv_chunk(7u, base, slot);
 }
 
 // Score of row r against the current key (base 2); 0 for r ≥ ROWS (folded away: ROWS is constant).
@@ -120,13 +130,19 @@ fn score(r: u32) -> f32 {
   if (r >= ROWS) {
     return 0.0;
   }
-  var sv = vec4f(0.0);
-  for (var m = 0u; m < NM; m++) {
-    let a = q_reg[r * MC + m];
-    let b = kc[m];
-    sv = fma(a[0], b[0], fma(a[1], b[1], fma(a[2], b[2], fma(a[3], b[3], sv))));
-  }
+  var sv = score_chunk(r, 0u, vec4f(0.0));
+  sv = score_chunk(r, 1u, sv); sv = score_chunk(r, 2u, sv); sv = score_chunk(r, 3u, sv);
+  sv = score_chunk(r, 4u, sv); sv = score_chunk(r, 5u, sv); sv = score_chunk(r, 6u, sv); sv = score_chunk(r, 7u, sv);
   return sv.x + sv.y + sv.z + sv.w;
+}
+
+fn score_chunk(r: u32, m: u32, sv: vec4f) -> vec4f {
+  if (m >= NM) {
+    return sv;
+  }
+  let a = q_reg[r * MC + m];
+  let b = kc[m];
+  return fma(a[0], b[0], fma(a[1], b[1], fma(a[2], b[2], fma(a[3], b[3], sv))));
 }
 
 fn accumulate(r: u32) {
@@ -135,7 +151,12 @@ fn accumulate(r: u32) {
   }
   let a = alpha[r / 4u][r % 4u];
   let pr = prob[r / 4u][r % 4u];
-  for (var m = 0u; m < NM; m++) {
+  acc_chunk(r, 0u, a, pr); acc_chunk(r, 1u, a, pr); acc_chunk(r, 2u, a, pr); acc_chunk(r, 3u, a, pr);
+  acc_chunk(r, 4u, a, pr); acc_chunk(r, 5u, a, pr); acc_chunk(r, 6u, a, pr); acc_chunk(r, 7u, a, pr);
+}
+
+fn acc_chunk(r: u32, m: u32, a: f32, pr: f32) {
+  if (m < NM) {
     acc[r * MC + m] = acc[r * MC + m] * a + vc[m] * pr;
   }
 }
@@ -203,13 +224,17 @@ fn load_row(r: u32, b: u32, h: u32, i0: u32, qs: f32) {
     return;
   }
   let qb = ((b * p.T + min(i0 + r, p.T - 1u)) * p.Hq + h) * D4;
-  for (var m = 0u; m < NM; m++) {
-    var cols: array<vec4f, 4>;
-    for (var c = 0u; c < 4u; c++) {
-      let cm = 4u * m + c;
-      cols[c] = select(vec4f(0.0), q[qb + min(cm, D4 - 1u)] * qs, cm < D4);
-    }
-    q_reg[r * MC + m] = mat4x4f(cols[0], cols[1], cols[2], cols[3]);
+  load_q_chunk(r, 0u, qb, qs); load_q_chunk(r, 1u, qb, qs); load_q_chunk(r, 2u, qb, qs); load_q_chunk(r, 3u, qb, qs);
+  load_q_chunk(r, 4u, qb, qs); load_q_chunk(r, 5u, qb, qs); load_q_chunk(r, 6u, qb, qs); load_q_chunk(r, 7u, qb, qs);
+}
+
+fn col_q(qb: u32, c: u32) -> vec4f {
+  return select(vec4f(0.0), q[qb + min(c, D4 - 1u)], c < D4);
+}
+
+fn load_q_chunk(r: u32, m: u32, qb: u32, qs: f32) {
+  if (m < NM) {
+    q_reg[r * MC + m] = mat4x4f(col_q(qb, 4u * m), col_q(qb, 4u * m + 1u), col_q(qb, 4u * m + 2u), col_q(qb, 4u * m + 3u)) * qs;
     acc[r * MC + m] = mat4x4f();
   }
 }
@@ -222,14 +247,19 @@ fn store_row(r: u32, b: u32, h: u32, i0: u32) {
   }
   let inv_l = select(0.0, 1.0 / l_run[r / 4u][r % 4u], seg_row[r / 4u][r % 4u] != -2);
   let ob = ((b * p.T + i) * p.Hq + h) * D4;
-  for (var m = 0u; m < NM; m++) {
-    let a = acc[r * MC + m] * inv_l;
-    for (var c = 0u; c < 4u; c++) {
-      if (4u * m + c < D4) {
-        out[ob + 4u * m + c] = a[c];
-      }
-    }
+  store_chunk(r, 0u, ob, inv_l); store_chunk(r, 1u, ob, inv_l); store_chunk(r, 2u, ob, inv_l); store_chunk(r, 3u, ob, inv_l);
+  store_chunk(r, 4u, ob, inv_l); store_chunk(r, 5u, ob, inv_l); store_chunk(r, 6u, ob, inv_l); store_chunk(r, 7u, ob, inv_l);
+}
+
+fn store_chunk(r: u32, m: u32, ob: u32, inv_l: f32) {
+  if (m >= NM) {
+    return;
   }
+  let a = acc[r * MC + m] * inv_l;
+  if (4u * m < D4) { out[ob + 4u * m] = a[0]; }
+  if (4u * m + 1u < D4) { out[ob + 4u * m + 1u] = a[1]; }
+  if (4u * m + 2u < D4) { out[ob + 4u * m + 2u] = a[2]; }
+  if (4u * m + 3u < D4) { out[ob + 4u * m + 3u] = a[3]; }
 }
 
 @compute @workgroup_size(WG)

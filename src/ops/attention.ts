@@ -58,22 +58,39 @@ export function isSoftwareAdapter(ctx: GpuContext): boolean {
   return ctx.adapter.isFallbackAdapter || /llvmpipe|swiftshader|lavapipe/i.test(`${ctx.adapter.description} ${ctx.adapter.device} ${ctx.adapter.vendor}`);
 }
 
-/** The kernel variant and block sizes for this adapter and head size. */
+/**
+ * The kernel variant and block sizes for this adapter and head size. Software adapters: no
+ * shared memory, 8 invocations (one llvmpipe SIMD row), each with a register tile of
+ * rows × ceil(D/16) mat4x4 chunks capped at 16 (rows 8 for D ≤ 32, 4 for D = 64, 2 for D = 128):
+ * llvmpipe's compile time grows steeply past that (rows 8 at D = 64 run the backward ~25% faster
+ * but take ~30 s to compile instead of ~7 s — pass `tuning: { rows: 8 }` for long runs).
+ * Real GPUs: tiled, 64 invocations of one row.
+ */
 export function attentionTuning(ctx: GpuContext, D: number, override: Partial<AttentionTuning> = {}): AttentionTuning {
   const tiled = override.tiled ?? !isSoftwareAdapter(ctx);
-  const wg = override.wg ?? (tiled ? 64 : 16);
-  const rows = override.rows ?? (tiled ? 1 : 4);
+  const wg = override.wg ?? (tiled ? 64 : 8);
+  const rows = override.rows ?? (tiled ? 1 : Math.min(8, Math.max(1, Math.floor(16 / Math.ceil(D / 16)))));
   // Two [bc, D] f32 tiles plus a [bc] vec2 tile must fit in workgroup memory.
   const fit = Math.floor(ctx.limit('maxComputeWorkgroupStorageSize') / (2 * D * 4 + 8));
-  const bc = override.bc ?? (tiled ? Math.min(32, fit) : 16);
+  const bc = override.bc ?? (tiled ? Math.min(16, fit) : 16);
   if (!Number.isInteger(bc) || bc < 1 || bc > 32 || (tiled && bc > fit)) {
     throw new LimitError(FWD, `block size ${bc} outside [1, ${Math.min(32, fit)}] for D=${D}`);
   }
   if (!Number.isInteger(wg) || wg < 1 || wg > ctx.limit('maxComputeInvocationsPerWorkgroup')) {
     throw new LimitError(FWD, `workgroup size ${wg} outside [1, ${ctx.limit('maxComputeInvocationsPerWorkgroup')}]`);
   }
-  if (!Number.isInteger(rows) || rows < 1 || rows > 8) throw new LimitError(FWD, `rows per invocation ${rows} outside [1, 8]`);
+  // Tiled kernels with 8 rows take minutes to compile on llvmpipe for D = 128; GPUs use 1 row.
+  const maxRows = tiled ? 4 : 8;
+  if (!Number.isInteger(rows) || rows < 1 || rows > maxRows) {
+    throw new LimitError(FWD, `rows per invocation ${rows} outside [1, ${maxRows}]${tiled ? ' (tiled)' : ''}`);
+  }
   return { tiled, wg, rows, bc };
+}
+
+/** Shape of the backward pass's workspace: [B, Hq, T, 2] f32 (LSE in base 2 and Δ per row). */
+export function attentionWorkShape(q: Tensor): [number, number, number, number] {
+  const [B, T, Hq] = q.shape;
+  return [B, Hq, T, 2];
 }
 
 interface Dims {
