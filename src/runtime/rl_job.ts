@@ -36,6 +36,9 @@ import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import { Rng } from '../util/rng.ts';
 import type { HostParams, ServiceClient, TrainingClient } from './clients.ts';
+import { checkResumable, type JobCheckpointing } from './job_checkpoint.ts';
+
+export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
 import { type AgentSettings, type JobEnv, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
 import { type PackSettings, fitting, forwardTrajectories, runSft, seqLenFor, trainStep } from './sft_job.ts';
 
@@ -64,6 +67,8 @@ export interface JobOptions {
   readonly maxGradNorm: number;
   readonly onStep?: (m: StepMetrics) => void;
   readonly onPhase?: (phase: 'warmstart' | 'eval-before' | 'rl' | 'eval-after', detail: { steps?: number }) => void;
+  /** Checkpoints: save the run's state every few steps, and resume from a saved one. */
+  readonly checkpoint?: JobCheckpointing;
 }
 
 /** One step's metrics (a line of metrics.jsonl). */
@@ -201,40 +206,66 @@ async function dpoBatches(c: Ctx, trajGroups: Awaited<ReturnType<typeof rollout>
 
 /** Runs the whole job; see the header. The caller owns `service` (it is not closed). */
 export async function runTraining(service: ServiceClient, o: JobOptions): Promise<JobResult> {
-  const t0 = performance.now();
+  const ck = o.checkpoint;
+  const from = ck?.from;
+  if (from) checkResumable(o, from);
+  const t0 = performance.now() - 1000 * (from?.wallSeconds ?? 0);
   const tok = new ByteTokenizer();
   const cfg = o.model;
   const agent: AgentSettings = { tokenizer: tok, maxNewTokens: o.maxNewTokens, maxSequenceTokens: cfg.maxSeqLen, temperature: o.temperature };
   const pack: PackSettings = { rows: o.rows, maxSeqLen: cfg.maxSeqLen, padId: tok.padId };
   const optim = { lr: o.lr, maxGradNorm: o.maxGradNorm };
-  let trainTokens = 0, trainSeconds = 0, sampledTokens = 0, sampleSeconds = 0;
-  let modelId = await service.createModel(cfg, { seed: o.seed });
+  let trainTokens = from?.trainTokens ?? 0, trainSeconds = from?.trainSeconds ?? 0, sampledTokens = from?.sampledTokens ?? 0, sampleSeconds = from?.sampleSeconds ?? 0;
+  const sftLossCurve: number[] = [...(from?.sftLossCurve ?? [])];
+  const rewardCurve: number[] = [...(from?.rewardCurve ?? [])];
+  const lossCurve: number[] = [...(from?.lossCurve ?? [])];
+  let before = from?.before ?? { success: 0, meanReward: 0 };
+  let baseline = from?.baseline ?? EMPTY_BASELINE;
+  /** The RL base's weights when they are not the seeded init (kept for checkpoints). */
+  let base = from?.phase === 'rl' ? from.base : null;
+  const sftId = `${cfg.name ?? cfg.family}-sft-${o.seed}`;
+  let modelId = await service.createModel(cfg, base ? { params: base, id: sftId } : { seed: o.seed });
   const toDispose: TrainingClient[] = [];
+  const save = async (phase: 'sft' | 'rl', step: number, trainer: TrainingClient, haveBefore: boolean) => {
+    if (!ck) return;
+    const trainerState = await trainer.saveState();
+    await ck.save({
+      phase, step, sftLossCurve: [...sftLossCurve], rewardCurve: [...rewardCurve], lossCurve: [...lossCurve],
+      before: haveBefore ? { ...before } : null, baseline, trainTokens, trainSeconds, sampledTokens, sampleSeconds,
+      wallSeconds: (performance.now() - t0) / 1000, peakGpuBytes: await peakBytes(), trainer: trainerState, base,
+    });
+  };
+  const due = (done: number, total: number) => ck !== undefined && (done % ck.every === 0 || done === total);
+  const peakBytes = async () => Math.max(from?.peakGpuBytes ?? 0, (await service.memory()).peakLiveBytes);
 
   try {
     // 1. Warm start (or, for 'sft', the whole job): full-parameter SFT of the from-scratch base.
-    let sftLossCurve: number[] = [];
     const sftSteps = o.algo === 'sft' ? o.steps : (o.warmStart?.steps ?? 0);
     const sftLr = o.algo === 'sft' ? o.lr : (o.warmStart?.lr ?? o.lr);
-    let before = { success: 0, meanReward: 0 };
-    if (o.algo === 'sft') {
+    if (o.algo === 'sft' && !from) {
       before = await evalIfAsked(service, modelId, o, agent);
     }
-    if (sftSteps > 0) {
+    if (sftSteps > 0 && from?.phase !== 'rl') {
       o.onPhase?.('warmstart', { steps: sftSteps });
       const demos = await demonstrationTrajectories(o.env, o.warmStart?.demos ?? 256, o.seed, agent);
       const sft = await service.createTrainingClient({ modelId, trainable: 'all', seed: o.seed, id: 'warmstart' });
       try {
-        const r = await runSft(sft, demos, {
+        if (from) await sft.loadState(from.trainer);
+        await runSft(sft, demos, {
           steps: sftSteps, batchSize: o.warmStart?.batchSize ?? 32, optim: { lr: sftLr, maxGradNorm: o.maxGradNorm }, seed: o.seed, pack,
+          startStep: from?.step ?? 0,
           onStep: (step, s) => o.onStep?.({ phase: 'sft', step, loss: s.loss, gradNorm: s.gradNorm, skipped: s.skipped, trainTokens: s.tokens, sampledTokens: 0, trainSeconds: s.seconds, sampleSeconds: 0, datums: 0, dropped: 0 }),
+          afterStep: async (step, s) => {
+            sftLossCurve.push(s.loss);
+            trainTokens += s.tokens;
+            trainSeconds += s.seconds;
+            if (due(step + 1, sftSteps)) await save('sft', step + 1, sft, o.algo === 'sft');
+          },
         });
-        sftLossCurve = r.lossCurve;
-        trainTokens += r.tokens;
-        trainSeconds += r.seconds;
         const warm = await sft.weights();
         await service.releaseModel(modelId);
-        modelId = await service.createModel(cfg, { params: warm, id: `${cfg.name ?? cfg.family}-sft-${o.seed}` });
+        modelId = await service.createModel(cfg, { params: warm, id: sftId });
+        if (o.algo !== 'sft') base = warm;
       } finally {
         await sft.close();
       }
@@ -251,15 +282,17 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
     toDispose.push(policy);
     const reference = o.algo === 'dpo' ? await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, id: 'reference' }) : null;
     if (reference) toDispose.push(reference);
-    const c: Ctx = { o, policy, reference, pack, baseline: EMPTY_BASELINE };
+    if (from?.phase === 'rl') await policy.loadState(from.trainer);
+    const c: Ctx = { o, policy, reference, pack, baseline };
 
     let sampler = await policy.samplingClient();
-    o.onPhase?.('eval-before', {});
-    before = o.evalEpisodes > 0 ? await evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent) : before;
+    if (from?.phase !== 'rl') {
+      o.onPhase?.('eval-before', {});
+      before = o.evalEpisodes > 0 ? await evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent) : before;
+      if (ck) await save('rl', 0, policy, true); // the warm start and its evaluation are done for good
+    }
     o.onPhase?.('rl', { steps: o.steps });
-    const rewardCurve: number[] = [];
-    const lossCurve: number[] = [];
-    for (let step = 0; step < o.steps; step++) {
+    for (let step = from?.phase === 'rl' ? from.step : 0; step < o.steps; step++) {
       const seed = stepSeed(o.seed, step);
       const ts = performance.now();
       const ro = await rollout(o.env, sampler.sample, groupEpisodes(o.groups, o.groupSize, seed), seed, agent);
@@ -297,6 +330,8 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
         phase: 'rl', step, loss, reward: ro.meanReward, success: ro.success, gradNorm: out.gradNorm, skipped: out.skipped,
         trainTokens: out.tokens, sampledTokens: ro.sampledTokens, trainSeconds: out.seconds, sampleSeconds: sSec, datums: nDatums, dropped: ro.dropped,
       });
+      baseline = c.baseline;
+      if (due(step + 1, o.steps)) await save('rl', step + 1, policy, true);
     }
     o.onPhase?.('eval-after', {});
     const after = o.evalEpisodes > 0 ? await evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent) : { success: 0, meanReward: 0 };
@@ -312,7 +347,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
     before: { success: number; meanReward: number }; after: { success: number; meanReward: number };
     trained: JobResult['trained'];
   }): Promise<JobResult> {
-    const mem = await service.memory();
+    const peakGpuBytes = await peakBytes();
     return {
       env: o.env.name, algo: o.algo, seed: o.seed, steps: o.steps, model: cfg.name ?? cfg.family,
       trainable: o.algo === 'sft' || !o.lora ? 'all' : 'lora', lora: o.algo === 'sft' ? null : o.lora,
@@ -323,7 +358,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
       wallSeconds: (performance.now() - t0) / 1000,
       trainTokensPerSecond: trainSeconds > 0 ? trainTokens / trainSeconds : 0,
       sampleTokensPerSecond: sampleSeconds > 0 ? sampledTokens / sampleSeconds : 0,
-      peakGpuBytes: mem.peakLiveBytes,
+      peakGpuBytes,
       adapter: service.adapter,
       trained: r.trained,
     };

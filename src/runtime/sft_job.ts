@@ -94,6 +94,10 @@ export interface SftOptions {
   readonly seed: number;
   readonly pack: PackSettings;
   readonly onStep?: (step: number, outcome: StepOutcome) => void;
+  /** Resume: the steps already done (their minibatches are skipped; the order is the same). */
+  readonly startStep?: number;
+  /** Awaited after each step (after onStep), e.g. to checkpoint. */
+  readonly afterStep?: (step: number, outcome: StepOutcome) => Promise<void>;
 }
 
 /** Deterministic minibatch order over `n` items: epoch-wise shuffles from the seed. */
@@ -115,7 +119,10 @@ export function minibatchOrder(n: number, batchSize: number, steps: number, seed
   return out;
 }
 
-/** SFT on trajectories (loss on their policy tokens); returns the loss per step. */
+/**
+ * SFT on trajectories (loss on their policy tokens); returns the loss of each step it ran (from
+ * `startStep`: the minibatch order depends on the seed alone, so a resumed run sees the same batches).
+ */
 export async function runSft(client: TrainingClient, trajs: readonly Trajectory[], o: SftOptions): Promise<{ lossCurve: number[]; tokens: number; seconds: number }> {
   const datums = fitting(sftDatums(trajs), o.pack.maxSeqLen);
   const order = minibatchOrder(datums.length, o.batchSize, o.steps, o.seed);
@@ -123,7 +130,7 @@ export async function runSft(client: TrainingClient, trajs: readonly Trajectory[
   let tokens = 0;
   let seconds = 0;
   const loss = crossEntropyLoss();
-  for (let s = 0; s < o.steps; s++) {
+  for (let s = o.startStep ?? 0; s < o.steps; s++) {
     const chosen = order[s].map((i) => datums[i]);
     const seqLen = seqLenFor(chosen, o.pack.maxSeqLen);
     const packed = packDatums(chosen, { rows: o.pack.rows, seqLen, seed: o.seed + s, padId: o.pack.padId, aggregation: 'token_mean' });
@@ -132,6 +139,7 @@ export async function runSft(client: TrainingClient, trajs: readonly Trajectory[
     tokens += r.tokens;
     seconds += r.seconds;
     o.onStep?.(s, r);
+    await o.afterStep?.(s, r);
   }
   return { lossCurve, tokens, seconds };
 }
