@@ -1,39 +1,32 @@
-// kv_cache.wgsl — the writes of a generation batch's KV cache: append new key/value rows (rotating
-// q and k by RoPE on the way for Llama), and advance the per-sequence decode state.
+// kv_cache.wgsl — the writes of a generation batch's KV cache: append new key/value rows, and
+// advance the per-sequence decode state. (Llama's q and k are rotated before the append by
+// rope.wgsl, the kernel the training passes use too.)
 //
-// Legend: B sequences, Tn new rows per sequence, Tmax cache rows, Hq query heads, Hkv kv heads,
+// Legend: B sequences, Tn new rows per sequence, Tmax cache rows, Hkv kv heads,
 // D head dim (even), K history rows (decode steps per recording).
-//   k_new, v_new [B, Tn, Hkv, D]   q [B, Tn, Hq, D]   k_cache, v_cache [B, Tmax, Hkv, D]
-//   start i32 [B]: cache row of each sequence's first new row (also its RoPE position)
+//   k_new, v_new [B, Tn, Hkv, D]   k_cache, v_cache [B, Tmax, Hkv, D]
+//   start i32 [B]: cache row of each sequence's first new row
 //   count i32 [B]: how many of the Tn new rows are real (rows t ≥ count[b] are padding)
-//   rope [Tmax, D/2] vec2 (cos, sin) of position·θ^(−2i/D), computed on the host in f64
 //   lengths, positions i32 [B]; keys u32 [B, 2] (sampler stream, counter)
 //   tokens i32 [B], logprobs, logprobs_raw f32 [B]; history u32 [K, B, 3] (token, bits of both log-probs)
 //
 // append:       k_cache[b, start+t] = k_new[b, t], v_cache likewise, for t < count[b] and
 //               start + t < Tmax (rows past the cache are dropped: a finished sequence that keeps
 //               decoding past its budget must not write out of its row range).
-// append_rope:  the same, after rotating k_new[b, t] (in place, so a prefill's attention sees the
-//               rotated keys) and q[b, t] (in place) by position start + t, rotate_half convention:
-//               (x_i, x_{i+D/2}) → (x_i·cos − x_{i+D/2}·sin, x_{i+D/2}·cos + x_i·sin), i < D/2.
 // extend:       lengths[b] = clamp(lengths[b] + count[b], 0, Tmax)            (after a prefill)
 // advance:      one decode step's bookkeeping once the sampler has written tokens/logprobs:
 //               history[step, b] = (tokens[b], bits of logprobs[b], bits of logprobs_raw[b]);
 //               positions[b] = lengths[b] (the sampled token's row and position);
 //               lengths[b] = min(lengths[b] + 1, Tmax); keys[b].counter += 1.
 //
-// Departure from the textbook: RoPE is fused into the cache append (one dispatch instead of
-// three per layer and decode step) and reads a host-built cos/sin table instead of evaluating
-// sin/cos on the GPU, so angles are exact to f32 rounding at every position.
-// One invocation per (b, t, head, i < D/2) pair, so a rotation reads and writes its own two
-// elements only; nothing is summed, so results are exact and bitwise reproducible.
+// One append invocation per (b, t, head, i < D/2) pair copies elements i and i + D/2; nothing is
+// summed, so results are exact and bitwise reproducible.
 
 override WG: u32 = 64u;
 
 struct Params {
   B: u32,
   Tn: u32,
-  Hq: u32,
   Hkv: u32,
   D: u32,
   Tmax: u32,
@@ -45,20 +38,18 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> start: array<i32>;
 @group(0) @binding(1) var<storage, read> count: array<i32>;
-@group(0) @binding(2) var<storage, read_write> k_new: array<f32>;
+@group(0) @binding(2) var<storage, read> k_new: array<f32>;
 @group(0) @binding(3) var<storage, read> v_new: array<f32>;
 @group(0) @binding(4) var<storage, read_write> k_cache: array<f32>;
 @group(0) @binding(5) var<storage, read_write> v_cache: array<f32>;
-@group(0) @binding(6) var<storage, read_write> q: array<f32>;
-@group(0) @binding(7) var<storage, read> rope: array<vec2f>;
-@group(0) @binding(8) var<storage, read_write> lengths: array<i32>;
-@group(0) @binding(9) var<storage, read_write> positions: array<i32>;
-@group(0) @binding(10) var<storage, read_write> keys: array<u32>;
-@group(0) @binding(11) var<storage, read> tokens: array<i32>;
-@group(0) @binding(12) var<storage, read> logprobs: array<f32>;
-@group(0) @binding(13) var<storage, read> logprobs_raw: array<f32>;
-@group(0) @binding(14) var<storage, read_write> history: array<u32>;
-@group(0) @binding(15) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read_write> lengths: array<i32>;
+@group(0) @binding(7) var<storage, read_write> positions: array<i32>;
+@group(0) @binding(8) var<storage, read_write> keys: array<u32>;
+@group(0) @binding(9) var<storage, read> tokens: array<i32>;
+@group(0) @binding(10) var<storage, read> logprobs: array<f32>;
+@group(0) @binding(11) var<storage, read> logprobs_raw: array<f32>;
+@group(0) @binding(12) var<storage, read_write> history: array<u32>;
+@group(0) @binding(13) var<uniform> p: Params;
 
 // Number of real new rows of sequence b.
 fn real_rows(b: u32) -> u32 {
@@ -100,47 +91,6 @@ fn append(@builtin(global_invocation_id) gid: vec3u) {
   let dst = ((b * p.Tmax + u32(row)) * p.Hkv + h) * p.D + i;
   k_cache[dst] = k_new[src];
   k_cache[dst + half] = k_new[src + half];
-  v_cache[dst] = v_new[src];
-  v_cache[dst + half] = v_new[src + half];
-}
-
-@compute @workgroup_size(WG)
-fn append_rope(@builtin(global_invocation_id) gid: vec3u) {
-  let half = p.D / 2u;
-  let heads = p.Hq + p.Hkv;
-  let n = gid.x + gid.y * p.row_threads;
-  if (n >= p.B * p.Tn * heads * half) {
-    return;
-  }
-  let i = n % half;
-  let hh = (n / half) % heads;
-  let bt = n / (half * heads);
-  let t = bt % p.Tn;
-  let b = bt / p.Tn;
-  let row = cache_row(b, t);
-  if (row < 0) {
-    return; // padding keeps its values; the attention masks it
-  }
-  let cs = rope[u32(row) * half + i];
-  if (hh < p.Hq) {
-    let j = (bt * p.Hq + hh) * p.D + i;
-    let x1 = q[j];
-    let x2 = q[j + half];
-    q[j] = x1 * cs.x - x2 * cs.y;
-    q[j + half] = x2 * cs.x + x1 * cs.y;
-    return;
-  }
-  let h = hh - p.Hq;
-  let src = (bt * p.Hkv + h) * p.D + i;
-  let dst = ((b * p.Tmax + u32(row)) * p.Hkv + h) * p.D + i;
-  let x1 = k_new[src];
-  let x2 = k_new[src + half];
-  let y1 = x1 * cs.x - x2 * cs.y;
-  let y2 = x2 * cs.x + x1 * cs.y;
-  k_new[src] = y1;
-  k_new[src + half] = y2;
-  k_cache[dst] = y1;
-  k_cache[dst + half] = y2;
   v_cache[dst] = v_new[src];
   v_cache[dst + half] = v_new[src + half];
 }

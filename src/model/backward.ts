@@ -13,7 +13,7 @@
  *     llama: dgate, dup = swiglu'(dact);     dln = dgate·W_gate + dup·W_up
  *     dresid += mlp_norm_backward(dln)       (now dL/dmid)
  *     datt = dresid·W_o
- *     dq, dk, dv = attention_backward(datt); llama: un-rotate dq, dk (RoPE backward)
+ *     dq, dk, dv = attention_backward(datt); llama: un-rotate dq, dk in place (RoPE backward)
  *     dln = dq·W_q + dk·W_k + dv·W_v
  *     dresid += attn_norm_backward(dln)      (now dL/dxin)
  *   d(tok_emb) += scatter(dresid, ids); gpt2: d(pos_emb) += scatter(dresid, positions)
@@ -35,7 +35,7 @@ import type { GpuBatch } from './batch.ts';
 import { type Activations, blockActs, blockForward, headName, heads } from './forward.ts';
 import { type Arena, type Grads, type LayerEnv, linearBackward, normBackward, normScratchSize, type NormWork, view } from './layers.ts';
 import { moduleName } from './params.ts';
-import { ropeBackward } from './rope.ts';
+import { ropeQK } from './rope.ts';
 
 /** Scratch of the backward pass, shared by every block (dispatches run in recording order). */
 export interface BackwardWork {
@@ -46,8 +46,6 @@ export interface BackwardWork {
   readonly dq: Tensor; // [N, Q]
   readonly dk: Tensor; // [N, K]
   readonly dv: Tensor; // [N, K]
-  readonly dqPre: Tensor | null; // [N, Q] llama: before RoPE
-  readonly dkPre: Tensor | null; // [N, K]
   readonly dact: Tensor; // [N, F]
   readonly dh: Tensor; // [N, F]
   readonly dup: Tensor | null; // [N, F] llama
@@ -66,7 +64,6 @@ export function allocBackwardWork(arena: Arena, env: LayerEnv, B: number, T: num
   return {
     dresid: a([N, C], 'dresid'), dtmp: a([N, C], 'dtmp'), dln: a([N, C], 'dln'),
     datt: a([N, Q], 'datt'), dq: a([N, Q], 'dq'), dk: a([N, K], 'dk'), dv: a([N, K], 'dv'),
-    dqPre: llama ? a([N, Q], 'dq_pre') : null, dkPre: llama ? a([N, K], 'dk_pre') : null,
     dact: a([N, F], 'dact'), dh: a([N, F], 'dh'), dup: llama ? a([N, F], 'dup') : null,
     attWork: a([B, cfg.nHead, T, 2], 'attention work'),
     norm: { scratch: a([normScratchSize(cfg, N)], 'norm scratch'), sinkW: a([C], 'frozen norm dweight'), sinkB: a([C], 'frozen norm dbias') },
@@ -100,18 +97,12 @@ export function blockBackward(rec: Recorder, env: LayerEnv, grads: Grads, b: Gpu
   attentionBackward(rec, heads(w.dq, b, Hq, D), heads(w.dk, b, Hkv, D), heads(w.dv, b, Hkv, D), w.attWork,
     heads(w.datt, b, Hq, D), heads(s.q, b, Hq, D), heads(s.k, b, Hkv, D), heads(s.v, b, Hkv, D), heads(s.att, b, Hq, D), s.lse,
     { segments: b.segments });
-  let dq = w.dq, dk = w.dk;
-  if (cfg.family === 'llama') {
-    ropeBackward(rec, heads(w.dqPre!, b, Hq, D), heads(w.dq, b, Hq, D), b.rope!);
-    ropeBackward(rec, heads(w.dkPre!, b, Hkv, D), heads(w.dk, b, Hkv, D), b.rope!);
-    dq = w.dqPre!;
-    dk = w.dkPre!;
-  }
+  if (cfg.family === 'llama') ropeQK(rec, cfg, heads(w.dq, b, Hq, D), heads(w.dk, b, Hkv, D), view(b.positions, [b.B, b.T]), -1);
   // Below block 0 lie only the embeddings: with those and attn_norm frozen (LoRA), nothing needs
   // dL/dxin, so the q/k/v input gradients and the norm's backward are not recorded at all.
   const needDx = l > 0 || grads.has('tok_emb.weight') || grads.has('pos_emb.weight') || grads.has(`layers.${l}.attn_norm.weight`);
-  lin(needDx ? w.dln : null, dq, s.ln1, 'q', false);
-  lin(needDx ? w.dln : null, dk, s.ln1, 'k', true);
+  lin(needDx ? w.dln : null, w.dq, s.ln1, 'q', false);
+  lin(needDx ? w.dln : null, w.dk, s.ln1, 'k', true);
   lin(needDx ? w.dln : null, w.dv, s.ln1, 'v', true);
   if (!needDx) return;
   normBackward(rec, env, grads, w.norm, w.dtmp, w.dln, xin, s.n1, `layers.${l}.attn_norm`, acc);

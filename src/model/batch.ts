@@ -13,7 +13,6 @@ import type { Tensor } from '../gpu/tensor.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
 import type { ModelConfig } from './config.ts';
 import type { Arena } from './layers.ts';
-import { ropeRotations } from './rope.ts';
 
 /** Positions [B·T] restarting per segment; padding (negative id) at 0. */
 export function segmentPositions(segmentsBT: Int32Array, B: number, T: number): Int32Array {
@@ -46,10 +45,8 @@ export interface GpuBatch {
   readonly ids: Tensor; // i32 [B, T]
   readonly targets: Tensor; // i32 [N]
   readonly segments: Tensor; // i32 [B, T]
-  readonly positions: Tensor; // i32 [N]
+  readonly positions: Tensor; // i32 [N] (gpt2: pos_emb rows; llama: RoPE positions)
   readonly ones: Tensor; // f32 [1, N]
-  /** llama: per-token RoPE rotations [N, D, D] (rope.ts). */
-  readonly rope: Tensor | null;
   readonly weights: Tensor; // f32 [N] tokenScaleBT: the token's weight in the step's loss
   readonly oldLogprobs?: Tensor; // f32 [N]
   readonly advantages?: Tensor; // f32 [N]
@@ -116,7 +113,6 @@ export function uploadBatch(arena: Arena, cfg: ModelConfig, batch: PackedBatch, 
     targets: arena.upload(targets, [N], 'targets'),
     segments: arena.upload(Int32Array.from(batch.seqIdBT), [B, T], 'segments'),
     positions: arena.upload(positions, [N], 'positions'),
-    rope: cfg.family === 'llama' ? arena.upload(ropeRotations(positions, cfg.headDim, cfg.ropeTheta), [N, cfg.headDim, cfg.headDim], 'rope') : null,
     ones: arena.upload(new Float32Array(N).fill(1), [1, N], 'ones'),
     weights: f32(batch.tokenScaleBT, 'token scale'),
     ...(needs.policy ? { oldLogprobs: f32(batch.oldLogprobsBT, 'old logprobs'), advantages: f32(batch.advantagesBT, 'advantages') } : {}),

@@ -5,7 +5,8 @@
  * One step (B sequences; the token ids come from the previous step's sampler, on the GPU):
  *   x = tok_emb[ids] (+ pos_emb[positions] for gpt2)              [B, C]
  *   per layer: h = norm1(x); q, k, v = linear(h)
- *              kvAppend: rotate q, k at positions[b] (llama), write k, v at cache row positions[b]
+ *              llama: rotate q, k in place at positions[b] (rope.ts)
+ *              kvAppend: write k, v at cache row positions[b]
  *              att = attentionDecode(q, cache, lengths)             (lengths include the new row)
  *              x += o(att); x += mlp(norm2(x))
  *   logits = finalNorm(x)·Headᵀ                                      [B, V]
@@ -20,11 +21,11 @@ import type { Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { attentionDecode } from '../ops/attention.ts';
 import { embeddingForward } from '../ops/embedding.ts';
-import { kvAdvance } from '../ops/kv_cache.ts';
-import { kvAppend } from '../ops/kv_cache.ts';
+import { kvAdvance, kvAppend } from '../ops/kv_cache.ts';
 import { sample, type SampleOptions } from '../ops/sample.ts';
 import { type BlockScratch, blockForward, blockScratch, headForward, view } from './infer_block.ts';
 import type { KvCache } from './kv_cache.ts';
+import { ropeQK } from './rope.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
 /** Scratch of the decode steps of one recording (B rows), reused by every step. */
@@ -58,8 +59,10 @@ export function recordDecodeStep(rec: Recorder, weights: ModelWeights, adapter: 
   const v4 = view(ws.v, [B, 1, Hkv, D]);
   const q3 = view(ws.q, [B, Hq, D]);
   const att3 = view(ws.att, [B, Hq, D]);
+  const pos2 = view(cache.positions, [B, 1]);
   const attend = (layer: number) => {
-    kvAppend(rec, cache.k[layer], cache.v[layer], k4, v4, cache.positions, cache.rope ? { rope: { q: q4, table: cache.rope } } : {});
+    if (cfg.family === 'llama') ropeQK(rec, cfg, q4, k4, pos2);
+    kvAppend(rec, cache.k[layer], cache.v[layer], k4, v4, cache.positions);
     attentionDecode(rec, att3, q3, cache.k[layer], cache.v[layer], cache.lengths);
   };
   for (let l = 0; l < cfg.nLayer; l++) blockForward(rec, ws, weights, adapter, l, attend);

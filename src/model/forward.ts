@@ -9,7 +9,7 @@
  *   x0 = tok_emb[ids] (+ pos_emb[positions], gpt2)                               resid[0]  [N, C]
  *   per block l (input xin = resid[l]):
  *     ln1 = norm1(xin)                                                             [N, C]
- *     q, k, v = linear(ln1) (+ LoRA); llama: q, k = rope(q, k) at `positions`      [N, Q], [N, K]
+ *     q, k, v = linear(ln1) (+ LoRA); llama: rope(q), rope(k) in place at `positions` [N, Q], [N, K]
  *     att = attention(q, k, v) causal within a segment                             [N, Q], lse [B, Hq, T]
  *     mid = xin + o(att)                                                           [N, C]
  *     ln2 = norm2(mid)
@@ -36,16 +36,13 @@ import type { LoraTarget } from './config.ts';
 import type { GpuBatch } from './batch.ts';
 import { allocNorm, type Arena, type LayerEnv, linearForward, normForward, type NormSaved, view } from './layers.ts';
 import { blockLinears, moduleName } from './params.ts';
-import { ropeForward } from './rope.ts';
+import { ropeQK } from './rope.ts';
 
 /** What one block saves for its backward. */
 export interface BlockActs {
   readonly ln1: Tensor; // [N, C]
   readonly n1: NormSaved;
-  /** llama: q and k straight out of their linear layers, before RoPE. */
-  readonly qPre: Tensor | null; // [N, Q]
-  readonly kPre: Tensor | null; // [N, K]
-  readonly q: Tensor; // [N, Q] as attention read it
+  readonly q: Tensor; // [N, Q] as attention read it (llama: rotated in place)
   readonly k: Tensor; // [N, K]
   readonly v: Tensor; // [N, K]
   readonly att: Tensor; // [N, Q]
@@ -94,7 +91,6 @@ function allocBlock(arena: Arena, env: LayerEnv, B: number, T: number, l: number
   }
   return {
     ln1: a([N, C], 'ln1'), n1: allocNorm(arena, cfg, N, `block${l}.ln1`),
-    qPre: llama ? a([N, Q], 'q_pre') : null, kPre: llama ? a([N, K], 'k_pre') : null,
     q: a([N, Q], 'q'), k: a([N, K], 'k'), v: a([N, K], 'v'), att: a([N, Q], 'att'), lse: a([B, cfg.nHead, T], 'lse'),
     mid: a([N, C], 'mid'), ln2: a([N, C], 'ln2'), n2: allocNorm(arena, cfg, N, `block${l}.ln2`),
     h: a([N, F], 'h'), up: llama ? a([N, F], 'up') : null, act: a([N, F], 'act'), u,
@@ -129,13 +125,10 @@ export function blockForward(rec: Recorder, env: LayerEnv, b: GpuBatch, s: Block
   const m = (t: LoraTarget) => moduleName(l, t);
   // attention half
   normForward(rec, env, s.ln1, s.n1, xin, `layers.${l}.attn_norm`);
-  linearForward(rec, env, s.qPre ?? s.q, s.ln1, m('q'), s.u.get('q'));
-  linearForward(rec, env, s.kPre ?? s.k, s.ln1, m('k'), s.u.get('k'));
+  linearForward(rec, env, s.q, s.ln1, m('q'), s.u.get('q'));
+  linearForward(rec, env, s.k, s.ln1, m('k'), s.u.get('k'));
   linearForward(rec, env, s.v, s.ln1, m('v'), s.u.get('v'));
-  if (cfg.family === 'llama') {
-    ropeForward(rec, heads(s.q, b, Hq, D), heads(s.qPre!, b, Hq, D), b.rope!);
-    ropeForward(rec, heads(s.k, b, Hkv, D), heads(s.kPre!, b, Hkv, D), b.rope!);
-  }
+  if (cfg.family === 'llama') ropeQK(rec, cfg, heads(s.q, b, Hq, D), heads(s.k, b, Hkv, D), view(b.positions, [b.B, b.T]));
   attentionForward(rec, heads(s.att, b, Hq, D), s.lse, heads(s.q, b, Hq, D), heads(s.k, b, Hkv, D), heads(s.v, b, Hkv, D), { segments: b.segments });
   linearForward(rec, env, proj, s.att, m('o'), s.u.get('o'));
   residualAdd(rec, s.mid, xin, proj);

@@ -1,7 +1,7 @@
 /**
  * The KV cache of one generation batch: every layer's keys and values for B sequences of up to
- * Tmax rows, the per-sequence (ragged) lengths, the decode state that advances on the GPU, and —
- * for Llama — the RoPE cos/sin table of the rows it can hold.
+ * Tmax rows, the per-sequence (ragged) lengths and the decode state that advances on the GPU.
+ * Llama's keys are cached already rotated (prefill and decode apply RoPE first, src/model/rope.ts).
  *
  * Layout (what attentionDecode in src/ops/attention.ts reads):
  *   k[l], v[l]   f32 [B, Tmax, Hkv, D]   row j of sequence b holds the key/value of its token at
@@ -10,13 +10,11 @@
  *   lengths      i32 [B]   valid rows per sequence (rows ≥ lengths[b] hold stale data, never read)
  *   positions    i32 [B]   row (= position) of the token the next decode step feeds
  *   keys         u32 [B, 2] sampler (stream, counter) per sequence, counter = tokens sampled so far
- *   rope         f32 [Tmax, D/2, 2] (cos, sin); Llama only
  * Every buffer is charged to `owner` in the device's pool; `release()` gives all of them back.
  */
 import { ReleasedError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { emptyTensor, type Tensor, tensorFrom } from '../gpu/tensor.ts';
-import { ropeTable } from '../ops/kv_cache.ts';
 import type { ModelConfig } from './config.ts';
 
 export interface KvCacheOptions {
@@ -29,8 +27,7 @@ export interface KvCacheOptions {
 /** Bytes a cache of B sequences × Tmax rows takes on the device (before pool rounding). */
 export function kvCacheBytes(cfg: ModelConfig, B: number, Tmax: number): number {
   const kv = 2 * cfg.nLayer * B * Tmax * cfg.nKvHead * cfg.headDim * 4;
-  const rope = cfg.family === 'llama' ? Tmax * cfg.headDim * 4 : 0;
-  return kv + rope + 4 * B * 4;
+  return kv + 4 * B * 4;
 }
 
 export class KvCache {
@@ -45,12 +42,11 @@ export class KvCache {
   readonly lengths: Tensor;
   readonly positions: Tensor;
   readonly keys: Tensor;
-  readonly rope: Tensor | null;
   #released = false;
   #prefilled = false;
 
   private constructor(ctx: GpuContext, cfg: ModelConfig, B: number, Tmax: number, owner: string, tensors: {
-    k: Tensor[]; v: Tensor[]; lengths: Tensor; positions: Tensor; keys: Tensor; rope: Tensor | null;
+    k: Tensor[]; v: Tensor[]; lengths: Tensor; positions: Tensor; keys: Tensor;
   }) {
     this.ctx = ctx;
     this.cfg = cfg;
@@ -62,7 +58,6 @@ export class KvCache {
     this.lengths = tensors.lengths;
     this.positions = tensors.positions;
     this.keys = tensors.keys;
-    this.rope = tensors.rope;
   }
 
   /**
@@ -95,10 +90,7 @@ export class KvCache {
       const lengths = track(tensorFrom(ctx, new Int32Array(B), [B], { owner, label: `${owner}/lengths` }));
       const positions = track(tensorFrom(ctx, new Int32Array(B), [B], { owner, label: `${owner}/positions` }));
       const keyT = track(tensorFrom(ctx, keys, [B, 2], { owner, label: `${owner}/keys` }));
-      const rope = cfg.family === 'llama'
-        ? track(tensorFrom(ctx, ropeTable(Tmax, cfg.headDim, cfg.ropeTheta), [Tmax, cfg.headDim / 2, 2], { owner, label: `${owner}/rope` }))
-        : null;
-      return new KvCache(ctx, cfg, B, Tmax, owner, { k, v, lengths, positions, keys: keyT, rope });
+      return new KvCache(ctx, cfg, B, Tmax, owner, { k, v, lengths, positions, keys: keyT });
     } catch (e) {
       for (const t of made) t.release();
       throw e;
@@ -131,6 +123,6 @@ export class KvCache {
   }
 
   #tensors(): Tensor[] {
-    return [...this.k, ...this.v, this.lengths, this.positions, this.keys, ...(this.rope ? [this.rope] : [])];
+    return [...this.k, ...this.v, this.lengths, this.positions, this.keys];
   }
 }

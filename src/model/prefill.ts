@@ -4,7 +4,8 @@
  *
  * Batch layout: prompts right-padded to T tokens, tokens i32 [B, T]; lengths i32 [B] real tokens
  * per prompt; positions i32 [B, T] = t on real tokens (0 on padding, as the tfjs reference).
- * Attention is causal with the padding masked by `lengths`; RoPE (llama) uses position t; GPT-2
+ * Attention is causal with the padding masked by `lengths`; RoPE (llama, rope.ts) rotates q and k
+ * in place at position t before k is cached; GPT-2
  * adds pos_emb[t]. Nothing is saved for a backward pass and the [B·T, V] logits are never formed:
  * the last real row of each sequence (row b·T + lengths[b] − 1) is gathered first — with the
  * embedding kernel, treating the hidden states as a table — and only those B rows go through the
@@ -20,6 +21,7 @@ import { kvAppend, kvExtend } from '../ops/kv_cache.ts';
 import type { ModelConfig } from './config.ts';
 import { blockForward, blockScratch, headForward, view } from './infer_block.ts';
 import type { KvCache } from './kv_cache.ts';
+import { ropeQK } from './rope.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
 /** Prompts on the GPU, right-padded. Release with `releasePrompts`. */
@@ -117,10 +119,8 @@ export function recordPrefill(rec: Recorder, weights: ModelWeights, adapter: Ada
   const att4 = view(ws.att, [B, T, Hq, D]);
   const lse = rec.temp([B, Hq, T], 'f32', 'prefill/lse');
   const attend = (layer: number) => {
-    kvAppend(rec, cache.k[layer], cache.v[layer], k4, v4, cache.lengths, {
-      count: prompts.lengths,
-      ...(cache.rope ? { rope: { q: q4, table: cache.rope } } : {}),
-    });
+    if (cfg.family === 'llama') ropeQK(rec, cfg, q4, k4, prompts.positions);
+    kvAppend(rec, cache.k[layer], cache.v[layer], k4, v4, cache.lengths, { count: prompts.lengths });
     attentionForward(rec, att4, lse, q4, k4, v4, { lengths: prompts.lengths });
   };
   for (let l = 0; l < cfg.nLayer; l++) blockForward(rec, ws, weights, adapter, l, attend);

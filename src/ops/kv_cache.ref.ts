@@ -1,8 +1,7 @@
 /**
  * CPU reference of kernels/kv_cache.wgsl: plain loops over flat row-major arrays, same layouts and
- * same semantics as src/ops/kv_cache.ts. Arrays named as outputs are updated in place; the
- * rotation rounds each product and the difference to f32 the way WGSL does (no fused multiply-add
- * is assumed, so the GPU may differ from this by an ulp where its compiler fuses).
+ * same semantics as src/ops/kv_cache.ts. Arrays named as outputs are updated in place; everything
+ * is an exact copy.
  */
 
 export interface KvAppendRefArgs {
@@ -14,50 +13,23 @@ export interface KvAppendRefArgs {
   /** [B, Tmax, Hkv, D], updated. */
   kCache: Float32Array;
   vCache: Float32Array;
-  /** [B, Tn, Hkv, D]; k is rotated in place with rope. */
+  /** [B, Tn, Hkv, D] */
   k: Float32Array;
   v: Float32Array;
   start: Int32Array;
   count?: Int32Array;
-  /** RoPE: q [B, Tn, Hq, D] rotated in place; table [Tmax, D/2, 2]. */
-  rope?: { q: Float32Array; Hq: number; table: Float32Array };
-}
-
-const f = Math.fround;
-
-function rotate(x: Float32Array, j: number, half: number, c: number, s: number): void {
-  const x1 = x[j];
-  const x2 = x[j + half];
-  x[j] = f(f(x1 * c) - f(x2 * s));
-  x[j + half] = f(f(x2 * c) + f(x1 * s));
 }
 
 export function kvAppendRef(a: KvAppendRefArgs): void {
   const { B, Tn, Hkv, D, Tmax } = a;
-  const half = D / 2;
   for (let b = 0; b < B; b++) {
     const real = a.count ? Math.min(Math.max(a.count[b], 0), Tn) : Tn;
     for (let t = 0; t < real; t++) {
       const row = a.start[b] + t;
       if (row < 0 || row >= Tmax) continue;
-      if (a.rope) {
-        const { q, Hq, table } = a.rope;
-        for (let h = 0; h < Hq; h++) {
-          for (let i = 0; i < half; i++) {
-            const c = table[(row * half + i) * 2], s = table[(row * half + i) * 2 + 1];
-            rotate(q, ((b * Tn + t) * Hq + h) * D + i, half, c, s);
-          }
-        }
-      }
       for (let h = 0; h < Hkv; h++) {
         const src = ((b * Tn + t) * Hkv + h) * D;
         const dst = ((b * Tmax + row) * Hkv + h) * D;
-        if (a.rope) {
-          for (let i = 0; i < half; i++) {
-            const c = a.rope.table[(row * half + i) * 2], s = a.rope.table[(row * half + i) * 2 + 1];
-            rotate(a.k, src + i, half, c, s);
-          }
-        }
         for (let d = 0; d < D; d++) {
           a.kCache[dst + d] = a.k[src + d];
           a.vCache[dst + d] = a.v[src + d];

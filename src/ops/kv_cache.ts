@@ -1,13 +1,14 @@
 /**
  * kv_cache — the KV cache's writes (host wrappers of kernels/kv_cache.wgsl): append new key/value
- * rows at each sequence's own row (RoPE fused for Llama), grow lengths after a prefill, and
- * advance the decode state after each sampling step — all on the GPU, so a chunk of decode steps
- * runs without a host round trip.
+ * rows at each sequence's own row, grow lengths after a prefill, and advance the decode state
+ * after each sampling step — all on the GPU, so a chunk of decode steps runs without a host round
+ * trip. Llama's RoPE is not fused here: the model rotates q and k with the RoPE op first
+ * (src/model/rope.ts), the same kernel as in training.
  *
- * Shapes (B sequences, Tn new rows, Tmax cache rows, Hq/Hkv heads, D head dim, K history rows):
- *   k, v [B, Tn, Hkv, D]   q [B, Tn, Hq, D]   kCache, vCache [B, Tmax, Hkv, D] (what attentionDecode reads)
- *   start i32 [B] (cache row = RoPE position of new row 0)   count i32 [B] (real new rows; optional)
- *   ropeTable f32 [Tmax, D/2, 2] (cos, sin)   lengths, positions i32 [B]   keys u32 [B, 2]
+ * Shapes (B sequences, Tn new rows, Tmax cache rows, Hkv heads, D head dim, K history rows):
+ *   k, v [B, Tn, Hkv, D]   kCache, vCache [B, Tmax, Hkv, D] (what attentionDecode reads)
+ *   start i32 [B] (cache row of new row 0)   count i32 [B] (real new rows; optional)
+ *   lengths, positions i32 [B]   keys u32 [B, 2]
  *   tokens i32 [B], logprobs, logprobsRaw f32 [B]   history u32 [K, B, 3]
  * Rows that are padding (t ≥ count[b]) or would land past Tmax are not written. Nothing is summed:
  * the outputs are exact copies / single roundings, bitwise reproducible.
@@ -19,16 +20,16 @@ import { dims, expectBindable, expectDistinct, expectDtype, expectShape } from '
 
 const KERNEL = 'kv_cache';
 const WG = 64;
-/** Storage bindings of kernels/kv_cache.wgsl; the uniform Params sit right after them (binding 15). */
-const SLOTS = 15;
+/** Storage bindings of kernels/kv_cache.wgsl; the uniform Params sit right after them (binding 13). */
+const SLOTS = 13;
 
 /** The kernel's Params struct; every field is written (the uniform binding has a fixed size). */
-function params(f: { B: number; Tn?: number; Hq?: number; Hkv?: number; D?: number; Tmax: number; rowThreads?: number; counted?: number; step?: number; K?: number }): Params {
-  return new Params(10).u32(f.B).u32(f.Tn ?? 0).u32(f.Hq ?? 0).u32(f.Hkv ?? 0).u32(f.D ?? 0).u32(f.Tmax)
+function params(f: { B: number; Tn?: number; Hkv?: number; D?: number; Tmax: number; rowThreads?: number; counted?: number; step?: number; K?: number }): Params {
+  return new Params(12).u32(f.B).u32(f.Tn ?? 0).u32(f.Hkv ?? 0).u32(f.D ?? 0).u32(f.Tmax)
     .u32(f.rowThreads ?? 0).u32(f.counted ?? 0).u32(f.step ?? 0).u32(f.K ?? 0);
 }
 
-/** Pads a binding list with nulls to every storage slot, so the uniform lands at binding 15. */
+/** Pads a binding list with nulls to every storage slot, so the uniform lands at binding 13. */
 function slots(b: (Tensor | null)[]): (Tensor | null)[] {
   return [...b, ...new Array<null>(SLOTS - b.length).fill(null)];
 }
@@ -36,11 +37,9 @@ function slots(b: (Tensor | null)[]): (Tensor | null)[] {
 export interface KvAppendOptions {
   /** i32 [B]: real new rows per sequence (a right-padded prefill); default: all Tn rows. */
   count?: Tensor;
-  /** RoPE (Llama): q is rotated in place, k is rotated in place and into the cache. */
-  rope?: { q: Tensor; table: Tensor };
 }
 
-interface AppendDims { B: number; Tn: number; Hkv: number; D: number; Tmax: number; Hq: number }
+interface AppendDims { B: number; Tn: number; Hkv: number; D: number; Tmax: number }
 
 function appendDims(op: string, kCache: Tensor, vCache: Tensor, k: Tensor, v: Tensor, start: Tensor, opts: KvAppendOptions): AppendDims {
   for (const [n, t] of [['kCache', kCache], ['vCache', vCache], ['k', k], ['v', v]] as const) {
@@ -61,48 +60,32 @@ function appendDims(op: string, kCache: Tensor, vCache: Tensor, k: Tensor, v: Te
     expectDtype(op, 'count', opts.count, 'i32');
     expectShape(op, 'count', opts.count, [B]);
   }
-  let Hq = 0;
-  if (opts.rope) {
-    const { q, table } = opts.rope;
-    expectDtype(op, 'q', q, 'f32');
-    if (q.shape.length !== 4 || q.shape[0] !== B || q.shape[1] !== Tn || q.shape[3] !== D) {
-      throw new ShapeError(op, `q (${q}) must be [${B}, ${Tn}, Hq, ${D}] for k ${dims(k)}`);
-    }
-    Hq = q.shape[2];
-    expectDtype(op, 'ropeTable', table, 'f32');
-    expectShape(op, 'ropeTable', table, [Tmax, D / 2, 2]);
-  }
-  return { B, Tn, Hkv, D, Tmax, Hq };
+  return { B, Tn, Hkv, D, Tmax };
 }
 
 /**
  * kCache[b, start[b] + t] = k[b, t] and vCache likewise (=), for the real rows t < count[b] that
- * fit in the cache. With `rope`, q[b, t] and k[b, t] are first rotated in place by position
- * start[b] + t (rotate_half convention, cos/sin from the table), and the rotated k is cached.
+ * fit in the cache.
  */
 export function kvAppend(rec: Recorder, kCache: Tensor, vCache: Tensor, k: Tensor, v: Tensor, start: Tensor, opts: KvAppendOptions = {}): void {
   const op = `${KERNEL}.append`;
   const d = appendDims(op, kCache, vCache, k, v, start, opts);
-  const q = opts.rope?.q ?? null;
-  const table = opts.rope?.table ?? null;
-  const written: [string, Tensor][] = [['kCache', kCache], ['vCache', vCache], ...(q ? [['q', q] as [string, Tensor], ['k', k] as [string, Tensor]] : [])];
-  const all: [string, Tensor | null][] = [['kCache', kCache], ['vCache', vCache], ['k', k], ['v', v], ['start', start],
-    ['count', opts.count ?? null], ['q', q], ['ropeTable', table]];
+  const written: [string, Tensor][] = [['kCache', kCache], ['vCache', vCache]];
+  const all: [string, Tensor | null][] = [['kCache', kCache], ['vCache', vCache], ['k', k], ['v', v], ['start', start], ['count', opts.count ?? null]];
   const pairs: [string, Tensor | null, string, Tensor | null][] = [];
   for (const [nw, w] of written) for (const [nr, r] of all) if (nw !== nr) pairs.push([nw, w, nr, r]);
   expectDistinct(op, pairs);
   expectBindable(op, rec.ctx, all);
-  const heads = d.Hkv + d.Hq;
-  const threads = d.B * d.Tn * heads * (d.D / 2);
+  const threads = d.B * d.Tn * d.Hkv * (d.D / 2);
   if (threads === 0 || d.Tmax === 0) return;
   const { workgroups, rowThreads } = grid1d(rec.ctx, threads, WG);
   rec.dispatch({
     kernel: KERNEL,
-    entryPoint: q ? 'append_rope' : 'append',
+    entryPoint: 'append',
     constants: { WG },
     // Without count, start also fills the count slot (read-only aliases are allowed; never read).
-    bindings: slots([start, opts.count ?? start, k, v, kCache, vCache, q, table]),
-    params: params({ B: d.B, Tn: d.Tn, Hq: d.Hq, Hkv: d.Hkv, D: d.D, Tmax: d.Tmax, rowThreads, counted: opts.count ? 1 : 0 }),
+    bindings: slots([start, opts.count ?? start, k, v, kCache, vCache]),
+    params: params({ B: d.B, Tn: d.Tn, Hkv: d.Hkv, D: d.D, Tmax: d.Tmax, rowThreads, counted: opts.count ? 1 : 0 }),
     workgroups,
   });
 }
@@ -120,7 +103,7 @@ export function kvExtend(rec: Recorder, lengths: Tensor, count: Tensor, tmax: nu
   if (B === 0) return;
   rec.dispatch({
     kernel: KERNEL, entryPoint: 'extend', constants: { WG },
-    bindings: slots([null, count, null, null, null, null, null, null, lengths]),
+    bindings: slots([null, count, null, null, null, null, lengths]),
     params: params({ B, Tmax: tmax }),
     workgroups: [Math.ceil(B / WG), 1, 1],
   });
@@ -185,25 +168,8 @@ export function kvAdvance(rec: Recorder, state: DecodeState, sampled: SampledSte
   if (B === 0) return;
   rec.dispatch({
     kernel: KERNEL, entryPoint: 'advance', constants: { WG },
-    bindings: slots([null, null, null, null, null, null, null, null, lengths, positions, keys, sampled.tokens, sampled.logprobs, sampled.logprobsRaw, history]),
+    bindings: slots([null, null, null, null, null, null, lengths, positions, keys, sampled.tokens, sampled.logprobs, sampled.logprobsRaw, history]),
     params: params({ B, Tmax: tmax, step, K }),
     workgroups: [Math.ceil(B / WG), 1, 1],
   });
-}
-
-/**
- * RoPE table [rows, D/2, 2] (cos, sin) of position·θ^(−2i/D), angles in f64 (as the tfjs
- * reference), rounded once to f32.
- */
-export function ropeTable(rows: number, headDim: number, theta: number): Float32Array {
-  const half = headDim / 2;
-  const out = new Float32Array(rows * half * 2);
-  for (let pos = 0; pos < rows; pos++) {
-    for (let i = 0; i < half; i++) {
-      const angle = pos * Math.pow(theta, (-2 * i) / headDim);
-      out[(pos * half + i) * 2] = Math.cos(angle);
-      out[(pos * half + i) * 2 + 1] = Math.sin(angle);
-    }
-  }
-  return out;
 }

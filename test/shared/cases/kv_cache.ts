@@ -1,9 +1,9 @@
 /**
  * KV cache cases (kernels/kv_cache.wgsl, src/ops/kv_cache.ts, src/model/kv_cache.ts), run by both
  * GPU suites: appends at ragged start rows with padding and rows past the cache dropped (exact vs
- * the CPU reference), RoPE fused into the append vs the reference and vs tfjs (rotate_half with
- * f64 angles), the cache layout read back by attentionDecode vs a CPU attention, extend/advance
- * bookkeeping, bitwise determinism, owner accounting and release, typed errors.
+ * the CPU reference), the cache layout read back by attentionDecode vs a CPU attention,
+ * extend/advance bookkeeping, bitwise determinism, owner accounting and release, typed errors.
+ * (Llama's RoPE before the append is the RoPE op's: test/shared/cases/rope.ts, and generate.ts.)
  */
 import { assert } from 'chai';
 import { ReleasedError, ShapeError } from '../../../src/errors.ts';
@@ -12,106 +12,58 @@ import { Recorder } from '../../../src/gpu/recorder.ts';
 import { PRESETS } from '../../../src/model/presets.ts';
 import { KvCache, kvCacheBytes } from '../../../src/model/kv_cache.ts';
 import { attentionDecode } from '../../../src/ops/attention.ts';
-import { kvAdvance, kvAppend, kvExtend, ropeTable } from '../../../src/ops/kv_cache.ts';
+import { kvAdvance, kvAppend, kvExtend } from '../../../src/ops/kv_cache.ts';
 import { kvAdvanceRef, kvAppendRef, kvExtendRef } from '../../../src/ops/kv_cache.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
-import { tf } from '../../reference/tf.ts';
 import type { GpuCase } from '../register.ts';
 import { assertClose, assertThrowsTyped, empty, firstWordDiff, maxErrors, releaseAll, reportErrors, run, up } from './rowwise_helpers.ts';
 
-interface AppendCase { B: number; Tn: number; Hq: number; Hkv: number; D: number; Tmax: number; start: number[]; count?: number[] }
+interface AppendCase { B: number; Tn: number; Hkv: number; D: number; Tmax: number; start: number[]; count?: number[] }
 
-interface AppendOut { kCache: Float32Array; vCache: Float32Array; k: Float32Array; q: Float32Array }
+interface AppendOut { kCache: Float32Array; vCache: Float32Array; k: Float32Array }
 
 /** Runs kvAppend on random data (caches pre-filled with noise) and the reference on copies. */
-async function appendBoth(ctx: GpuContext, c: AppendCase, rope: boolean, seed: number): Promise<{ gpu: AppendOut; ref: AppendOut; input: AppendOut; table: Float32Array }> {
+async function appendBoth(ctx: GpuContext, c: AppendCase, seed: number): Promise<{ gpu: AppendOut; ref: AppendOut; input: AppendOut }> {
   const rng = new Rng(seed, 3);
-  const { B, Tn, Hq, Hkv, D, Tmax } = c;
+  const { B, Tn, Hkv, D, Tmax } = c;
   const input: AppendOut = {
-    kCache: rng.normalArray(B * Tmax * Hkv * D), vCache: rng.normalArray(B * Tmax * Hkv * D),
-    k: rng.normalArray(B * Tn * Hkv * D), q: rng.normalArray(B * Tn * Hq * D),
+    kCache: rng.normalArray(B * Tmax * Hkv * D), vCache: rng.normalArray(B * Tmax * Hkv * D), k: rng.normalArray(B * Tn * Hkv * D),
   };
   const v = rng.normalArray(B * Tn * Hkv * D);
-  const table = ropeTable(Tmax, D, 10000);
   const start = Int32Array.from(c.start);
   const count = c.count ? Int32Array.from(c.count) : undefined;
   const t = {
     kCache: up(ctx, input.kCache.slice(), [B, Tmax, Hkv, D]), vCache: up(ctx, input.vCache.slice(), [B, Tmax, Hkv, D]),
-    k: up(ctx, input.k.slice(), [B, Tn, Hkv, D]), v: up(ctx, v, [B, Tn, Hkv, D]), q: up(ctx, input.q.slice(), [B, Tn, Hq, D]),
-    start: up(ctx, start), count: count ? up(ctx, count) : undefined, table: up(ctx, table, [Tmax, D / 2, 2]),
+    k: up(ctx, input.k.slice(), [B, Tn, Hkv, D]), v: up(ctx, v, [B, Tn, Hkv, D]),
+    start: up(ctx, start), count: count ? up(ctx, count) : undefined,
   };
-  const [kc, vc, k, q] = await run(ctx, [t.kCache, t.vCache, t.k, t.q], (rec) =>
-    kvAppend(rec, t.kCache, t.vCache, t.k, t.v, t.start, { count: t.count, ...(rope ? { rope: { q: t.q, table: t.table } } : {}) }));
+  const [kc, vc, k] = await run(ctx, [t.kCache, t.vCache, t.k], (rec) => kvAppend(rec, t.kCache, t.vCache, t.k, t.v, t.start, { count: t.count }));
   releaseAll(...Object.values(t));
-  const ref: AppendOut = { kCache: input.kCache.slice(), vCache: input.vCache.slice(), k: input.k.slice(), q: input.q.slice() };
-  kvAppendRef({ B, Tn, Hkv, D, Tmax, kCache: ref.kCache, vCache: ref.vCache, k: ref.k, v, start, count, ...(rope ? { rope: { q: ref.q, Hq, table } } : {}) });
-  return { gpu: { kCache: kc as Float32Array, vCache: vc as Float32Array, k: k as Float32Array, q: q as Float32Array }, ref, input, table };
+  const ref: AppendOut = { kCache: input.kCache.slice(), vCache: input.vCache.slice(), k: input.k.slice() };
+  kvAppendRef({ B, Tn, Hkv, D, Tmax, kCache: ref.kCache, vCache: ref.vCache, k: ref.k, v, start, count });
+  return { gpu: { kCache: kc as Float32Array, vCache: vc as Float32Array, k: k as Float32Array }, ref, input };
 }
 
-/** tfjs rotate_half RoPE of x [N, H, D] at positions [N] (angles in f64, as test/reference/model_tf.ts). */
-function tfRope(x: Float32Array, N: number, H: number, D: number, positions: number[]): Float32Array {
-  const half = D / 2;
-  const cos = new Float32Array(N * half), sin = new Float32Array(N * half);
-  positions.forEach((p, n) => {
-    for (let i = 0; i < half; i++) {
-      const a = p * Math.pow(10000, (-2 * i) / D);
-      cos[n * half + i] = Math.cos(a);
-      sin[n * half + i] = Math.sin(a);
-    }
-  });
-  return tf.tidy(() => {
-    const [x1, x2] = tf.split(tf.tensor3d(x, [N, H, D]), 2, -1);
-    const c = tf.tensor3d(cos, [N, 1, half]), s = tf.tensor3d(sin, [N, 1, half]);
-    return tf.concat([tf.sub(tf.mul(x1, c), tf.mul(x2, s)), tf.add(tf.mul(x2, c), tf.mul(x1, s))], -1).dataSync() as Float32Array;
-  });
-}
-
-const ODD: AppendCase = { B: 3, Tn: 5, Hq: 6, Hkv: 3, D: 6, Tmax: 13, start: [0, 4, 10], count: [5, 2, 4] };
+const ODD: AppendCase = { B: 3, Tn: 5, Hkv: 3, D: 6, Tmax: 13, start: [0, 4, 10], count: [5, 2, 4] };
 
 export const kvCacheCases: GpuCase[] = [
   {
     name: 'kv_cache: append at ragged rows, padding and rows past Tmax untouched, exact vs reference (odd sizes)',
     fn: async (ctx) => {
-      for (const c of [ODD, { ...ODD, count: undefined, start: [2, 0, 9] }, { B: 1, Tn: 1, Hq: 1, Hkv: 1, D: 2, Tmax: 1, start: [0] }]) {
-        const { gpu, ref, input } = await appendBoth(ctx, c, false, 11);
+      for (const c of [ODD, { ...ODD, count: undefined, start: [2, 0, 9] }, { B: 1, Tn: 1, Hkv: 1, D: 2, Tmax: 1, start: [0] }]) {
+        const { gpu, ref, input } = await appendBoth(ctx, c, 11);
         assert.strictEqual(firstWordDiff(gpu.kCache, ref.kCache), -1, `kCache ${JSON.stringify(c)}`);
         assert.strictEqual(firstWordDiff(gpu.vCache, ref.vCache), -1, `vCache ${JSON.stringify(c)}`);
-        assert.strictEqual(firstWordDiff(gpu.k, input.k), -1, 'without rope k is left alone');
+        assert.strictEqual(firstWordDiff(gpu.k, input.k), -1, 'k is left alone');
       }
       // Sequence 2 of ODD starts at row 10 with 4 real rows: rows 10..12 written, row 13 would be past Tmax.
-      const { gpu, input } = await appendBoth(ctx, ODD, false, 12);
+      const { gpu, input } = await appendBoth(ctx, ODD, 12);
       const { Tmax, Hkv, D } = ODD;
       const rowOf = (b: number, r: number) => gpu.kCache.subarray(((b * Tmax + r) * Hkv) * D, ((b * Tmax + r + 1) * Hkv) * D);
       const inRow = (b: number, r: number) => input.kCache.subarray(((b * Tmax + r) * Hkv) * D, ((b * Tmax + r + 1) * Hkv) * D);
       assert.notStrictEqual(firstWordDiff(rowOf(2, 12), inRow(2, 12)), -1, 'row 12 of sequence 2 written');
       assert.strictEqual(firstWordDiff(rowOf(1, 6), inRow(1, 6)), -1, 'row 6 of sequence 1 (padding) untouched');
       assert.strictEqual(firstWordDiff(rowOf(0, 5), inRow(0, 5)), -1, 'row 5 of sequence 0 untouched');
-    },
-  },
-  {
-    name: 'kv_cache: RoPE fused into the append matches the reference and tfjs rotate_half; bitwise deterministic',
-    fn: async (ctx) => {
-      const cases: AppendCase[] = [ODD, { B: 2, Tn: 7, Hq: 4, Hkv: 2, D: 8, Tmax: 33, start: [0, 20], count: [7, 3] },
-        { B: 1, Tn: 1, Hq: 14, Hkv: 2, D: 64, Tmax: 300, start: [257] }];
-      for (const c of cases) {
-        const { gpu, ref, input } = await appendBoth(ctx, c, true, 21);
-        const tag = `B=${c.B} Tn=${c.Tn} Hq=${c.Hq} Hkv=${c.Hkv} D=${c.D}`;
-        assertClose(gpu.q, ref.q, 1e-6, `rope q vs reference ${tag}`);
-        assertClose(gpu.k, ref.k, 1e-6, `rope k vs reference ${tag}`);
-        assertClose(gpu.kCache, ref.kCache, 1e-6, `rope kCache vs reference ${tag}`);
-        assert.strictEqual(firstWordDiff(gpu.vCache, ref.vCache), -1, `vCache copied exactly ${tag}`);
-        // tfjs on the real rows only.
-        for (let b = 0; b < c.B; b++) {
-          const real = Math.min(c.count?.[b] ?? c.Tn, c.Tmax - c.start[b]);
-          const pos = Array.from({ length: real }, (_, t) => c.start[b] + t);
-          for (const [name, x, got, H] of [['q', input.q, gpu.q, c.Hq], ['k', input.k, gpu.k, c.Hkv]] as const) {
-            const rows = (a: Float32Array) => a.slice(b * c.Tn * H * c.D, (b * c.Tn + real) * H * c.D);
-            assertClose(rows(got), tfRope(rows(x), real, H, c.D, pos), 1e-6, `rope ${name} vs tfjs ${tag}`);
-          }
-        }
-        const again = await appendBoth(ctx, c, true, 21);
-        for (const k of ['q', 'k', 'kCache', 'vCache'] as const) assert.strictEqual(firstWordDiff(gpu[k], again.gpu[k]), -1, `${k} bitwise ${tag}`);
-      }
     },
   },
   {
@@ -199,7 +151,6 @@ export const kvCacheCases: GpuCase[] = [
         assert.deepEqual([...cache.k[1].shape], [3, 17, cfg.nKvHead, cfg.headDim]);
         assert.strictEqual(cache.bytes, kvCacheBytes(cfg, 3, 17));
         assert.isAtLeast(ctx.pool.owner(owner).currentBytes, cache.bytes);
-        assert.strictEqual(cache.rope !== null, cfg.family === 'llama');
         const [keys, lengths] = await run(ctx, [cache.keys, cache.lengths], () => {});
         assert.deepEqual(Array.from(keys), [5, 0, 6, 0, 7, 0]);
         assert.deepEqual(Array.from(lengths), [0, 0, 0]);
@@ -222,16 +173,14 @@ export const kvCacheCases: GpuCase[] = [
       const made: ReturnType<typeof empty>[] = [];
       const f = (shape: number[]) => (made.push(empty(ctx, shape)), made[made.length - 1]);
       const i = (shape: number[]) => (made.push(empty(ctx, shape, 'i32')), made[made.length - 1]);
-      const kc = f([2, 8, 2, 4]), vc = f([2, 8, 2, 4]), k = f([2, 3, 2, 4]), v = f([2, 3, 2, 4]), q = f([2, 3, 4, 4]);
-      const start = i([2]), table = f([8, 2, 2]);
+      const kc = f([2, 8, 2, 4]), vc = f([2, 8, 2, 4]), k = f([2, 3, 2, 4]), v = f([2, 3, 2, 4]);
+      const start = i([2]);
       const rec = new Recorder(ctx, { label: 'kv errors' });
       assertThrowsTyped(() => kvAppend(rec, kc, vc, k, v, f([2])), ShapeError, /kv_cache\.append: start .* must be i32/);
       assertThrowsTyped(() => kvAppend(rec, f([2, 8, 3, 4]), f([2, 8, 3, 4]), k, v, start), ShapeError, /kCache \[2, 8, 3, 4\] must be \[2, Tmax, 2, 4\] for k \[2, 3, 2, 4\]/);
       assertThrowsTyped(() => kvAppend(rec, kc, f([2, 8, 2, 5]), k, v, start), ShapeError, /vCache must have shape \[2, 8, 2, 4\]/);
       assertThrowsTyped(() => kvAppend(rec, f([1, 4, 1, 3]), f([1, 4, 1, 3]), f([1, 1, 1, 3]), f([1, 1, 1, 3]), i([1])), ShapeError, /D = 3 .* must be even/);
       assertThrowsTyped(() => kvAppend(rec, kc, vc, k, v, start, { count: i([3]) }), ShapeError, /count must have shape \[2\]/);
-      assertThrowsTyped(() => kvAppend(rec, kc, vc, k, v, start, { rope: { q: f([2, 4, 4, 4]), table } }), ShapeError, /q .* must be \[2, 3, Hq, 4\]/);
-      assertThrowsTyped(() => kvAppend(rec, kc, vc, k, v, start, { rope: { q, table: f([7, 2, 2]) } }), ShapeError, /ropeTable must have shape \[8, 2, 2\]/);
       assertThrowsTyped(() => kvAppend(rec, kc, kc, k, v, start), ShapeError, /kCache .* must not alias vCache/);
       assertThrowsTyped(() => kvExtend(rec, start, i([3]), 8), ShapeError, /kv_cache\.extend: count must have shape \[2\]/);
       const st = { lengths: i([2]), positions: i([2]), keys: empty(ctx, [2, 2], 'u32') };
@@ -250,7 +199,7 @@ export const kvCacheCases: GpuCase[] = [
     name: 'kv_cache: largest errors (printed for the report)',
     fn: async () => {
       reportErrors('kv_cache');
-      for (const [k, v] of maxErrors) if (/^rope|attentionDecode over appended/.test(k)) assert.isAtMost(v, 1e-5, k);
+      for (const [k, v] of maxErrors) if (/attentionDecode over appended/.test(k)) assert.isAtMost(v, 1e-5, k);
     },
   },
 ];
