@@ -153,6 +153,8 @@ export type { AdapterWeights, LoraModule, ModelWeights } from './model/weights_v
 export { add } from './ops/add.ts';
 export { adamw, adamwBiasCorrection, clipScale } from './ops/adamw.ts';
 export type { AdamWOptions } from './ops/adamw.ts';
+export { attentionBackward, attentionDecode, attentionForward, attentionTuning, attentionWorkShape } from './ops/attention.ts';
+export type { AttentionDecodeOptions, AttentionOptions, AttentionTuning } from './ops/attention.ts';
 export { embeddingBackward, embeddingForward, embeddingScratchSize } from './ops/embedding.ts';
 export { geluBackward, geluForward } from './ops/gelu.ts';
 export { layernormBackward, layernormForward, layernormScratchSize } from './ops/layernorm.ts';
@@ -161,6 +163,8 @@ export type { PolicyLossInputs, PolicyLossOutputs } from './ops/policy_loss.ts';
 export { globalL2Norm, reduceScratchSize, sumAll, sumRows } from './ops/reduce.ts';
 export { residualAdd, residualAddInPlace, scaleInPlace } from './ops/residual.ts';
 export { rmsnormBackward, rmsnormForward, rmsnormScratchSize } from './ops/rmsnorm.ts';
+export { ropeBackward, ropeForward, ropeInvFreq } from './ops/rope.ts';
+export type { RopeOptions } from './ops/rope.ts';
 export { sample } from './ops/sample.ts';
 export type { SampleOptions } from './ops/sample.ts';
 export { softmaxBackward, softmaxForward } from './ops/softmax.ts';
