@@ -24,3 +24,13 @@ export class JobStateError extends WebtinkerError {
     super('job-state', message);
   }
 }
+
+/**
+ * A GPU call failed because the device was lost under it (driver reset, `device.destroy()`):
+ * the work is gone with the device; a job resumes from its last checkpoint on a new one.
+ */
+export class DeviceLostError extends WebtinkerError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('device-lost', `the GPU device was lost: ${message}`, options);
+  }
+}

@@ -22,6 +22,7 @@ import { Rng } from '../util/rng.ts';
 import { ConfigError } from '../errors.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import type { HostParams, SamplingClient, TrainingClient } from './clients.ts';
+import { asDeviceLoss } from './device_loss.ts';
 import { LocalService } from './local_service.ts';
 import type { GpuWorkerApi, SamplerInfo, SelfCheckResult, ServiceInitOptions, WorkerEvent, WorkerInitOptions } from './protocol.ts';
 
@@ -45,9 +46,15 @@ function device(): GpuContext {
   return ctx;
 }
 
-/** Run service calls one at a time, in arrival order. */
+/**
+ * Run service calls one at a time, in arrival order. A call that fails because the device was
+ * lost under it fails with DeviceLostError (device_loss.ts), so the page knows to resume the job.
+ */
 function serial<T>(f: () => Promise<T> | T): Promise<T> {
-  const p = lane.then(f);
+  const c = ctx;
+  const p = lane.then(f).catch(async (e) => {
+    throw c ? await asDeviceLoss(c, e) : e;
+  });
   lane = p.catch(() => {});
   return p;
 }

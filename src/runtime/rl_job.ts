@@ -67,6 +67,8 @@ export interface JobOptions {
   readonly maxGradNorm: number;
   readonly onStep?: (m: StepMetrics) => void;
   readonly onPhase?: (phase: 'warmstart' | 'eval-before' | 'rl' | 'eval-after', detail: { steps?: number }) => void;
+  /** Prefix of the job's model and client ids, for several jobs on one service (default none). */
+  readonly id?: string;
   /** Checkpoints: save the run's state every few steps, and resume from a saved one. */
   readonly checkpoint?: JobCheckpointing;
 }
@@ -223,7 +225,8 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
   let baseline = from?.baseline ?? EMPTY_BASELINE;
   /** The RL base's weights when they are not the seeded init (kept for checkpoints). */
   let base = from?.phase === 'rl' ? from.base : null;
-  const sftId = `${cfg.name ?? cfg.family}-sft-${o.seed}`;
+  const pre = o.id ? `${o.id}/` : '';
+  const sftId = `${pre}${cfg.name ?? cfg.family}-sft-${o.seed}`;
   let modelId = await service.createModel(cfg, base ? { params: base, id: sftId } : { seed: o.seed });
   const toDispose: TrainingClient[] = [];
   const save = async (phase: 'sft' | 'rl', step: number, trainer: TrainingClient, haveBefore: boolean) => {
@@ -248,7 +251,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
     if (sftSteps > 0 && from?.phase !== 'rl') {
       o.onPhase?.('warmstart', { steps: sftSteps });
       const demos = await demonstrationTrajectories(o.env, o.warmStart?.demos ?? 256, o.seed, agent);
-      const sft = await service.createTrainingClient({ modelId, trainable: 'all', seed: o.seed, id: 'warmstart' });
+      const sft = await service.createTrainingClient({ modelId, trainable: 'all', seed: o.seed, id: `${pre}warmstart` });
       try {
         if (from) await sft.loadState(from.trainer);
         await runSft(sft, demos, {
@@ -278,9 +281,9 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
 
     // 2. The RL job on top of the (warm-started) base.
     const trainable = o.lora ? 'lora' : 'all';
-    const policy = await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, valueHead: o.algo === 'ppo', id: `rl-${o.algo}` });
+    const policy = await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, valueHead: o.algo === 'ppo', id: `${pre}rl-${o.algo}` });
     toDispose.push(policy);
-    const reference = o.algo === 'dpo' ? await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, id: 'reference' }) : null;
+    const reference = o.algo === 'dpo' ? await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, id: `${pre}reference` }) : null;
     if (reference) toDispose.push(reference);
     if (from?.phase === 'rl') await policy.loadState(from.trainer);
     const c: Ctx = { o, policy, reference, pack, baseline };

@@ -130,7 +130,13 @@ export class Scheduler {
    * when it can never fit.
    */
   submit(spec: JobSpec): Promise<void> {
-    if (this.#jobs.has(spec.id)) throw new JobStateError(`a job with id "${spec.id}" already exists`);
+    const old = this.#jobs.get(spec.id);
+    if (old && old.state !== 'finished' && old.state !== 'cancelled') throw new JobStateError(`a job with id "${spec.id}" already exists (${old.state})`);
+    if (old) {
+      // An ended job's id may be used again (a job re-created after a device loss): the new job replaces its record.
+      this.#jobs.delete(spec.id);
+      this.#order = this.#order.filter((id) => id !== spec.id);
+    }
     const weight = spec.weight ?? 1;
     if (!(weight > 0) || !Number.isFinite(weight)) throw new JobStateError(`job "${spec.id}": weight must be a positive number, got ${weight}`);
     if (!(spec.memoryBytes >= 0)) throw new JobStateError(`job "${spec.id}": memoryBytes must be ≥ 0, got ${spec.memoryBytes}`);

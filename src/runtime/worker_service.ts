@@ -106,6 +106,7 @@ export class WorkerService implements ServiceClient {
   #samplers = new Map<string, Owned>();
   #listeners = new Set<(e: WorkerServiceEvent) => void>();
   #unsub: (() => void)[] = [];
+  #lossWaiters = new Set<() => void>();
 
   private constructor(gpu: GpuClient, ownsClient: boolean, options: WorkerServiceOptions) {
     this.gpu = gpu;
@@ -171,10 +172,26 @@ export class WorkerService implements ServiceClient {
       this.#jobs.clear();
       this.#samplers.clear();
       for (const o of all) this.#end(o, 'cancel');
+      for (const w of this.#lossWaiters) w();
+      this.#lossWaiters.clear();
       this.#emit({ type: e.type, message: this.#lostWhy, lost });
     } else if (e.type === 'recovered' || e.type === 'restarted') {
       this.#ready.then(() => this.#emit({ type: 'recovered', adapter: e.adapter }), () => {});
     }
+  }
+
+  /** Resolves once a loss after `epoch` has been handled (or after `ms`, if none comes). */
+  #lossReported(epoch: number, ms = 5000): Promise<void> {
+    if (this.#epoch !== epoch) return Promise.resolve();
+    return new Promise<void>((res) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#lossWaiters.delete(done);
+        res();
+      };
+      const timer = setTimeout(done, ms);
+      this.#lossWaiters.add(done);
+    });
   }
 
   /** End an object's scheduler job (cancel rejects its queued quanta; finish after a close). */
@@ -213,7 +230,9 @@ export class WorkerService implements ServiceClient {
     const p = this.scheduler.quantum(o.schedId, () => {
       if (o.epoch !== this.#epoch) throw lost();
       return this.gpu.call(f);
-    }, label).catch((e) => {
+    }, label).catch(async (e) => {
+      // The worker names a call the device died under; its loss event may still be on its way.
+      if (o.epoch === this.#epoch && (e as Error | null)?.name === 'DeviceLostError') await this.#lossReported(o.epoch);
       throw o.epoch !== this.#epoch && !(e instanceof LostWithDeviceError) ? lost(e) : e;
     });
     const before = o.tail;
