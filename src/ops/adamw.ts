@@ -10,7 +10,7 @@
 import { ConfigError } from '../errors.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectBindable, expectDistinct, expectDtype, expectShape } from './rowwise.ts';
+import { expectBindable, expectDistinct, expectDtype, expectShape } from '../gpu/checks.ts';
 
 const KERNEL = 'adamw';
 const WG = 256;

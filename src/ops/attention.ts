@@ -53,11 +53,6 @@ export interface AttentionDecodeOptions {
   splits?: number;
 }
 
-/** Software adapters (llvmpipe, SwiftShader) want per-invocation work and no barriers. */
-export function isSoftwareAdapter(ctx: GpuContext): boolean {
-  return ctx.adapter.isFallbackAdapter || /llvmpipe|swiftshader|lavapipe/i.test(`${ctx.adapter.description} ${ctx.adapter.device} ${ctx.adapter.vendor}`);
-}
-
 /**
  * The kernel variant and block sizes for this adapter and head size. Software adapters: no
  * shared memory, 8 invocations (one llvmpipe SIMD row), each with a register tile of
@@ -67,7 +62,7 @@ export function isSoftwareAdapter(ctx: GpuContext): boolean {
  * Real GPUs: tiled, 64 invocations of one row.
  */
 export function attentionTuning(ctx: GpuContext, D: number, override: Partial<AttentionTuning> = {}): AttentionTuning {
-  const tiled = override.tiled ?? !isSoftwareAdapter(ctx);
+  const tiled = override.tiled ?? !ctx.isSoftware;
   const wg = override.wg ?? (tiled ? 64 : 8);
   const rows = override.rows ?? (tiled ? 1 : Math.min(8, Math.max(1, Math.floor(16 / Math.ceil(D / 16)))));
   // Two [bc, D] f32 tiles plus a [bc] vec2 tile must fit in workgroup memory.

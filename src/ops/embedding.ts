@@ -17,7 +17,7 @@
 import { LimitError, ShapeError } from '../errors.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, isSoftwareAdapter } from './rowwise.ts';
+import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch } from '../gpu/checks.ts';
 
 const KERNEL = 'embedding';
 const WG = 256;
@@ -110,7 +110,7 @@ export function embeddingBackward(
   expectBindable(op, rec.ctx, [['dtable', dtable], ['dout', dout], ['scratch', scratch]]);
   if (rows * c === 0) return;
   // One workgroup builds the index; on the software adapters a smaller chunk costs fewer compares.
-  const iwg = isSoftwareAdapter(rec.ctx) ? 64 : 256;
+  const iwg = rec.ctx.isSoftware ? 64 : 256;
   // Per thread: clear, scan and rewrite R/WG rows; two chunked passes of WG compares per WG tokens;
   // the sums loop over a row's tokens (all N when every id is the same).
   expectLoopBudget(op, rec.ctx, 3 * Math.ceil(rows / iwg) + 2 * Math.ceil(n / iwg) * (iwg + 1) + iwg, `the index of ids ${ids}`);

@@ -16,7 +16,7 @@
 import { ShapeError } from '../errors.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { dims, expectBindable, expectDistinct, expectDtype, expectShape } from './rowwise.ts';
+import { dims, expectBindable, expectDistinct, expectDtype, expectShape } from '../gpu/checks.ts';
 
 const KERNEL = 'kv_cache';
 const WG = 64;

@@ -21,7 +21,7 @@ import type { GpuContext } from '../gpu/device.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import { Tensor } from '../gpu/tensor.ts';
 import { type MatmulConfig, type MatmulPlan, planMatmul, recordMatmul } from './matmul.ts';
-import { expectLoopBudget } from './rowwise.ts';
+import { expectLoopBudget } from '../gpu/checks.ts';
 
 const OP = 'lora_linear';
 export const LORA_MAX_RANK = 64;

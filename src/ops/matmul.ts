@@ -16,7 +16,7 @@ import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { type DispatchSpec, Params, type Recorder } from '../gpu/recorder.ts';
 import { Tensor } from '../gpu/tensor.ts';
-import { expectLoopBudget } from './rowwise.ts';
+import { expectLoopBudget } from '../gpu/checks.ts';
 
 const KERNEL = 'matmul';
 

@@ -21,7 +21,7 @@
 import { ConfigError, ShapeError } from '../errors.ts';
 import { Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { dims, expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, isSoftwareAdapter, rowGrid } from './rowwise.ts';
+import { dims, expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid } from '../gpu/checks.ts';
 
 const KERNEL = 'policy_loss';
 
@@ -148,7 +148,7 @@ export interface PolicyLossTuning {
 
 /** Threads per row of the main kernel: few lanes on the software adapters, many on GPUs. */
 function rowThreads(rec: Recorder, tuning: PolicyLossTuning): number {
-  const wg = tuning.rowThreads ?? (isSoftwareAdapter(rec.ctx) ? 8 : 256);
+  const wg = tuning.rowThreads ?? (rec.ctx.isSoftware ? 8 : 256);
   if (!Number.isInteger(Math.log2(wg)) || wg > 256) throw new ConfigError('tuning.rowThreads', `must be a power of two ≤ 256, got ${wg}`);
   return wg;
 }

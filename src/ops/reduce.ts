@@ -10,7 +10,7 @@
 import { ShapeError } from '../errors.ts';
 import { Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { dims, expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, isSoftwareAdapter, rowGrid, rowsCols } from './rowwise.ts';
+import { dims, expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols } from '../gpu/checks.ts';
 
 const KERNEL = 'reduce';
 
@@ -24,7 +24,7 @@ export function reduceScratchSize(...sizes: number[]): number {
 
 /** Threads per workgroup: few lanes and many items per lane on the software adapters. */
 function threads(rec: Recorder): number {
-  return isSoftwareAdapter(rec.ctx) ? 16 : 256;
+  return rec.ctx.isSoftware ? 16 : 256;
 }
 
 /** out[r] = Σ_c x[r, c] (last dimension). Writes (=) `out`, whose shape is x's without the last dim. */

@@ -5,7 +5,7 @@
  */
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectBindable, expectDistinct, expectSameShapes } from './rowwise.ts';
+import { expectBindable, expectDistinct, expectSameShapes } from '../gpu/checks.ts';
 
 const KERNEL = 'residual';
 const WG = 256;

@@ -9,7 +9,7 @@ import { ShapeError } from '../errors.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { type NormBackwardOptions, normBlocks, normLoopIterations } from './layernorm.ts';
-import { expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols, rowWorkgroupSize, expectLoopBudget } from './rowwise.ts';
+import { expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols, rowWorkgroupSize, expectLoopBudget } from '../gpu/checks.ts';
 
 const KERNEL = 'rmsnorm';
 

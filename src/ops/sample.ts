@@ -20,7 +20,7 @@ import { ConfigError, ShapeError } from '../errors.ts';
 import { Params, type Recorder } from '../gpu/recorder.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, isSoftwareAdapter, rowGrid, rowsCols } from './rowwise.ts';
+import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, rowGrid, rowsCols } from '../gpu/checks.ts';
 
 const KERNEL = 'sample';
 /**
@@ -30,7 +30,7 @@ const KERNEL = 'sample';
  * loops past 65535 iterations per invocation (see expectLoopBudget).
  */
 function sampleWorkgroupSize(ctx: GpuContext, v: number): number {
-  if (!isSoftwareAdapter(ctx)) return 256;
+  if (!ctx.isSoftware) return 256;
   let wg = 16;
   while (wg < 256 && v / wg > 200) wg *= 2;
   return wg;

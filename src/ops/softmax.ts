@@ -6,12 +6,12 @@
  */
 import { Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectBindable, expectDistinct, expectDtype, expectShape, isSoftwareAdapter, rowGrid, rowsCols } from './rowwise.ts';
+import { expectBindable, expectDistinct, expectDtype, expectShape, rowGrid, rowsCols } from '../gpu/checks.ts';
 
 const KERNEL = 'softmax';
 
 function threads(rec: Recorder): number {
-  return isSoftwareAdapter(rec.ctx) ? 16 : 256;
+  return rec.ctx.isSoftware ? 16 : 256;
 }
 
 function dispatchRows(rec: Recorder, entryPoint: string, bindings: readonly (Tensor | null)[], n: number, c: number): void {

@@ -6,7 +6,7 @@
  */
 import { Params, grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectBindable, expectDistinct, expectSameShapes } from './rowwise.ts';
+import { expectBindable, expectDistinct, expectSameShapes } from '../gpu/checks.ts';
 
 const KERNEL = 'swiglu';
 const WG = 256;

@@ -9,7 +9,7 @@
 import { ConfigError, ShapeError } from '../errors.ts';
 import { Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectBindable, expectDistinct, expectDtype, expectShape } from './rowwise.ts';
+import { expectBindable, expectDistinct, expectDtype, expectShape } from '../gpu/checks.ts';
 
 const KERNEL = 'value_loss';
 

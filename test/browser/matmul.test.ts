@@ -1,7 +1,7 @@
 // Chromium suite: matmul cases on SwiftShader (no shader-f16: the f16 case checks nothing there).
 import { it } from 'vitest';
 import { matmulCases } from '../shared/cases/matmul.ts';
-import { reportErrors } from '../shared/cases/matmul_helpers.ts';
+import { reportErrors } from '../shared/cases/helpers.ts';
 import { registerCases } from '../shared/register.ts';
 
 registerCases(matmulCases, it);

@@ -1,6 +1,6 @@
 // Deno suite: LoRA linear cases on Deno's WebGPU (Mesa llvmpipe here, with shader-f16).
 import { loraLinearCases } from '../shared/cases/lora_linear.ts';
-import { reportErrors } from '../shared/cases/matmul_helpers.ts';
+import { reportErrors } from '../shared/cases/helpers.ts';
 import { registerCases } from '../shared/register.ts';
 
 registerCases(loraLinearCases);

@@ -2,7 +2,7 @@
  * Shared by the GPU suites (Chromium, Deno): acquire the device once per file, or fail loudly
  * with what to install — a suite without an adapter never passes vacuously.
  */
-import { acquireGpu, type GpuContext } from '../../src/gpu/mod.ts';
+import { acquireGpu, type AnyHostArray, type GpuContext } from '../../src/gpu/mod.ts';
 
 let ctx: Promise<GpuContext> | null = null;
 
@@ -11,11 +11,11 @@ export function testGpu(): Promise<GpuContext> {
   return ctx;
 }
 
-/** Bitwise equality of two f32 arrays; returns the first differing index or -1. */
-export function firstBitDiff(a: Float32Array, b: Float32Array): number {
-  if (a.length !== b.length) return Math.min(a.length, b.length);
-  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length);
-  const ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
+/** Bitwise equality of two arrays of 32-bit values (f32, i32, u32): the first differing index or -1. */
+export function firstBitDiff(a: AnyHostArray, b: AnyHostArray): number {
+  const ua = new Uint32Array(a.buffer, a.byteOffset, (a.byteLength / 4) | 0);
+  const ub = new Uint32Array(b.buffer, b.byteOffset, (b.byteLength / 4) | 0);
+  if (ua.length !== ub.length) return Math.min(ua.length, ub.length);
   for (let i = 0; i < ua.length; i++) if (ua[i] !== ub[i]) return i;
   return -1;
 }

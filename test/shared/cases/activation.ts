@@ -14,7 +14,8 @@ import { swigluBackwardRef, swigluForwardRef } from '../../../src/ops/swiglu.ref
 import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
 import type { GpuCase } from '../register.ts';
-import { assertClose, empty, firstWordDiff, maxErrors, releaseAll, reportErrors, run, up } from './rowwise_helpers.ts';
+import { firstBitDiff } from '../gpu.ts';
+import { assertClose, empty, maxErrors, releaseAll, reportErrors, run, up } from './helpers.ts';
 
 const SIZES = [1, 7, 33, 100, 257, 4099, 70_001];
 const TOL = 1e-5;
@@ -109,9 +110,9 @@ export const activationCases: GpuCase[] = [
       const n = 5000;
       const x = wide(rng, n), u = rng.normalArray(n), g = rng.normalArray(n);
       const a = await runGelu(ctx, x, g), b = await runGelu(ctx, x, g);
-      a.forEach((v, i) => assert.strictEqual(firstWordDiff(v, b[i]), -1, `gelu output ${i}`));
+      a.forEach((v, i) => assert.strictEqual(firstBitDiff(v, b[i]), -1, `gelu output ${i}`));
       const c = await runSwiglu(ctx, x, u, g, [50, 100]), d = await runSwiglu(ctx, x, u, g, [50, 100]);
-      c.forEach((v, i) => assert.strictEqual(firstWordDiff(v, d[i]), -1, `swiglu output ${i}`));
+      c.forEach((v, i) => assert.strictEqual(firstBitDiff(v, d[i]), -1, `swiglu output ${i}`));
     },
   },
   {

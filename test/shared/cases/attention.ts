@@ -18,6 +18,7 @@ import { relL2 } from '../../reference/tf.ts';
 import { type AttnCfg, type AttnInputs, type AttnResult, tfAttention } from '../attention_oracle.ts';
 import { firstBitDiff } from '../gpu.ts';
 import type { GpuCase } from '../register.ts';
+import { tensorMaker } from './helpers.ts';
 
 const OWNER = 'attention-case';
 const TOL = 1e-5; // relative L2, f32
@@ -252,12 +253,7 @@ export const attentionCases: GpuCase[] = [
   {
     name: 'attention: bad input (GQA ratio, head sizes, dtypes, shapes, aliasing) is refused before anything is recorded',
     async fn(ctx) {
-      const made: Tensor[] = [];
-      const f = (shape: number[], dtype: 'f32' | 'i32' = 'f32', label = 't') => {
-        const t = emptyTensor(ctx, shape, dtype, { owner: OWNER, label });
-        made.push(t);
-        return t;
-      };
+      const { make: f, release } = tensorMaker(ctx);
       const q = f([2, 5, 3, 8], 'f32', 'q'), k = f([2, 5, 2, 8], 'f32', 'k'), o = f([2, 5, 3, 8]), lse = f([2, 3, 5]);
       const q4 = f([2, 5, 4, 8], 'f32', 'q4'), o4 = f([2, 5, 4, 8]), lse4 = f([2, 4, 5]), k16 = f([2, 5, 2, 16], 'f32', 'k16');
       const q6 = f([2, 5, 4, 6], 'f32', 'q6'), k6 = f([2, 5, 2, 6]), qi = f([2, 5, 4, 8], 'i32', 'qi');
@@ -281,7 +277,7 @@ export const attentionCases: GpuCase[] = [
       throws(() => attentionDecode(rec, f([2, 3, 8]), f([2, 3, 8]), k, k, len), /attention_decode: query heads Hq=3/);
       throws(() => attentionForward(rec, o4, lse4, q4, k, k, { tuning: { tiled: true, rows: 8 } }), /rows per invocation 8 outside \[1, 4\] \(tiled\)/, LimitError);
       assert.strictEqual(rec.pending, 0, 'nothing was recorded');
-      for (const t of made) t.release();
+      release();
     },
   },
 ];

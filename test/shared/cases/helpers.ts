@@ -1,7 +1,8 @@
 /**
- * Helpers of the row-wise kernel cases (norm, activation, embedding, residual, sample): upload,
- * run one recording and read tensors back, tolerant comparisons that print the error, and a
- * ShapeError/LimitError check that nothing was recorded.
+ * Helpers of the kernel cases (matmul, LoRA linear, norms, activations, embedding, residual,
+ * sample, KV cache, ...): upload, run one recording and read tensors back, tolerant comparisons
+ * that keep the largest error per check for the report, and typed-error checks. Bitwise equality
+ * is `firstBitDiff` in ../gpu.ts.
  */
 import { assert } from 'chai';
 import type { WebtinkerError } from '../../../src/errors.ts';
@@ -10,7 +11,7 @@ import { Recorder } from '../../../src/gpu/recorder.ts';
 import { type AnyHostArray, type DType, emptyTensor, type Tensor, tensorFrom } from '../../../src/gpu/tensor.ts';
 import { maxAbsDiff, relL2 } from '../../reference/tf.ts';
 
-export const OWNER = 'rowwise-case';
+export const OWNER = 'kernel-case';
 
 /** Upload a host array. */
 export function up(ctx: GpuContext, data: AnyHostArray, shape: readonly number[] = [data.length], label?: string): Tensor {
@@ -22,18 +23,34 @@ export function empty(ctx: GpuContext, shape: readonly number[], dtype: DType = 
   return emptyTensor(ctx, shape, dtype, { owner: OWNER, label });
 }
 
-/** Record with `fn`, submit once, and read back `outs` in order. */
-export async function run(ctx: GpuContext, outs: readonly Tensor[], fn: (rec: Recorder) => void): Promise<AnyHostArray[]> {
-  const rec = new Recorder(ctx, { label: 'rowwise case' });
+/** Record with `fn`, submit once, and read back `outs` in order (`A`: their host type when all share one). */
+export async function run<A extends AnyHostArray = AnyHostArray>(ctx: GpuContext, outs: readonly Tensor[], fn: (rec: Recorder) => void): Promise<A[]> {
+  const rec = new Recorder(ctx, { label: 'kernel case' });
   fn(rec);
   const reads = outs.map((t) => rec.read(t));
   for (const r of reads) r.catch(() => {}); // a failed submit rejects them too; submit() reports it
   await rec.submit();
-  return Promise.all(reads);
+  return (await Promise.all(reads)) as A[];
 }
 
 export function releaseAll(...ts: (Tensor | null | undefined)[]): void {
   for (const t of ts) if (t && !t.released) t.release();
+}
+
+/**
+ * For the bad-input cases: `make(shape, dtype, label)` allocates an uninitialized tensor and
+ * remembers it; `release()` frees every one made.
+ */
+export function tensorMaker(ctx: GpuContext): { make: (shape: readonly number[], dtype?: DType, label?: string) => Tensor; release: () => void } {
+  const made: Tensor[] = [];
+  return {
+    make: (shape, dtype = 'f32', label = 't') => {
+      const t = empty(ctx, shape, dtype, label);
+      made.push(t);
+      return t;
+    },
+    release: () => releaseAll(...made.splice(0)),
+  };
 }
 
 /** Largest error seen per label, for the report (printed by `reportErrors`). */
@@ -41,12 +58,13 @@ export const maxErrors = new Map<string, number>();
 
 /**
  * got ≈ want: relative L2 error ≤ tol, or (for an all-but-zero `want`) max |Δ| ≤ tol. Records the
- * error under `label` so the suites can print the largest ones.
+ * error under `label` — less a trailing shape (` [2, 3] ...`) or parameters (` N=7 ...`) — so the
+ * suites can print the largest one per check.
  */
 export function assertClose(got: ArrayLike<number>, want: ArrayLike<number>, tol: number, label: string): void {
   const rel = relL2(got, want);
   const abs = maxAbsDiff(got, want);
-  const key = label.replace(/ [A-Za-z]+=.*$/, '');
+  const key = label.replace(/ (\[|[A-Za-z]+=).*$/, '');
   const err = Math.min(rel, abs);
   maxErrors.set(key, Math.max(maxErrors.get(key) ?? 0, err));
   assert.isTrue(rel <= tol || abs <= tol, `${label}: relL2 ${rel.toExponential(2)}, max |Δ| ${abs.toExponential(2)} > ${tol}`);
@@ -61,13 +79,4 @@ export function reportErrors(title: string): void {
 /** `fn` throws an error of class `cls` whose message matches `re`. */
 export function assertThrowsTyped(fn: () => void, cls: new (...a: never[]) => WebtinkerError, re: RegExp): void {
   assert.throws(fn, cls as unknown as ErrorConstructor, re);
-}
-
-/** Bitwise equality of two arrays of 32-bit values (f32, i32, u32): first differing index or -1. */
-export function firstWordDiff(a: AnyHostArray, b: AnyHostArray): number {
-  const ua = new Uint32Array(a.buffer, a.byteOffset, (a.byteLength / 4) | 0);
-  const ub = new Uint32Array(b.buffer, b.byteOffset, (b.byteLength / 4) | 0);
-  if (ua.length !== ub.length) return Math.min(ua.length, ub.length);
-  for (let i = 0; i < ua.length; i++) if (ua[i] !== ub[i]) return i;
-  return -1;
 }

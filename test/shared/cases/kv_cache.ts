@@ -16,7 +16,8 @@ import { kvAdvance, kvAppend, kvExtend } from '../../../src/ops/kv_cache.ts';
 import { kvAdvanceRef, kvAppendRef, kvExtendRef } from '../../../src/ops/kv_cache.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import type { GpuCase } from '../register.ts';
-import { assertClose, assertThrowsTyped, empty, firstWordDiff, maxErrors, releaseAll, reportErrors, run, up } from './rowwise_helpers.ts';
+import { firstBitDiff } from '../gpu.ts';
+import { assertClose, assertThrowsTyped, empty, maxErrors, releaseAll, reportErrors, run, tensorMaker, up } from './helpers.ts';
 
 interface AppendCase { B: number; Tn: number; Hkv: number; D: number; Tmax: number; start: number[]; count?: number[] }
 
@@ -52,18 +53,18 @@ export const kvCacheCases: GpuCase[] = [
     fn: async (ctx) => {
       for (const c of [ODD, { ...ODD, count: undefined, start: [2, 0, 9] }, { B: 1, Tn: 1, Hkv: 1, D: 2, Tmax: 1, start: [0] }]) {
         const { gpu, ref, input } = await appendBoth(ctx, c, 11);
-        assert.strictEqual(firstWordDiff(gpu.kCache, ref.kCache), -1, `kCache ${JSON.stringify(c)}`);
-        assert.strictEqual(firstWordDiff(gpu.vCache, ref.vCache), -1, `vCache ${JSON.stringify(c)}`);
-        assert.strictEqual(firstWordDiff(gpu.k, input.k), -1, 'k is left alone');
+        assert.strictEqual(firstBitDiff(gpu.kCache, ref.kCache), -1, `kCache ${JSON.stringify(c)}`);
+        assert.strictEqual(firstBitDiff(gpu.vCache, ref.vCache), -1, `vCache ${JSON.stringify(c)}`);
+        assert.strictEqual(firstBitDiff(gpu.k, input.k), -1, 'k is left alone');
       }
       // Sequence 2 of ODD starts at row 10 with 4 real rows: rows 10..12 written, row 13 would be past Tmax.
       const { gpu, input } = await appendBoth(ctx, ODD, 12);
       const { Tmax, Hkv, D } = ODD;
       const rowOf = (b: number, r: number) => gpu.kCache.subarray(((b * Tmax + r) * Hkv) * D, ((b * Tmax + r + 1) * Hkv) * D);
       const inRow = (b: number, r: number) => input.kCache.subarray(((b * Tmax + r) * Hkv) * D, ((b * Tmax + r + 1) * Hkv) * D);
-      assert.notStrictEqual(firstWordDiff(rowOf(2, 12), inRow(2, 12)), -1, 'row 12 of sequence 2 written');
-      assert.strictEqual(firstWordDiff(rowOf(1, 6), inRow(1, 6)), -1, 'row 6 of sequence 1 (padding) untouched');
-      assert.strictEqual(firstWordDiff(rowOf(0, 5), inRow(0, 5)), -1, 'row 5 of sequence 0 untouched');
+      assert.notStrictEqual(firstBitDiff(rowOf(2, 12), inRow(2, 12)), -1, 'row 12 of sequence 2 written');
+      assert.strictEqual(firstBitDiff(rowOf(1, 6), inRow(1, 6)), -1, 'row 6 of sequence 1 (padding) untouched');
+      assert.strictEqual(firstBitDiff(rowOf(0, 5), inRow(0, 5)), -1, 'row 5 of sequence 0 untouched');
     },
   },
   {
@@ -135,7 +136,7 @@ export const kvCacheCases: GpuCase[] = [
       assert.deepEqual(Array.from(outs[0]), Array.from(ref.lengths), 'lengths');
       assert.deepEqual(Array.from(outs[1]), Array.from(ref.positions), 'positions');
       assert.deepEqual(Array.from(outs[2]), Array.from(ref.keys), 'keys');
-      assert.strictEqual(firstWordDiff(outs[3], hist), -1, 'history');
+      assert.strictEqual(firstBitDiff(outs[3], hist), -1, 'history');
       assert.deepEqual(Array.from(ref.lengths), [6, 9, 9, 9, 4]);
       assert.deepEqual(Array.from(ref.keys.filter((_, i) => i % 2 === 1)), [2, 6, 1, 3, 4], 'counters +2 (u32 wraps)');
       assert.strictEqual(new Float32Array(outs[3].buffer, outs[3].byteOffset + 4 * ((2 * B + 2) * 3 + 2), 1)[0], Math.fround(-1e-8), 'logprob bits survive');
@@ -170,9 +171,9 @@ export const kvCacheCases: GpuCase[] = [
   {
     name: 'kv_cache: bad shapes, dtypes and aliasing are refused with typed errors before dispatch',
     fn: async (ctx) => {
-      const made: ReturnType<typeof empty>[] = [];
-      const f = (shape: number[]) => (made.push(empty(ctx, shape)), made[made.length - 1]);
-      const i = (shape: number[]) => (made.push(empty(ctx, shape, 'i32')), made[made.length - 1]);
+      const { make, release } = tensorMaker(ctx);
+      const f = (shape: number[]) => make(shape);
+      const i = (shape: number[]) => make(shape, 'i32');
       const kc = f([2, 8, 2, 4]), vc = f([2, 8, 2, 4]), k = f([2, 3, 2, 4]), v = f([2, 3, 2, 4]);
       const start = i([2]);
       const rec = new Recorder(ctx, { label: 'kv errors' });
@@ -192,7 +193,8 @@ export const kvCacheCases: GpuCase[] = [
       assertThrowsTyped(() => kvAdvance(rec, { ...st, keys: ki32 }, sm, hist, 0, 8), ShapeError, /keys .* must be u32/);
       assertThrowsTyped(() => kvAdvance(rec, st, { ...sm, tokens: i([3]) }, hist, 0, 8), ShapeError, /tokens .* must hold B = 2 values/);
       assert.strictEqual(rec.pending, 0, 'nothing was recorded');
-      releaseAll(...made, hist, hi32, ki32, st.keys);
+      release();
+      releaseAll(hist, hi32, ki32, st.keys);
     },
   },
   {

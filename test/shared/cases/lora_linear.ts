@@ -17,7 +17,8 @@ import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
 import { firstBitDiff } from '../gpu.ts';
 import type { GpuCase } from '../register.ts';
-import { assertClose, configs, empty, ODD_TILED, releaseAll, run, toF16, up } from './matmul_helpers.ts';
+import { assertClose, empty, releaseAll, run, up } from './helpers.ts';
+import { configs, ODD_TILED, toF16 } from './matmul_helpers.ts';
 
 /** [N, In, Out, R] */
 /** [N, In, Out, R]: one row, odd sizes (scalar loads), multiples of 4 (4-wide loads); the last two share pipelines. */
@@ -48,7 +49,7 @@ async function gpuLora(ctx: GpuContext, d: LoraRefDims, v: Inputs, cfg: MatmulCo
   const dB = g ? up(ctx, g.dB, [Out, R], 'dB') : empty(ctx, [Out, R], 'f32', 'dB');
   const dW = g ? up(ctx, g.dW, [Out, In], 'dW') : empty(ctx, [Out, In], 'f32', 'dW');
   const db = g ? up(ctx, g.db, [Out], 'db') : empty(ctx, [Out], 'f32', 'db');
-  const r = await run(ctx, [y, u, dx, dA, dB, dW, db], (rec) => {
+  const r = await run<Float32Array>(ctx, [y, u, dx, dA, dB, dW, db], (rec) => {
     loraLinearForward(rec, y, u, x, w, a, b, { alpha: ALPHA, bias, config: cfg });
     loraLinearBackward(rec, dx, dA, dB, dW, db, dy, x, u, w, a, b, { alpha: ALPHA, config: cfg, accumulate: Boolean(g), accumulateDx: Boolean(g) });
   });

@@ -16,7 +16,8 @@ import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
 import { firstBitDiff } from '../gpu.ts';
 import type { GpuCase } from '../register.ts';
-import { assertClose, configs, empty, ODD_TILED, OWNER, releaseAll, run, toF16, up } from './matmul_helpers.ts';
+import { assertClose, empty, OWNER, releaseAll, run, up } from './helpers.ts';
+import { configs, ODD_TILED, toF16 } from './matmul_helpers.ts';
 
 /**
  * [M, N, K]. Every transpose combination runs on a shape that divides no tile and no vector width
@@ -47,7 +48,7 @@ async function gpuMatmul(ctx: GpuContext, p: Problem, a: Float32Array, b: Float3
   const tc = extra.c0 ? up(ctx, extra.c0, cShape(p), 'c') : empty(ctx, cShape(p), 'f32', 'c');
   const tbias = extra.bias ? up(ctx, extra.bias, [p.N], 'bias') : undefined;
   const opts: MatmulOptions = { transA: p.transA, transB: p.transB, config: cfg, bias: tbias, accumulate: Boolean(extra.c0), alpha: extra.alpha };
-  const [c] = await run(ctx, [tc], (rec) => matmul(rec, tc, ta, tb, opts));
+  const [c] = await run<Float32Array>(ctx, [tc], (rec) => matmul(rec, tc, ta, tb, opts));
   releaseAll(ta, tb, tc, tbias);
   return c;
 }

@@ -15,7 +15,8 @@ import { rmsnormBackwardRef, rmsnormForwardRef } from '../../../src/ops/rmsnorm.
 import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
 import type { GpuCase } from '../register.ts';
-import { assertClose, empty, firstWordDiff, maxErrors, releaseAll, reportErrors, run, up } from './rowwise_helpers.ts';
+import { firstBitDiff } from '../gpu.ts';
+import { assertClose, empty, maxErrors, releaseAll, reportErrors, run, up } from './helpers.ts';
 
 /** [N, C]: odd sizes, C from the brief, one shape with several rows per backward block (N > 256). */
 const SHAPES: [number, number][] = [[1, 1], [7, 7], [5, 33], [3, 100], [4, 257], [2, 768], [600, 33]];
@@ -123,7 +124,7 @@ export const normCases: GpuCase[] = [
       assertClose(acc.dw, fresh.dw.map((v, i) => v + dw0[i]), TOL, 'layernorm dweight accumulate');
       assertClose(acc.db, fresh.db.map((v, i) => v + db0[i]), TOL, 'layernorm dbias accumulate');
       const again = await runLayernorm(ctx, x, w, b, g, n, c, 1e-5);
-      for (const k of ['out', 'mean', 'rstd', 'dinp', 'dw', 'db'] as const) assert.strictEqual(firstWordDiff(fresh[k], again[k]), -1, k);
+      for (const k of ['out', 'mean', 'rstd', 'dinp', 'dw', 'db'] as const) assert.strictEqual(firstBitDiff(fresh[k], again[k]), -1, k);
     },
   },
   {
@@ -158,7 +159,7 @@ export const normCases: GpuCase[] = [
       const fresh = await runRmsnorm(ctx, x, w, g, n, c, 1e-6);
       assertClose(acc.dw, fresh.dw.map((v, i) => v + dw0[i]), TOL, 'rmsnorm dweight accumulate');
       const again = await runRmsnorm(ctx, x, w, g, n, c, 1e-6);
-      for (const k of ['out', 'rstd', 'dinp', 'dw'] as const) assert.strictEqual(firstWordDiff(fresh[k], again[k]), -1, k);
+      for (const k of ['out', 'rstd', 'dinp', 'dw'] as const) assert.strictEqual(firstBitDiff(fresh[k], again[k]), -1, k);
     },
   },
   {

@@ -12,7 +12,7 @@ import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
 import type { GpuCase } from '../register.ts';
 import { firstBitDiff } from '../gpu.ts';
-import { assertClose, empty, firstWordDiff, releaseAll, run, up } from './rowwise_helpers.ts';
+import { assertClose, empty, releaseAll, run, up } from './helpers.ts';
 
 const SIZES = [1, 7, 33, 100, 257, 4099, 100_003];
 
@@ -91,7 +91,7 @@ export const residualCases: GpuCase[] = [
         return r;
       };
       const r1 = await once(), r2 = await once();
-      r1.forEach((v, i) => assert.strictEqual(firstWordDiff(v, r2[i]), -1, `output ${i}`));
+      r1.forEach((v, i) => assert.strictEqual(firstBitDiff(v, r2[i]), -1, `output ${i}`));
     },
   },
   {

@@ -8,7 +8,7 @@ import { assert } from 'chai';
 import { ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
-import { emptyTensor, type Tensor, tensorFrom } from '../../../src/gpu/tensor.ts';
+import { emptyTensor, tensorFrom } from '../../../src/gpu/tensor.ts';
 import { ropeBackward, ropeForward } from '../../../src/ops/rope.ts';
 import { ropeRef } from '../../../src/ops/rope.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
@@ -16,6 +16,7 @@ import { relL2 } from '../../reference/tf.ts';
 import { tfRope } from '../attention_oracle.ts';
 import { firstBitDiff } from '../gpu.ts';
 import type { GpuCase } from '../register.ts';
+import { tensorMaker } from './helpers.ts';
 
 const OWNER = 'rope-case';
 const TOL = 1e-5;
@@ -108,12 +109,7 @@ export const ropeCases: GpuCase[] = [
   {
     name: 'rope: odd or oversized head size, wrong dtypes and shapes are refused before anything is recorded',
     async fn(ctx) {
-      const made: Tensor[] = [];
-      const f = (shape: number[], dtype: 'f32' | 'i32' = 'f32', label = 't') => {
-        const t = emptyTensor(ctx, shape, dtype, { owner: OWNER, label });
-        made.push(t);
-        return t;
-      };
+      const { make: f, release } = tensorMaker(ctx);
       const x = f([2, 3, 4, 8], 'f32', 'x'), pos = f([2, 3], 'i32', 'pos');
       const rec = new Recorder(ctx);
       const throws = (fn: () => void, re: RegExp) => assert.throws(fn, ShapeError, re);
@@ -125,7 +121,7 @@ export const ropeCases: GpuCase[] = [
       throws(() => ropeForward(rec, f([2, 3, 8]), x, pos), /out \[2, 3, 8\] must have the shape of x \[2, 3, 4, 8\]/);
       throws(() => ropeForward(rec, f([24, 8]), f([24, 8]), pos), /x \[24, 8\] must be \[B, T, H, D\]/);
       assert.strictEqual(rec.pending, 0, 'nothing was recorded');
-      for (const t of made) t.release();
+      release();
     },
   },
 ];

@@ -14,7 +14,8 @@ import { sampleRef } from '../../../src/ops/sample.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
 import type { GpuCase } from '../register.ts';
-import { assertClose, empty, firstWordDiff, releaseAll, run, up } from './rowwise_helpers.ts';
+import { firstBitDiff } from '../gpu.ts';
+import { assertClose, empty, releaseAll, run, up } from './helpers.ts';
 
 interface GpuSample { tokens: Int32Array; logprobs: Float32Array; logprobsRaw: Float32Array }
 
@@ -110,7 +111,7 @@ export const sampleCases: GpuCase[] = [
       const opts = { temperature: 1, topK: 40, topP: 0.95, seed: 1234, step: 7 };
       const a = await runSample(ctx, logits, b, v, opts);
       const again = await runSample(ctx, logits, b, v, opts);
-      for (const k of ['tokens', 'logprobs', 'logprobsRaw'] as const) assert.strictEqual(firstWordDiff(a[k], again[k]), -1, k);
+      for (const k of ['tokens', 'logprobs', 'logprobsRaw'] as const) assert.strictEqual(firstBitDiff(a[k], again[k]), -1, k);
       const otherSeed = await runSample(ctx, logits, b, v, { ...opts, seed: 1235 });
       const otherStep = await runSample(ctx, logits, b, v, { ...opts, step: 8 });
       const differ = (x: Int32Array) => x.reduce((n, t, i) => n + (t !== a.tokens[i] ? 1 : 0), 0);
@@ -212,7 +213,7 @@ export const sampleCases: GpuCase[] = [
       for (let r = 0; r < b; r++) assert.include(ref.kept[r], got.tokens[r]);
       const keys = Uint32Array.from({ length: 2 * b }, (_, i) => (i % 2 === 0 ? 4 + i / 2 : 11));
       const viaKeys = await runSample(ctx, logits, b, v, { ...opts, step: 0, streamBase: 0 }, keys);
-      for (const k of ['tokens', 'logprobs', 'logprobsRaw'] as const) assert.strictEqual(firstWordDiff(got[k], viaKeys[k]), -1, k);
+      for (const k of ['tokens', 'logprobs', 'logprobsRaw'] as const) assert.strictEqual(firstBitDiff(got[k], viaKeys[k]), -1, k);
     },
   },
   {
