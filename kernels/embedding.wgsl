@@ -1,5 +1,6 @@
 // embedding.wgsl — token (+ learned position) embedding lookup, and its deterministic backward,
-// a scatter-add without float atomics.
+// a scatter-add without float atomics. The lookup's tables may be f16 in the generated variant
+// embedding_f16 (see TableStore below); the backward is f32 only.
 //
 // Legend: N tokens (B·T flattened), C channels, R rows of the table being looked up (V for the
 // token table, the context length for a position table), P rows of the position table.
@@ -41,9 +42,17 @@ struct Params {
   row_threads: u32, // threads in one grid row (2-D grids past the per-dimension limit)
 }
 
+// The lookup tables' storage type. `embedding` is this file as written (f32); scripts/gen-kernels.mjs
+// also bundles `embedding_f16` from it, with table and wpe in f16 (frozen base weights, half the
+// memory; the host uses it only for the forward lookup, where the device has shader-f16). The
+// @variant line names the substitutions. Values are widened with f32(·) (an identity here) and
+// summed in f32.
+// @variant embedding_f16: enable f16; TableStore = f16
+alias TableStore = f32;
+
 @group(0) @binding(0) var<storage, read> ids: array<i32>;
-@group(0) @binding(1) var<storage, read> table: array<f32>;
-@group(0) @binding(2) var<storage, read> wpe: array<f32>;
+@group(0) @binding(1) var<storage, read> table: array<TableStore>;
+@group(0) @binding(2) var<storage, read> wpe: array<TableStore>;
 @group(0) @binding(3) var<storage, read> pos: array<i32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read_write> work: array<u32>;
@@ -71,12 +80,12 @@ fn forward(@builtin(global_invocation_id) gid: vec3u) {
   var v = 0.0;
   let id = ids[n];
   if (id >= 0 && u32(id) < p.rows) {
-    v = table[u32(id) * p.c + c];
+    v = f32(table[u32(id) * p.c + c]);
   }
   if (p.has_pos != 0u) {
     let q = pos[n];
     if (q >= 0 && u32(q) < p.pos_rows) {
-      v += wpe[u32(q) * p.c + c];
+      v += f32(wpe[u32(q) * p.c + c]);
     }
   }
   out[i] = v;

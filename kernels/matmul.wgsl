@@ -1,4 +1,5 @@
-// matmul.wgsl — batched, transposable matrix product with a fused epilogue (f32 storage).
+// matmul.wgsl — batched, transposable matrix product with a fused epilogue (f32 storage; B may
+// be f16 in the generated variant matmul_f16, see BStore below).
 //
 //   C[b] = (accumulate ? C[b] : 0) + alpha · (op(A[b]) · op(B[b]) + lr_scale · U · op(V)) + bias
 //
@@ -55,10 +56,19 @@ struct Params {
   wg_off_z: u32,
 }
 
+// B's storage type. `matmul` is this file as written (f32); scripts/gen-kernels.mjs also bundles
+// `matmul_f16` from it, with B in f16 (frozen base weights; the host picks it only where the
+// device has shader-f16). The @variant line names the substitutions — they are the only
+// differences. B's values are widened to f32 as they are loaded (f32(·), vec4f(·): identities
+// here), so products and sums are f32 in both kernels.
+// @variant matmul_f16: enable f16; BStore = f16; BStore4 = vec4<f16>
+alias BStore = f32;
+alias BStore4 = vec4<f32>;
+
 @group(0) @binding(0) var<storage, read> A: array<f32>;
 @group(0) @binding(1) var<storage, read> A4: array<vec4f>;   // the same buffer as A
-@group(0) @binding(2) var<storage, read> B: array<f32>;
-@group(0) @binding(3) var<storage, read> B4: array<vec4f>;   // the same buffer as B
+@group(0) @binding(2) var<storage, read> B: array<BStore>;
+@group(0) @binding(3) var<storage, read> B4: array<BStore4>; // the same buffer as B
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read> U: array<f32>;
 @group(0) @binding(6) var<storage, read> V: array<f32>;
@@ -67,7 +77,7 @@ struct Params {
 @group(0) @binding(9) var<uniform> p: Params;
 
 fn a_at(base: u32, m: u32, k: u32) -> f32 { return A[base + m * p.a_sm + k * p.a_sk]; }
-fn b_at(base: u32, k: u32, n: u32) -> f32 { return B[base + k * p.b_sk + n * p.b_sn]; }
+fn b_at(base: u32, k: u32, n: u32) -> f32 { return f32(B[base + k * p.b_sk + n * p.b_sn]); }
 fn u_at(m: u32, r: u32) -> f32 { return U[m * p.R + r]; }
 fn v_at(r: u32, n: u32) -> f32 { return V[r * p.v_sr + n * p.v_sn]; }
 
@@ -81,13 +91,13 @@ fn v_at(r: u32, n: u32) -> f32 { return V[r * p.v_sr + n * p.v_sn]; }
 fn panel_b(pb: ptr<function, array<vec4f, MAX_T>>, base: u32, n0: u32, k: u32) {
   if (MODE_B == 1u) {               // B stored [N, K]: each column is contiguous in k
     for (var j = 0u; j < TN; j++) {
-      (*pb)[j] = B4[(base + min(n0 + j, p.N - 1u) * p.b_sn + k) / 4u];
+      (*pb)[j] = vec4f(B4[(base + min(n0 + j, p.N - 1u) * p.b_sn + k) / 4u]);
     }
   } else if (MODE_B == 2u) {        // B stored [K, N]: one load gives 4 columns of one k
     for (var q = 0u; q < TN / 4u; q++) {
       let n = min(n0 + 4u * q, p.N - 4u);
       for (var kk = 0u; kk < 4u; kk++) {
-        let t = select(vec4f(0.0), B4[(base + min(k + kk, p.K - 1u) * p.b_sk + n) / 4u], k + kk < p.K);
+        let t = select(vec4f(0.0), vec4f(B4[(base + min(k + kk, p.K - 1u) * p.b_sk + n) / 4u]), k + kk < p.K);
         (*pb)[4u * q][kk] = t.x;
         (*pb)[4u * q + 1u][kk] = t.y;
         (*pb)[4u * q + 2u][kk] = t.z;

@@ -1,6 +1,7 @@
 /**
  * embedding — token (+ learned position) embedding lookup and its deterministic backward
- * (host wrappers of kernels/embedding.wgsl).
+ * (host wrappers of kernels/embedding.wgsl; an f16 table is looked up by its generated variant
+ * `embedding_f16`, the same source with f16 table storage).
  *
  * Shapes: ids [N] (any shape of N elements, e.g. [B, T]) i32; table [R, C]; out [..., C] with N
  * rows; optional position table wpe [P, C] with positions pos (N elements, i32, e.g. t or the
@@ -74,13 +75,12 @@ export function embeddingForward(rec: Recorder, out: Tensor, ids: Tensor, table:
   expectBindable(op, rec.ctx, [['table', table], ['out', out], ['wpe', position?.wpe ?? null]]);
   if (n * c === 0) return;
   const { workgroups, rowThreads } = grid1d(rec.ctx, n * c, WG);
-  const f16 = table.dtype === 'f16';
   rec.dispatch({
-    kernel: f16 ? `${KERNEL}_f16` : KERNEL,
+    kernel: table.dtype === 'f16' ? `${KERNEL}_f16` : KERNEL,
     entryPoint: 'forward',
     constants: { WG },
     // Without a position table the wpe/pos slots are bound to table/ids (read-only, unused).
-    bindings: [ids, table, position?.wpe ?? table, position?.pos ?? ids, out, ...(f16 ? [] : [null, null, null])],
+    bindings: [ids, table, position?.wpe ?? table, position?.pos ?? ids, out, null, null, null],
     params: new Params().u32(n).u32(c).u32(rows).u32(pRows).u32(position ? 1 : 0).u32(rowThreads),
     workgroups,
   });

@@ -1,6 +1,6 @@
 /**
  * lora_linear — a linear layer with a LoRA adapter, forward and backward (host side of
- * kernels/matmul.wgsl, kernels/matmul_f16.wgsl and kernels/lora_linear.wgsl).
+ * kernels/matmul.wgsl (and its f16-B variant matmul_f16) and kernels/lora_linear.wgsl).
  *
  *   forward:  u = x·Aᵀ                                  [N, R]   (saved for backward)
  *             y = x·Wᵀ (+ b) + s·u·Bᵀ,   s = α / R       [N, Out]

@@ -1,6 +1,6 @@
 /**
  * matmul — C[b] (=, or += with `accumulate`) = alpha·(op(A[b])·op(B[b]) + scale·U·op(V)) + bias
- * (host wrapper of kernels/matmul.wgsl, and of kernels/matmul_f16.wgsl when B is f16).
+ * (host wrapper of kernels/matmul.wgsl, and of its generated variant matmul_f16 when B is f16).
  *
  * Shapes: A [M, K] or [batch, M, K] (stored [.., K, M] with `transA`), B [K, N] or [batch, K, N]
  * (stored [.., N, K] with `transB`), C [M, N] or [batch, M, N], bias [N]. An operand with a batch of

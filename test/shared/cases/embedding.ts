@@ -140,7 +140,7 @@ export const embeddingCases: GpuCase[] = [
     },
   },
   {
-    name: 'embedding: f16 tables (frozen weights, kernels/embedding_f16.wgsl) give their exact f32 values; refused without shader-f16',
+    name: 'embedding: f16 tables (frozen weights, the embedding_f16 variant of kernels/embedding.wgsl) give their exact f32 values; refused without shader-f16',
     async fn(ctx) {
       const rng = new Rng(44, 0);
       const [n, v, t, c] = [57, 301, 19, 33];

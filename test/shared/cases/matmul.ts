@@ -1,5 +1,5 @@
 /**
- * matmul cases (kernels/matmul.wgsl, kernels/matmul_f16.wgsl), run by both GPU suites: GPU vs the
+ * matmul cases (kernels/matmul.wgsl and its f16-B variant matmul_f16), run by both GPU suites: GPU vs the
  * CPU reference and vs tfjs (tf.matMul; the backward products vs tf.grads) on shapes that divide
  * no tile (M, N or K = 1 included), all four transpose combinations, batches with a broadcast
  * operand, bias, alpha and accumulate, f16 B where the device has shader-f16, bitwise-identical
