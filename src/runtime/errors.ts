@@ -34,3 +34,14 @@ export class DeviceLostError extends WebtinkerError {
     super('device-lost', `the GPU device was lost: ${message}`, options);
   }
 }
+
+/** A training job's steps were skipped N times in a row for a non-finite loss or gradient; the job is paused. */
+export class NonFiniteStepsError extends WebtinkerError {
+  readonly jobId: string;
+  readonly inARow: number;
+  constructor(jobId: string, inARow: number) {
+    super('non-finite-steps', `job "${jobId}": ${inARow} steps in a row skipped for a non-finite loss or gradient norm (parameters and optimizer state untouched); the job is paused — lower the learning rate or check the data, then resume it`);
+    this.jobId = jobId;
+    this.inARow = inARow;
+  }
+}

@@ -13,6 +13,7 @@ import { engineSampleFn } from '../model/sample_fn.ts';
 import { Trainer, type TrainerState } from '../model/trainer.ts';
 import type { AdapterWeights } from '../model/weights_view.ts';
 import { ConfigError } from '../errors.ts';
+import { NonFiniteStepsError } from './errors.ts';
 import type {
   CreateModelOptions,
   HostParams,
@@ -31,6 +32,12 @@ export interface LocalServiceOptions {
   decode?: (ids: readonly number[]) => string;
   /** Decode steps per GPU submission. */
   chunk?: number;
+  /**
+   * Training steps skipped in a row (non-finite loss or gradients) after which optimStep rejects
+   * with NonFiniteStepsError (the step itself skipped, state untouched). Default: no limit — the
+   * WorkerService, which can pause a job, counts them itself.
+   */
+  maxSkippedInARow?: number;
 }
 
 function withoutValueHead(p: HostParams): HostParams {
@@ -152,6 +159,7 @@ class LocalTrainingClient implements TrainingClient {
   readonly id: string;
   readonly trainable;
   #version = 0;
+  #skippedInARow = 0;
 
   constructor(
     readonly service: LocalService,
@@ -170,6 +178,8 @@ class LocalTrainingClient implements TrainingClient {
 
   async optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
     const r = await this.trainer.optimStep(opts);
+    this.#skippedInARow = r.skipped ? this.#skippedInARow + 1 : 0;
+    if (this.#skippedInARow >= (this.service.options.maxSkippedInARow ?? Infinity)) throw new NonFiniteStepsError(this.id, this.#skippedInARow);
     return { ...r, step: this.trainer.step };
   }
 

@@ -48,6 +48,8 @@ export interface JobStats {
   deviceMs: number;
   /** Fraction of all device time spent so far that went to this job. */
   share: number;
+  /** Why the job was paused, when it was paused for an error (cleared by resume). */
+  error?: string;
 }
 
 /** What a quantum may report; anything else it returns is passed through. */
@@ -65,7 +67,7 @@ export interface SchedulerOptions {
 
 export type SchedulerEvent =
   | { type: 'quantum'; jobId: string; deviceMs: number; label?: string }
-  | { type: 'state'; jobId: string; state: JobState };
+  | { type: 'state'; jobId: string; state: JobState; error?: string };
 
 interface Request {
   run: () => Promise<unknown>;
@@ -81,6 +83,7 @@ interface Job {
   vtime: number;
   quanta: number;
   deviceMs: number;
+  error?: string;
   admitted: Promise<void>;
   admit: () => void;
   refuse: (e: unknown) => void;
@@ -115,7 +118,7 @@ export class Scheduler {
 
   #setState(job: Job, state: JobState): void {
     job.state = state;
-    this.#emit({ type: 'state', jobId: job.spec.id, state });
+    this.#emit({ type: 'state', jobId: job.spec.id, state, ...(job.error !== undefined ? { error: job.error } : {}) });
   }
 
   /** Bytes of the jobs holding memory (active or paused). */
@@ -248,10 +251,14 @@ export class Scheduler {
     this.#emit({ type: 'quantum', jobId: job.spec.id, deviceMs, ...(label ? { label } : {}) });
   }
 
-  /** Stop giving the job quanta (its queued requests wait); it keeps its memory. */
-  pause(jobId: string): void {
+  /**
+   * Stop giving the job quanta (its queued requests wait); it keeps its memory. `error` says why
+   * when a fault paused it (in its stats and the state event, until resume).
+   */
+  pause(jobId: string, error?: string): void {
     const j = this.#get(jobId);
     if (j.state !== 'active') throw new JobStateError(`job "${jobId}" is ${j.state}; only an active job can be paused`);
+    if (error !== undefined) j.error = error;
     this.#setState(j, 'paused');
   }
 
@@ -259,6 +266,7 @@ export class Scheduler {
     const j = this.#get(jobId);
     if (j.state !== 'paused') throw new JobStateError(`job "${jobId}" is ${j.state}; only a paused job can be resumed`);
     j.vtime = Math.max(j.vtime, this.#minVtime(j.spec.priority));
+    delete j.error;
     this.#setState(j, 'active');
     this.#pump();
   }
@@ -315,6 +323,7 @@ export class Scheduler {
       quanta: j.quanta,
       deviceMs: j.deviceMs,
       share: this.#totalDeviceMs > 0 ? j.deviceMs / this.#totalDeviceMs : 0,
+      ...(j.error !== undefined ? { error: j.error } : {}),
     };
   }
 

@@ -57,6 +57,8 @@ export interface Owned {
   tail: Promise<unknown>;
   /** The worker-side release once under way (a cancel or a close); close() awaits it. */
   release?: Promise<void>;
+  /** A training job's skipped steps (non-finite loss or gradients): all, and the current run of them. */
+  skips?: { total: number; inARow: number };
 }
 
 export class WorkerTrainingClient implements TrainingClient {
@@ -78,8 +80,11 @@ export class WorkerTrainingClient implements TrainingClient {
     return this.#q('forwardBackward', (api) => api.forwardBackward(this.id, batch, loss, opts));
   }
 
-  optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
-    return this.#q('optimStep', (api) => api.optimStep(this.id, opts));
+  /** A skipped step is counted; the service's `maxSkippedInARow`-th in a row pauses the job and rejects with NonFiniteStepsError. */
+  async optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
+    const r = await this.#q('optimStep', (api) => api.optimStep(this.id, opts));
+    this.service.noteStep(this.owned, this.id, r);
+    return r;
   }
 
   computeLogprobs(batch: PackedBatch): Promise<LogprobsResult> {

@@ -29,21 +29,24 @@
  *
  * Faults. Device lost, or worker crashed: GpuClient gets a fresh device (or worker) by itself; this
  * service then emits 'device-lost' / 'worker-crashed' naming every model, job and sampler that
- * died, cancels their scheduler jobs (freeing their reservations), and rejects their calls — queued
- * or later — with LostWithDeviceError. New requests wait until the new device is ready
- * (`settled()`) and are served there. What it does NOT do automatically: re-create the lost base
- * models and reload the jobs from their checkpoints — the job runner, which owns the checkpoints
- * (CheckpointStore), calls createModel / createTrainingClient / loadState again.
+ * died, cancels their scheduler jobs (freeing their reservations), and rejects their calls — queued,
+ * running (the worker names a call the device died under: DeviceLostError) or later — with
+ * LostWithDeviceError. New requests wait until the new device is ready (`settled()`) and are served
+ * there. The jobs themselves come back through recovery.ts (runTrainingRecovering), which re-runs
+ * each from its last checkpoint: the job runner owns its checkpoints, this service does not.
+ * Non-finite steps: a skipped optimStep is counted ('step-skipped' event, `status(id)`); the
+ * `maxSkippedInARow`-th in a row pauses the job with an error in its stats ('job-paused') and
+ * rejects with NonFiniteStepsError; resume() gives it a fresh run of chances.
  */
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { estimateTrainingMemory } from '../model/memory.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
-import type { CreateModelOptions, HostParams, ServiceClient, TrainingClientOptions } from './clients.ts';
-import { JobStateError } from './errors.ts';
+import type { CreateModelOptions, HostParams, OptimStepResult, ServiceClient, TrainingClientOptions } from './clients.ts';
+import { JobStateError, NonFiniteStepsError } from './errors.ts';
 import { GpuClient, type GpuClientEvent, type GpuClientOptions } from './gpu_client.ts';
 import type { SamplerInfo, ServiceMemory, ServiceTokenizer } from './protocol.ts';
-import { type JobKind, type PriorityClass, Scheduler } from './scheduler.ts';
+import { type JobKind, type JobStats, type PriorityClass, Scheduler } from './scheduler.ts';
 import { type Api, LostWithDeviceError, type Owned, type SamplerScheduleOptions, WorkerSamplingClient, WorkerTrainingClient } from './worker_clients.ts';
 
 export { LostWithDeviceError, WorkerSamplingClient, WorkerTrainingClient };
@@ -63,6 +66,8 @@ export interface WorkerServiceOptions {
   chunk?: number;
   /** Default sampling requests per inference quantum (one generate() batch). Default 4. */
   requestsPerQuantum?: number;
+  /** Training steps skipped in a row (non-finite loss or gradients) that pause a job with an error. Default 5. */
+  maxSkippedInARow?: number;
 }
 
 /** How a job is scheduled and what its memory estimate assumes. */
@@ -82,7 +87,17 @@ export interface WorkerTrainingClientOptions extends TrainingClientOptions {
 
 export type WorkerServiceEvent =
   | { type: 'device-lost' | 'worker-crashed'; message: string; lost: { models: string[]; jobs: string[]; samplers: string[] } }
-  | { type: 'recovered'; adapter: AdapterSummary };
+  | { type: 'recovered'; adapter: AdapterSummary }
+  /** A training step was skipped for a non-finite loss or gradient norm (parameters and moments untouched). */
+  | { type: 'step-skipped'; jobId: string; step: number; gradNorm: number; inARow: number; total: number }
+  /** A job was paused for an error (its queued calls wait until it is resumed). */
+  | { type: 'job-paused'; jobId: string; error: string };
+
+/** A job's scheduler stats with its training faults. */
+export interface JobStatus extends JobStats {
+  skippedSteps: number;
+  skippedInARow: number;
+}
 
 let nextId = 0;
 
@@ -116,6 +131,10 @@ export class WorkerService implements ServiceClient {
     this.#unsub.push(gpu.on((e) => this.#onGpuEvent(e)));
     this.#unsub.push(this.scheduler.on((e) => {
       if (e.type === 'state' && e.state === 'cancelled') this.#onCancelled(e.jobId);
+      if (e.type === 'state' && e.state === 'active') {
+        const skips = [...this.#jobs.values()].find((o) => o.schedId === e.jobId)?.skips;
+        if (skips) skips.inARow = 0; // a resumed job gets a fresh run of chances
+      }
     }));
   }
 
@@ -348,6 +367,30 @@ export class WorkerService implements ServiceClient {
 
   memory(): Promise<ServiceMemory> {
     return this.gpu.call((api) => api.serviceMemory());
+  }
+
+  /** Internal to the clients: count a step's skip; the `maxSkippedInARow`-th in a row pauses the job and throws. */
+  noteStep(o: Owned, id: string, r: OptimStepResult): void {
+    const s = (o.skips ??= { total: 0, inARow: 0 });
+    if (!r.skipped) {
+      s.inARow = 0;
+      return;
+    }
+    s.total++;
+    s.inARow++;
+    this.#emit({ type: 'step-skipped', jobId: id, step: r.step, gradNorm: r.gradNorm, inARow: s.inARow, total: s.total });
+    if (s.inARow >= (this.options.maxSkippedInARow ?? 5)) {
+      const err = new NonFiniteStepsError(id, s.inARow);
+      if (this.scheduler.stats(o.schedId).state === 'active') this.scheduler.pause(o.schedId, err.message);
+      this.#emit({ type: 'job-paused', jobId: id, error: err.message });
+      throw err;
+    }
+  }
+
+  /** A job's (or sampler's, or model's) scheduler stats, with its skipped training steps. */
+  status(id: string): JobStatus {
+    const o = this.#jobs.get(id);
+    return { ...this.scheduler.stats(this.#schedId(id)), skippedSteps: o?.skips?.total ?? 0, skippedInARow: o?.skips?.inARow ?? 0 };
   }
 
   /** Scheduler shortcuts: they reach the job's queued quanta (ids are the clients' ids). */

@@ -167,4 +167,34 @@ describe('Scheduler', () => {
     expect(() => s.submit({ id: 'x', kind: 'sft', memoryBytes: 1 })).toThrow(/already exists/);
     expect(() => new Scheduler({ memoryBudgetBytes: 0 })).toThrow(JobStateError);
   });
+
+  it('a job paused for an error shows it in its stats and state event until resumed', async () => {
+    const c = fakeClock();
+    const s = new Scheduler({ memoryBudgetBytes: MB, now: c.now });
+    const states: unknown[] = [];
+    s.on((e) => e.type === 'state' && states.push(e));
+    await s.submit({ id: 'a', kind: 'lora_rl', memoryBytes: 1 });
+    s.pause('a', 'three NaN steps');
+    expect(s.stats('a')).toMatchObject({ state: 'paused', error: 'three NaN steps' });
+    const held = s.quantum('a', c.work(1));
+    s.resume('a');
+    await held;
+    expect(s.stats('a').error).toBeUndefined();
+    expect(states.slice(-2)).toEqual([{ type: 'state', jobId: 'a', state: 'paused', error: 'three NaN steps' }, { type: 'state', jobId: 'a', state: 'active' }]);
+  });
+
+  it('reuses the id of an ended job (a job re-created after a device loss), never of a live one', async () => {
+    const c = fakeClock();
+    const s = new Scheduler({ memoryBudgetBytes: 2, now: c.now });
+    await s.submit({ id: 'a', kind: 'sft', memoryBytes: 1 });
+    await s.quantum('a', c.work(5));
+    s.cancel('a');
+    await s.submit({ id: 'a', kind: 'lora_rl', memoryBytes: 2 });
+    expect(s.stats('a')).toMatchObject({ kind: 'lora_rl', state: 'active', quanta: 0, memoryBytes: 2 });
+    expect(s.usedBytes).toBe(2);
+    expect(() => s.submit({ id: 'a', kind: 'sft', memoryBytes: 1 })).toThrow(/already exists \(active\)/);
+    s.finish('a');
+    await s.submit({ id: 'a', kind: 'sft', memoryBytes: 1 });
+    expect(s.jobs().map((j) => j.id)).toEqual(['a']);
+  });
 });

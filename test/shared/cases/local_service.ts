@@ -1,14 +1,15 @@
 /**
  * The Tinker-style clients over the in-process engine, in both GPU suites: a job built only from
  * ServiceClient / TrainingClient / SamplingClient calls learns, samples from snapshots, and
- * resumes exactly.
+ * resumes exactly; non-finite steps are skipped, and N in a row stop the job with a typed error.
  */
 import { assert } from 'chai';
-import { crossEntropyLoss } from '../../../src/algorithms/loss_spec.ts';
+import { crossEntropyLoss, importanceSamplingLoss } from '../../../src/algorithms/loss_spec.ts';
 import { packDatums } from '../../../src/algorithms/pack.ts';
 import { sftDatumsFromPairs } from '../../../src/algorithms/sft.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
 import { preset } from '../../../src/model/presets.ts';
+import { NonFiniteStepsError } from '../../../src/runtime/errors.ts';
 import { LocalService } from '../../../src/runtime/local_service.ts';
 import type { GpuCase } from '../register.ts';
 
@@ -97,6 +98,36 @@ export const localServiceCases: GpuCase[] = [
           err = e;
         }
         assert.match(String(err), /no model "nope"/);
+      } finally {
+        await job.close();
+        await service.close();
+      }
+    },
+  },
+  {
+    name: 'clients: with maxSkippedInARow, the N-th non-finite step in a row rejects with NonFiniteStepsError, the state untouched',
+    async fn(ctx) {
+      const service = new LocalService(ctx, { maxSkippedInARow: 2 });
+      const modelId = await service.createModel(preset('tiny-gpt2'), { seed: 1 });
+      const job = await service.createTrainingClient({ modelId, trainable: 'lora', lora: { rank: 2, alpha: 4, targets: ['q'] }, seed: 2 });
+      try {
+        const clean = batchOf();
+        const nan = { ...clean, advantagesBT: clean.advantagesBT.map(() => NaN) };
+        const before = await job.saveState();
+        await job.forwardBackward(nan, importanceSamplingLoss());
+        assert.deepInclude(await job.optimStep({ lr: 1e-2 }), { skipped: true, step: 0 });
+        await job.forwardBackward(nan, importanceSamplingLoss());
+        let err: unknown;
+        try {
+          await job.optimStep({ lr: 1e-2 });
+        } catch (e) {
+          err = e;
+        }
+        assert.instanceOf(err, NonFiniteStepsError);
+        assert.match((err as Error).message, /2 steps in a row skipped/);
+        const after = await job.saveState();
+        assert.deepEqual([after.step, after.skipped], [0, 2]);
+        for (const [k, v] of Object.entries(before.params)) assert.deepEqual([...after.params[k]], [...v], k);
       } finally {
         await job.close();
         await service.close();

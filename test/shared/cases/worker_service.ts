@@ -2,11 +2,12 @@
  * The WorkerService in both GPU suites: the engine in the GPU worker, every GPU call a scheduler
  * quantum. A LoRA job learns and samples; LoRA jobs share their base in GPU memory; interactive
  * sampling overtakes queued training quanta; admission control refuses what cannot fit; cancel
- * rejects queued quanta and frees the job; a lost device is reported and replaced.
+ * rejects queued quanta and frees the job; non-finite steps are skipped, counted, and pause the job
+ * after N in a row; a lost device is reported and replaced.
  * Each case starts its own worker (no shared state between cases).
  */
 import { assert } from 'chai';
-import { crossEntropyLoss } from '../../../src/algorithms/loss_spec.ts';
+import { crossEntropyLoss, importanceSamplingLoss } from '../../../src/algorithms/loss_spec.ts';
 import { packDatums } from '../../../src/algorithms/pack.ts';
 import { sftDatumsFromPairs } from '../../../src/algorithms/sft.ts';
 import type { SampleRequest } from '../../../src/env/types.ts';
@@ -15,7 +16,7 @@ import { estimateTrainingMemory } from '../../../src/model/memory.ts';
 import { countParameters } from '../../../src/model/params.ts';
 import { preset } from '../../../src/model/presets.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
-import { AdmissionError, JobCancelledError } from '../../../src/runtime/errors.ts';
+import { AdmissionError, JobCancelledError, NonFiniteStepsError } from '../../../src/runtime/errors.ts';
 import type { SchedulerEvent } from '../../../src/runtime/scheduler.ts';
 import { LostWithDeviceError, WorkerService, type WorkerServiceEvent } from '../../../src/runtime/worker_service.ts';
 import type { PlainCase } from './adapter_store.ts';
@@ -199,6 +200,49 @@ export const workerServiceCases: PlainCase[] = [
       assert.strictEqual((await service.memory()).owners['job:doomed'].currentBytes, 0);
       assert.strictEqual(service.scheduler.usedBytes, 4 * countParameters(preset('tiny-llama')));
     }),
+  },
+  {
+    name: 'worker service: non-finite steps are skipped and counted; N in a row pause the job with an error in its status and events; resume trains on',
+    fn: () => withService(async (service) => {
+      const modelId = await service.createModel(preset('tiny-gpt2'), { seed: 3 });
+      const job = await service.createTrainingClient({ modelId, trainable: 'lora', lora, seed: 5, id: 'nan', schedule: small });
+      const clean = batchOf();
+      const nan = { ...clean, advantagesBT: clean.advantagesBT.map(() => NaN) };
+      const events: WorkerServiceEvent[] = [];
+      service.on((e) => events.push(e));
+      const nanStep = async () => {
+        assert.isNaN((await job.forwardBackward(nan, importanceSamplingLoss())).loss);
+        return job.optimStep({ lr: 1e-2 });
+      };
+      assert.deepInclude(await nanStep(), { skipped: true, step: 0 });
+      assert.deepInclude(service.status('nan'), { skippedSteps: 1, skippedInARow: 1, state: 'active' });
+      await job.forwardBackward(clean, crossEntropyLoss());
+      assert.deepInclude(await job.optimStep({ lr: 1e-2 }), { skipped: false, step: 1 });
+      assert.deepInclude(service.status('nan'), { skippedSteps: 1, skippedInARow: 0 });
+      const before = await job.weights();
+
+      assert.deepInclude(await nanStep(), { skipped: true, step: 1 });
+      const err = await rejection(nanStep()); // the second in a row
+      assert.instanceOf(err, NonFiniteStepsError);
+      const st = service.status('nan');
+      assert.deepInclude(st, { state: 'paused', skippedSteps: 3, skippedInARow: 2 });
+      assert.match(st.error ?? '', /"nan": 2 steps in a row skipped/);
+      assert.deepEqual(events.map((e) => e.type), ['step-skipped', 'step-skipped', 'step-skipped', 'job-paused']);
+      assert.deepInclude(events[2], { jobId: 'nan', inARow: 2, total: 3 });
+
+      // Paused: its calls wait. Resumed: the skipped steps left the weights as they were, and it trains on.
+      const held = job.weights();
+      await service.modelWeights(modelId);
+      assert.strictEqual(service.status('nan').state, 'paused');
+      service.resume('nan');
+      const after = await held;
+      for (const [k, v] of Object.entries(before)) assert.deepEqual([...after[k]], [...v], k);
+      assert.deepInclude(service.status('nan'), { state: 'active', skippedInARow: 0 });
+      assert.isUndefined(service.status('nan').error);
+      await job.forwardBackward(clean, crossEntropyLoss());
+      assert.deepInclude(await job.optimStep({ lr: 1e-2 }), { skipped: false, step: 2 });
+      await job.close();
+    }, { maxSkippedInARow: 2 }),
   },
   {
     name: 'worker service: a lost device is reported with what died; a fresh device serves a job reloaded from its checkpoint',
