@@ -60,7 +60,9 @@ export const FLAGS = {
   'warmstart-steps': { type: 'string', value: 'N', help: `SFT warm-start steps (default ${DEFAULTS.warmstartSteps})` },
   'eval-episodes': { type: 'string', value: 'N', help: `held-out episodes per evaluation, 0 for none (default ${DEFAULTS.evalEpisodes})` },
   json: { type: 'string', value: 'FILE', help: 'write the run summary as JSON to FILE' },
-  out: { type: 'string', value: 'DIR', help: 'run folder: metrics.jsonl, adapter, curve.svg (default runs/<env>-<algo>-s<seed>/)' },
+  out: { type: 'string', value: 'DIR', help: 'run folder: metrics.jsonl, checkpoints, adapter, curve.svg (default runs/<env>-<algo>-s<seed>/)' },
+  resume: { type: 'string', value: 'DIR', help: 'continue the run in DIR from its last checkpoint up to --steps (required); its other settings come from DIR/run.json' },
+  'checkpoint-every': { type: 'string', value: 'N', help: 'save a checkpoint every N steps of each phase (default 1)' },
   quiet: { type: 'boolean', short: 'q', help: 'print nothing but errors (and the files asked for)' },
   'self-check': { type: 'boolean', help: 'only acquire the device and check one kernel against its CPU reference' },
 } as const satisfies Record<string, FlagDoc>;
@@ -83,6 +85,10 @@ export interface TrainOptions {
   evalEpisodes: number;
   json?: string;
   out?: string;
+  /** Run folder to resume (its run.json gives every setting but steps, json, quiet, checkpointEvery). */
+  resume?: string;
+  /** Steps between checkpoints (absent: 1). */
+  checkpointEvery?: number;
   quiet: boolean;
   selfCheck: boolean;
 }
@@ -122,6 +128,11 @@ export function parseTrainArgs(argv: readonly string[]): TrainOptions {
     throw new ConfigError(flag, `${msg} (see --help)`);
   }
   const str = (k: string) => values[k] as string | undefined;
+  if (str('resume') !== undefined) {
+    const extra = Object.keys(values).filter((k) => !RESUME_FLAGS.includes(k));
+    if (extra.length > 0) throw new ConfigError('--resume', `the run's settings come from its run.json; only ${RESUME_FLAGS.filter((k) => k !== 'resume').map((k) => `--${k}`).join(', ')} may go with it (got ${extra.map((k) => `--${k}`).join(', ')})`);
+    if (str('steps') === undefined) throw new ConfigError('--resume', 'needs --steps N: the step to continue the run to');
+  }
   const model = str('model') ?? DEFAULTS.model;
   if (!Object.hasOwn(PRESETS, model)) throw new ConfigError('--model', `unknown preset "${model}" (known: ${Object.keys(PRESETS).join(', ')})`);
   const targets = str('lora-targets');
@@ -144,10 +155,15 @@ export function parseTrainArgs(argv: readonly string[]): TrainOptions {
     evalEpisodes: str('eval-episodes') === undefined ? DEFAULTS.evalEpisodes : count('--eval-episodes', str('eval-episodes')!, 0),
     json: str('json'),
     out: str('out'),
+    ...(str('resume') !== undefined ? { resume: str('resume') } : {}),
+    ...(str('checkpoint-every') !== undefined ? { checkpointEvery: count('--checkpoint-every', str('checkpoint-every')!, 1) } : {}),
     quiet: values.quiet === true,
     selfCheck: values['self-check'] === true,
   };
 }
+
+/** The flags that may go with --resume. */
+const RESUME_FLAGS = ['resume', 'steps', 'json', 'quiet', 'checkpoint-every'];
 
 /** The run folder when --out is not given. */
 export function defaultOutDir(o: Pick<TrainOptions, 'env' | 'algo' | 'seed'>): string {

@@ -5,10 +5,12 @@
  * src/runtime/rl_job.ts through the in-process service (LocalService: the Tinker-style clients
  * over the engine on this thread), shows progress on stderr, prints a summary table, and writes
  * the run folder: metrics.jsonl (one line per step, as it happens), summary.json, the trained
- * tensors (adapter.safetensors; a PEFT export for LoRA runs under peft/) and curve.svg.
+ * tensors (adapter.safetensors; a PEFT export for LoRA runs under peft/) and curve.svg — and, for
+ * `--resume DIR --steps N` (resume.ts), run.json and checkpoints/. A device lost mid-run is replaced
+ * and the job resumes from its last checkpoint (runtime/recovery.ts).
  * `--self-check` keeps the old device check (one kernel against its CPU reference) and nothing else.
  */
-import { appendFile, mkdir, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import process from 'node:process';
 import { WebtinkerError } from '../errors.ts';
@@ -25,11 +27,13 @@ import { add } from '../ops/add.ts';
 import { addRef } from '../ops/add.ref.ts';
 import { jobEnv } from '../runtime/evaluate.ts';
 import { LocalService } from '../runtime/local_service.ts';
-import { type JobOptions, type JobResult, runTraining, summaryOf } from '../runtime/rl_job.ts';
+import { LocalServiceSource, runTrainingRecovering } from '../runtime/recovery.ts';
+import { type JobOptions, type JobResult, summaryOf } from '../runtime/rl_job.ts';
 import { Rng } from '../util/rng.ts';
 import { DEFAULTS, defaultOutDir, parseTrainArgs, type TrainOptions, trainHelp } from './args.ts';
 import { progressBar, quietProgress } from './progress.ts';
 import { learningCurveSvg, metricsLine, summaryTable } from './report.ts';
+import { metricsBefore, prepareRunFolder, resumedOptions } from './resume.ts';
 
 /** The job a parsed command line asks for. */
 export function jobOptionsFrom(opts: TrainOptions): Omit<JobOptions, 'onStep' | 'onPhase'> {
@@ -109,6 +113,7 @@ async function main(argv: string[]): Promise<number> {
       console.log(trainHelp());
       return 0;
     }
+    if (opts.resume) opts = await resumedOptions(opts);
     job = jobOptionsFrom(opts);
   } catch (e) {
     if (e instanceof WebtinkerError) {
@@ -127,16 +132,20 @@ async function main(argv: string[]): Promise<number> {
     const dir = opts.out ?? defaultOutDir(opts);
     await mkdir(dir, { recursive: true });
     const metrics = join(dir, 'metrics.jsonl');
-    await writeFile(metrics, '');
+    const { checkpoints, from } = await prepareRunFolder(dir, opts);
+    if (from) log(`resuming ${dir}/ from its checkpoint after ${from.phase === 'sft' ? 'SFT' : 'RL'} step ${from.step}`);
     const progress = opts.quiet ? quietProgress() : progressBar(process.stderr);
     let pending = Promise.resolve();
     const tok = new ByteTokenizer();
-    const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+    // After a device loss the source brings a new device and service, and the job resumes from its last checkpoint.
+    const source = new LocalServiceSource(ctx, (c) => new LocalService(c, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 }), { label: 'train' });
     log(`job: ${job.env.name}, ${job.algo}, ${job.model.name}, ${job.lora ? `LoRA r=${job.lora.rank}` : 'full'}, ${job.steps} steps of ${job.groups}×${job.groupSize} episodes, seed ${job.seed} → ${dir}/`);
     let result: JobResult;
     try {
-      result = await runTraining(service, {
+      result = await runTrainingRecovering(source, {
         ...job,
+        // A checkpoint waits for the metrics lines before it, so metrics.jsonl always covers it.
+        checkpoint: { ...checkpoints.checkpointing(opts.checkpointEvery ?? 1, from), save: async (c) => (await pending, await checkpoints.save(c)) },
         onPhase: (phase, d) => {
           if (phase === 'warmstart') progress.phase('sft', d.steps ?? 0);
           else if (phase === 'rl') progress.phase(job.algo, d.steps ?? 0);
@@ -146,11 +155,18 @@ async function main(argv: string[]): Promise<number> {
           progress.step(m);
           pending = pending.then(() => appendFile(metrics, metricsLine(m) + '\n'));
         },
+      }, {
+        latest: () => checkpoints.latest(),
+        onRecover: (r) => {
+          log(`\nGPU lost (${r.error instanceof Error ? r.error.message : String(r.error)}); resuming on a new device from ${r.from ? `the checkpoint after ${r.from.phase === 'sft' ? 'SFT' : 'RL'} step ${r.from.step}` : 'the start'}`);
+          // The steps after that checkpoint run again: their metrics lines go.
+          pending = pending.then(async () => writeFile(metrics, r.from ? metricsBefore(await readFile(metrics, 'utf8'), r.from) : ''));
+        },
       });
     } finally {
       progress.stop();
       await pending;
-      await service.close();
+      await source.close();
     }
     const summary = summaryOf(result);
     const files = [metrics, join(dir, 'summary.json'), ...(await writeWeights(dir, result)), join(dir, 'curve.svg')];
