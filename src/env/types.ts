@@ -121,6 +121,8 @@ export interface SampleResult {
    * return the sampling distribution's log-probs instead (`logprobs: 'sampling'`).
    */
   readonly logprobs: readonly number[];
+  /** The published adapter version that produced it, when the sampler resolves adapters by name (runtime inference clients). */
+  readonly adapter?: { readonly name: string; readonly version: number };
 }
 
 /** The policy as seen by this layer: a batch of requests in, one result per request out. */

@@ -13,8 +13,9 @@ import type { OwnerStats } from '../gpu/pool.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
 import type { ForwardBackwardResult, LogprobsResult, Trainable, TrainerState } from '../model/trainer.ts';
+import type { PublishedAdapter } from './adapter_registry.ts';
 
-export type { ForwardBackwardResult, LogprobsResult, OptimStepOptions, Trainable, TrainerState };
+export type { ForwardBackwardResult, LogprobsResult, OptimStepOptions, PublishedAdapter, Trainable, TrainerState };
 
 /** Host parameters by canonical name (src/model/params.ts). */
 export type HostParams = Record<string, Float32Array>;
@@ -70,6 +71,12 @@ export interface TrainingClient {
   samplingClient(): Promise<SamplingClient>;
   /** The trained tensors: the adapter's (lora) or every parameter (all). */
   weights(): Promise<HostParams>;
+  /**
+   * Publish the job's LoRA adapter as the next version of `name` in the service (a LoRA job only):
+   * inference clients asking for `name` get it from their next request on, the base untouched.
+   * (Optional in the interface so wrappers written before it keep compiling; both services have it.)
+   */
+  saveWeightsForSampler?(name: string): Promise<PublishedAdapter>;
   /** Exact-resume state: trained tensors, AdamW moments, step counters. */
   saveState(): Promise<TrainerState>;
   loadState(state: TrainerState): Promise<void>;
@@ -94,6 +101,13 @@ export interface ServiceClient {
   modelWeights(modelId: string): Promise<HostParams>;
   releaseModel(modelId: string): Promise<void>;
   createTrainingClient(opts: TrainingClientOptions): Promise<TrainingClient>;
+  /**
+   * Sampling from a base model with published adapters chosen per request: `adapterId` is `name`
+   * (the latest version when the request is served) or `name@v`; none is the base. Results carry
+   * `adapter: { name, version }`. Versions load onto the GPU on demand and are evicted LRU.
+   * (Optional in the interface so wrappers written before it keep compiling; both services have it.)
+   */
+  createInferenceClient?(modelId: string): Promise<SamplingClient>;
   /** Sampling from a base model, optionally with a LoRA adapter given as host tensors. */
   createSamplingClient(modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }): Promise<SamplingClient>;
   /** Pool accounting of the device. */

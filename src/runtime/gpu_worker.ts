@@ -90,6 +90,8 @@ async function resetService(): Promise<void> {
   service = new LocalService(c, {
     ...(decode ? { decode } : {}),
     ...(serviceOpts.chunk !== undefined ? { chunk: serviceOpts.chunk } : {}),
+    ...(serviceOpts.maxResidentAdapters !== undefined ? { maxResidentAdapters: serviceOpts.maxResidentAdapters } : {}),
+    ...(serviceOpts.keepAdapterVersions !== undefined ? { keepAdapterVersions: serviceOpts.keepAdapterVersions } : {}),
   });
 }
 
@@ -244,6 +246,23 @@ const api: GpuWorkerApi = {
 
   sample(samplerId, requests) {
     return serial(async () => [...(await sampler(samplerId).sample(requests))]);
+  },
+
+  publishAdapter(jobId, name) {
+    return serial(() => job(jobId).saveWeightsForSampler!(name));
+  },
+
+  createInferenceSampler(samplerId, modelId) {
+    return serial(async () => {
+      if (samplers.has(samplerId)) throw new ConfigError('samplerId', `a sampler "${samplerId}" exists already`);
+      const s = await svc().createInferenceClient(modelId);
+      samplers.set(samplerId, s);
+      return samplerInfo(samplerId, s);
+    });
+  },
+
+  adapterStats() {
+    return Promise.resolve(svc().adapters.stats());
   },
 
   closeSampler(samplerId) {

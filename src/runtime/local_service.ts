@@ -13,6 +13,8 @@ import { engineSampleFn } from '../model/sample_fn.ts';
 import { Trainer, type TrainerState } from '../model/trainer.ts';
 import type { AdapterWeights } from '../model/weights_view.ts';
 import { ConfigError } from '../errors.ts';
+import type { SampleRequest, SampleResult } from '../env/types.ts';
+import { AdapterRegistry, keyOf, type PublishedAdapter } from './adapter_registry.ts';
 import { NonFiniteStepsError } from './errors.ts';
 import type {
   CreateModelOptions,
@@ -38,6 +40,10 @@ export interface LocalServiceOptions {
    * WorkerService, which can pause a job, counts them itself.
    */
   maxSkippedInARow?: number;
+  /** Published adapter versions kept on the GPU at once (LRU; default 4). */
+  maxResidentAdapters?: number;
+  /** Host copies of published versions kept per name (default 2). */
+  keepAdapterVersions?: number;
 }
 
 function withoutValueHead(p: HostParams): HostParams {
@@ -51,11 +57,17 @@ let nextId = 0;
 export class LocalService implements ServiceClient {
   readonly ctx: GpuContext;
   readonly options: LocalServiceOptions;
+  /** Published adapter versions and their GPU residency (adapter_registry.ts). */
+  readonly adapters: AdapterRegistry;
   #models = new Map<string, BaseModel>();
 
   constructor(ctx: GpuContext, options: LocalServiceOptions = {}) {
     this.ctx = ctx;
     this.options = options;
+    this.adapters = new AdapterRegistry(ctx, {
+      ...(options.maxResidentAdapters !== undefined ? { maxResident: options.maxResidentAdapters } : {}),
+      ...(options.keepAdapterVersions !== undefined ? { keepVersions: options.keepAdapterVersions } : {}),
+    });
   }
 
   get adapter() {
@@ -120,6 +132,46 @@ export class LocalService implements ServiceClient {
     return Promise.resolve(this.sampler(modelId, model, a, 0, () => a?.release()));
   }
 
+  /**
+   * A sampling client over a base whose requests name published adapters (`name` or `name@v`); each
+   * call pins the versions it resolved, so a publish or an eviction never changes a running batch.
+   */
+  createInferenceClient(modelId: string): Promise<SamplingClient> {
+    const model = this.#model(modelId);
+    const sample = async (requests: readonly SampleRequest[]): Promise<readonly SampleResult[]> => {
+      const used = new Map<string, PublishedAdapter>();
+      const pinned: Readonly<Record<string, AdapterWeights>> = {};
+      const reqs = requests.map((r) => {
+        if (r.adapterId === undefined) return r;
+        const p = this.adapters.resolve(r.adapterId, modelId);
+        used.set(keyOf(p), p);
+        return { ...r, adapterId: keyOf(p) };
+      });
+      const acquired: PublishedAdapter[] = [];
+      try {
+        for (const [key, p] of used) {
+          (pinned as Record<string, AdapterWeights>)[key] = this.adapters.acquire(p);
+          acquired.push(p);
+        }
+        const fn = engineSampleFn({
+          weights: model,
+          adapters: (id) => pinned[id],
+          ...(this.options.decode ? { decode: this.options.decode } : {}),
+          ...(this.options.chunk !== undefined ? { chunk: this.options.chunk } : {}),
+          owner: `sample:${modelId}`,
+        });
+        const out = await fn(reqs);
+        return out.map((res, i) => {
+          const p = reqs[i].adapterId === undefined ? undefined : used.get(reqs[i].adapterId!);
+          return p ? { ...res, adapter: { name: p.name, version: p.version } } : res;
+        });
+      } finally {
+        for (const p of acquired) this.adapters.release(p);
+      }
+    };
+    return Promise.resolve({ modelId, adapterId: null, version: 0, sample, close: () => Promise.resolve() });
+  }
+
   /** A sampling client over given weights; `onClose` frees what the snapshot owns. */
   sampler(modelId: string, weights: BaseModel, adapter: AdapterWeights | null, version: number, onClose: () => void): SamplingClient {
     const resolve = adapter ? (id: string) => (id === adapter.id ? adapter : undefined) : undefined;
@@ -149,6 +201,7 @@ export class LocalService implements ServiceClient {
   }
 
   close(): Promise<void> {
+    this.adapters.close();
     for (const m of this.#models.values()) m.release();
     this.#models.clear();
     return Promise.resolve();
@@ -201,6 +254,11 @@ class LocalTrainingClient implements TrainingClient {
     }
     const snap = BaseModel.upload(ctx, this.model.cfg, trained, { owner: `sampler:${this.id}@${version}` });
     return this.service.sampler(`${this.modelId}/${this.id}@${version}`, snap, null, version, () => snap.release());
+  }
+
+  async saveWeightsForSampler(name: string): Promise<PublishedAdapter> {
+    if (!this.adapter) throw new ConfigError('trainable', `job "${this.id}" trains every parameter: only a LoRA job publishes adapter versions (use samplingClient() for a snapshot)`);
+    return this.service.adapters.publish(name, this.modelId, this.model.cfg, this.adapter.lora, await this.weights(), this.trainer.step);
   }
 
   saveState(): Promise<TrainerState> {

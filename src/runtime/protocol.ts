@@ -12,6 +12,7 @@ import type { OwnerStats, PoolStats } from '../gpu/pool.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
 import type { ForwardBackwardResult, LogprobsResult, Trainable, TrainerState } from '../model/trainer.ts';
+import type { PublishedAdapter, RegistryStats } from './adapter_registry.ts';
 import type { CreateModelOptions, HostParams, OptimStepResult, TrainingClientOptions } from './clients.ts';
 
 export interface WorkerInitOptions {
@@ -61,6 +62,10 @@ export interface ServiceInitOptions {
   tokenizer?: ServiceTokenizer;
   /** Decode steps per GPU submission inside one generate() call. */
   chunk?: number;
+  /** Published adapter versions kept on the GPU at once (LRU). */
+  maxResidentAdapters?: number;
+  /** Host copies of published versions kept per name. */
+  keepAdapterVersions?: number;
 }
 
 /** A sampling snapshot in the worker. */
@@ -110,5 +115,11 @@ export interface ServiceWorkerApi {
   /** A sampler over a base model, optionally with a LoRA adapter given as host tensors. */
   createSamplingClient(samplerId: string, modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }): Promise<SamplerInfo>;
   sample(samplerId: string, requests: SampleRequest[]): Promise<SampleResult[]>;
+  /** Publish job `jobId`'s LoRA adapter as the next version of `name` (adapter_registry.ts). */
+  publishAdapter(jobId: string, name: string): Promise<PublishedAdapter>;
+  /** A sampler over a base model whose requests name published adapters per request. */
+  createInferenceSampler(samplerId: string, modelId: string): Promise<SamplerInfo>;
+  /** Published versions, GPU residency (LRU order), loads and evictions. */
+  adapterStats(): Promise<RegistryStats>;
   closeSampler(samplerId: string): Promise<void>;
 }

@@ -16,6 +16,7 @@ import type {
   HostParams,
   LogprobsResult,
   OptimStepResult,
+  PublishedAdapter,
   SamplingClient,
   Trainable,
   TrainerState,
@@ -93,6 +94,11 @@ export class WorkerTrainingClient implements TrainingClient {
 
   weights(): Promise<HostParams> {
     return this.#q('weights', (api) => api.weights(this.id));
+  }
+
+  /** Publish the job's adapter as the next version of `name` in the worker's registry (a quantum of this job). */
+  saveWeightsForSampler(name: string): Promise<PublishedAdapter> {
+    return this.#q('publish', (api) => api.publishAdapter(this.id, name));
   }
 
   saveState(): Promise<TrainerState> {

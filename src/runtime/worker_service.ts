@@ -42,6 +42,7 @@ import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { estimateTrainingMemory } from '../model/memory.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
+import type { RegistryStats } from './adapter_registry.ts';
 import type { CreateModelOptions, HostParams, OptimStepResult, ServiceClient, TrainingClientOptions } from './clients.ts';
 import { JobStateError, NonFiniteStepsError } from './errors.ts';
 import { GpuClient, type GpuClientEvent, type GpuClientOptions } from './gpu_client.ts';
@@ -68,6 +69,10 @@ export interface WorkerServiceOptions {
   requestsPerQuantum?: number;
   /** Training steps skipped in a row (non-finite loss or gradients) that pause a job with an error. Default 5. */
   maxSkippedInARow?: number;
+  /** Published adapter versions kept on the GPU at once (LRU; default 4). */
+  maxResidentAdapters?: number;
+  /** Host copies of published versions kept per name (default 2). */
+  keepAdapterVersions?: number;
 }
 
 /** How a job is scheduled and what its memory estimate assumes. */
@@ -167,7 +172,12 @@ export class WorkerService implements ServiceClient {
   #serviceInit(): Promise<void> {
     const o = this.options;
     return this.gpu.call((api) =>
-      api.serviceInit({ ...(o.tokenizer ? { tokenizer: o.tokenizer } : {}), ...(o.chunk !== undefined ? { chunk: o.chunk } : {}) })
+      api.serviceInit({
+        ...(o.tokenizer ? { tokenizer: o.tokenizer } : {}),
+        ...(o.chunk !== undefined ? { chunk: o.chunk } : {}),
+        ...(o.maxResidentAdapters !== undefined ? { maxResidentAdapters: o.maxResidentAdapters } : {}),
+        ...(o.keepAdapterVersions !== undefined ? { keepAdapterVersions: o.keepAdapterVersions } : {}),
+      })
     );
   }
 
@@ -363,6 +373,25 @@ export class WorkerService implements ServiceClient {
       const o = this.#samplers.get(sid)!;
       return this.quantum(o, sid, 'createSampler', (api) => api.createSamplingClient(sid, modelId, adapter));
     });
+  }
+
+  /**
+   * An inference job over a base model: each request names a published adapter (`name`, the latest
+   * version when it is served, or `name@v`) or none; results say which version produced them.
+   * Its memory estimate covers the generation of one quantum; resident adapters are charged to the
+   * base (at most maxResidentAdapters of them).
+   */
+  async createInferenceClient(modelId: string, sch: SamplerScheduleOptions = {}): Promise<WorkerSamplingClient> {
+    const cfg = this.#model(modelId).cfg;
+    return await this.openSampler(cfg, 0, sch, (sid) => {
+      const o = this.#samplers.get(sid)!;
+      return this.quantum(o, sid, 'createInferenceSampler', (api) => api.createInferenceSampler(sid, modelId));
+    });
+  }
+
+  /** Published adapter versions in the worker, which are on the GPU (LRU order), loads and evictions. */
+  adapterStats(): Promise<RegistryStats> {
+    return this.gpu.call((api) => api.adapterStats());
   }
 
   memory(): Promise<ServiceMemory> {

@@ -2,7 +2,8 @@
  * The WorkerService in both GPU suites: the engine in the GPU worker, every GPU call a scheduler
  * quantum. A LoRA job learns and samples; LoRA jobs share their base in GPU memory; interactive
  * sampling overtakes queued training quanta; admission control refuses what cannot fit; cancel
- * rejects queued quanta and frees the job; non-finite steps are skipped, counted, and pause the job
+ * rejects queued quanta and frees the job; published adapter versions reach an inference job at
+ * its next request, LRU-resident on the shared base; non-finite steps are skipped, counted, and pause the job
  * after N in a row; a lost device is reported and replaced.
  * Each case starts its own worker (no shared state between cases).
  */
@@ -148,6 +149,67 @@ export const workerServiceCases: PlainCase[] = [
       await sampler.close();
       await job.close();
     }),
+  },
+  {
+    name: 'worker service: published adapter versions reach an inference job at its next request (base untouched), results name their version, adapters switch per request and stay LRU-resident',
+    fn: () => withService(async (service) => {
+      const modelId = await service.createModel(preset('tiny-gpt2'), { seed: 3 });
+      const a = await service.createTrainingClient({ modelId, trainable: 'lora', lora, seed: 5, id: 'pub-a', schedule: small });
+      const b = await service.createTrainingClient({ modelId, trainable: 'lora', lora, seed: 6, id: 'pub-b', schedule: small });
+      const step = async (j: typeof a, lr: number) => {
+        await j.forwardBackward(batchOf(), crossEntropyLoss());
+        await j.optimStep({ lr });
+      };
+      const req = (adapterId?: string) => ({ ...request('2+2=', 7), temperature: 1, maxTokens: 4, ...(adapterId ? { adapterId } : {}) });
+      /** What a snapshot of the job's weights now samples for the same request. */
+      const snapshotTokens = async (j: typeof a) => {
+        const s = await j.samplingClient();
+        const t = (await s.sample([req()]))[0].tokens;
+        await s.close();
+        return t;
+      };
+
+      await step(a, 3e-2);
+      assert.deepInclude(await a.saveWeightsForSampler('alpha'), { name: 'alpha', version: 1, modelId, step: 1 });
+      const v1Tokens = await snapshotTokens(a);
+      const inf = await service.createInferenceClient(modelId, { requestsPerQuantum: 4 });
+      const baseQuanta = service.scheduler.stats(`model:${modelId}`).quanta;
+      const r1 = (await inf.sample([req('alpha')]))[0];
+      assert.deepEqual(r1.adapter, { name: 'alpha', version: 1 });
+      assert.deepEqual(r1.tokens, v1Tokens);
+
+      await step(a, 0.5);
+      await step(a, 0.5);
+      assert.deepInclude(await a.saveWeightsForSampler('alpha'), { version: 2, step: 3 });
+      const v2Tokens = await snapshotTokens(a);
+      assert.notDeepEqual(v2Tokens, v1Tokens);
+      const [r2, old] = await inf.sample([req('alpha'), req('alpha@1')]);
+      assert.deepEqual([r2.adapter, old.adapter], [{ name: 'alpha', version: 2 }, { name: 'alpha', version: 1 }]);
+      assert.deepEqual(r2.tokens, v2Tokens);
+      assert.deepEqual(old.tokens, v1Tokens);
+      assert.strictEqual(service.scheduler.stats(`model:${modelId}`).quanta, baseQuanta, 'the base was not touched');
+
+      // Switching per request, past the LRU capacity (2): all three stay pinned for the call, then two remain.
+      await step(b, 3e-2);
+      await b.saveWeightsForSampler('beta');
+      await b.saveWeightsForSampler('gamma');
+      const mixed = await inf.sample([req('beta'), req(), req('alpha'), req('gamma')]);
+      assert.deepEqual(mixed.map((r) => r.adapter), [{ name: 'beta', version: 1 }, undefined, { name: 'alpha', version: 2 }, { name: 'gamma', version: 1 }]);
+      assert.deepEqual(mixed[0].tokens, mixed[3].tokens); // beta and gamma are the same weights
+      assert.deepEqual(mixed[2].tokens, v2Tokens);
+      const st = await service.adapterStats();
+      assert.deepEqual(st.published.map((p) => `${p.name}@${p.version}`), ['alpha@1', 'alpha@2', 'beta@1', 'gamma@1']);
+      assert.lengthOf(st.resident, 2);
+      assert.deepEqual([st.loads, st.evictions], [5, 3]);
+      const mem = await service.memory();
+      assert.strictEqual(mem.owners[`adapters:${modelId}`].currentBytes, 2 * st.published[0].bytes);
+
+      assert.match(String(await rejection(inf.sample([req('nope')]))), /no published adapter "nope"/);
+      assert.match(String(await rejection(inf.sample([req('alpha@9')]))), /has no version "9"/);
+      await inf.close();
+      await a.close();
+      await b.close();
+    }, { maxResidentAdapters: 2 }),
   },
   {
     name: 'worker service: admission control refuses a job whose memory estimate exceeds the budget',
