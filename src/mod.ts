@@ -20,6 +20,7 @@ export {
   bundledKernelNames,
   emptyTensor,
   GpuContext,
+  KernelProfiler,
   Params,
   readTensor,
   Recorder,
@@ -27,7 +28,7 @@ export {
   tensorFrom,
   zerosTensor,
 } from './gpu/mod.ts';
-export type { AdapterSummary, DeviceLostEvent, DispatchSpec, DType, PoolStats, SubmitResult } from './gpu/mod.ts';
+export type { AdapterSummary, DeviceLostEvent, DispatchSpec, DType, KernelTime, PoolStats, SubmitResult } from './gpu/mod.ts';
 
 // Runtime: scheduler, GPU worker client, stores.
 export { Scheduler } from './runtime/scheduler.ts';
@@ -89,10 +90,12 @@ export {
   rolloutMultiTurn,
   rolloutSingleTurn,
   rolloutTurnBased,
+  ACTION_STOP_STRINGS,
+  groupEpisodes,
   SampleContractError,
   TokenizerError,
 } from './env/mod.ts';
-export type { AgentOptions, PromptFormat, Tokenizer } from './env/mod.ts';
+export type { AgentOptions, EpisodeSpec, GameResult, ParsedAction, PromptFormat, Tokenizer } from './env/mod.ts';
 
 // Algorithms (src/algorithms): pure functions from trajectories to datums and loss specs.
 export {
@@ -127,11 +130,13 @@ export {
   configToHf,
   countParameters,
   estimateTrainingMemory,
+  exportHfWeights,
   exportPeftAdapter,
   importHfWeights,
   importPeftAdapter,
   initLora,
   initParameters,
+  loraSpecs,
   loadHfTokenizer,
   HfTokenizer,
   mergeLora,
@@ -205,7 +210,15 @@ export type { LoraLinearBackwardOptions, LoraLinearOptions } from './ops/lora_li
 
 // The GPU worker behind the scheduler, and the training job built on the clients.
 export { LostWithDeviceError, WorkerService } from './runtime/worker_service.ts';
-export type { WorkerServiceEvent, WorkerServiceOptions } from './runtime/worker_service.ts';
+export type {
+  SamplerScheduleOptions,
+  WorkerSamplingClient,
+  WorkerServiceEvent,
+  WorkerServiceOptions,
+  WorkerTrainingClient,
+  WorkerTrainingClientOptions,
+} from './runtime/worker_service.ts';
 export { ALGOS, runTraining, summaryOf } from './runtime/rl_job.ts';
 export type { Algo, JobOptions, JobResult, JobSummary, StepMetrics } from './runtime/rl_job.ts';
 export { ENV_NAMES, jobEnv } from './runtime/evaluate.ts';
+export type { EnvName, JobEnv } from './runtime/evaluate.ts';

@@ -43,6 +43,12 @@ export function describeTools(tools: readonly Tool[]): string {
 export interface PlainFormatOptions {
   /** A first line before everything else (omitted when empty). */
   readonly system?: string;
+  /**
+   * List the tools and their call syntax in the prompt (default true). A byte-level model trained
+   * from scratch learns the syntax from its demonstrations and gains nothing from a constant
+   * preamble but a longer context to pay for at every step; such jobs turn it off.
+   */
+  readonly describeTools?: boolean;
 }
 
 /**
@@ -52,7 +58,7 @@ export interface PlainFormatOptions {
 export function plainFormat(options: PlainFormatOptions = {}): PromptFormat {
   return {
     initial(task, tools) {
-      const parts = [options.system ?? '', describeTools(tools), task].filter((s) => s.length > 0);
+      const parts = [options.system ?? '', options.describeTools === false ? '' : describeTools(tools), task].filter((s) => s.length > 0);
       return `${parts.join('\n')}\n`;
     },
     observation: (text) => `\n${text}\n`,

@@ -6,6 +6,7 @@
  * `timestamp-query`). The returned GpuContext owns the per-device buffer pool and pipeline cache,
  * and turns device loss and uncaptured errors into events.
  */
+import type { KernelProfiler } from './profiler.ts';
 import { WebGpuUnavailableError } from '../errors.ts';
 import { BufferPool, BufferUsage } from './pool.ts';
 import { type PipelineCache, pipelineCacheFor } from './pipelines.ts';
@@ -134,6 +135,8 @@ export class GpuContext {
   /** Resolve targets of timestamp queries. */
   readonly queryPool: BufferPool;
   readonly pipelines: PipelineCache;
+  /** When set, every submission times each dispatch on its own (see KernelProfiler). */
+  profiler: KernelProfiler | null = null;
   /** Resolves when the device is lost (including by `destroy()`). */
   readonly lost: Promise<DeviceLostEvent>;
   #lostListeners = new Set<(e: DeviceLostEvent) => void>();

@@ -5,6 +5,8 @@ export { BufferPool, bucketBytes, BufferUsage } from './pool.ts';
 export type { OwnerStats, PoolStats } from './pool.ts';
 export { bundledKernelNames, PipelineCache, pipelineCacheFor } from './pipelines.ts';
 export type { Constants } from './pipelines.ts';
+export { KernelProfiler } from './profiler.ts';
+export type { KernelTime } from './profiler.ts';
 export { grid1d, Params, readTensor, Recorder } from './recorder.ts';
 export type { DispatchSpec, SubmitResult } from './recorder.ts';
 export { DTYPE_BYTES, emptyTensor, numel, Tensor, tensorFrom, zerosTensor } from './tensor.ts';

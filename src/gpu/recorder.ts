@@ -198,8 +198,19 @@ export class Recorder {
     let query: GPUQuerySet | null = null;
     let queryBuf: ReturnType<typeof this.ctx.pool.acquire> | null = null;
     let queryRead: ReturnType<typeof this.ctx.readbackPool.acquire> | null = null;
-    const passCount = this.#countPasses();
-    if (this.timing && passCount > 0) {
+    const profiler = this.ctx.hasTimestamps ? this.ctx.profiler : null;
+    const profiled = profiler ? commands.flatMap((c, ci) => (c.kind === 'dispatch' ? [ci] : [])) : [];
+    const profSlot = new Map(profiled.map((ci, k) => [ci, k] as const));
+    const passCount = profiler ? profiled.length : this.#countPasses();
+    let profQuery: GPUQuerySet | null = null;
+    let profBuf: ReturnType<typeof this.ctx.pool.acquire> | null = null;
+    let profRead: ReturnType<typeof this.ctx.readbackPool.acquire> | null = null;
+    if (profiler && profiled.length > 0) {
+      profQuery = device.createQuerySet({ type: 'timestamp', count: 2 * profiled.length, label: `${this.label} profile` });
+      profBuf = this.ctx.queryPool.acquire(16 * profiled.length, owner, `${this.label} profile`);
+      profRead = this.ctx.readbackPool.acquire(16 * profiled.length, owner, `${this.label} profile read`);
+    }
+    if (this.timing && passCount > 0 && !profiler) {
       query = device.createQuerySet({ type: 'timestamp', count: 2, label: `${this.label} timestamps` });
       queryBuf = this.ctx.queryPool.acquire(16, owner, `${this.label} timestamps`);
       queryRead = this.ctx.readbackPool.acquire(16, owner, `${this.label} timestamps read`);
@@ -217,7 +228,11 @@ export class Recorder {
     };
     commands.forEach((c, ci) => {
       if (c.kind === 'dispatch') {
-        if (!pass) {
+        if (profQuery) {
+          const k = profSlot.get(ci)!;
+          endPass();
+          pass = enc.beginComputePass({ label: `${this.label} ${c.spec.kernel}`, timestampWrites: { querySet: profQuery, beginningOfPassWriteIndex: 2 * k, endOfPassWriteIndex: 2 * k + 1 } });
+        } else if (!pass) {
           // GPU time of the submission: a timestamp at the start of the first pass, one at the end of the last.
           const first = passIndex === 0;
           const last = passIndex === passCount - 1;
@@ -250,6 +265,10 @@ export class Recorder {
       }
     });
     endPass();
+    if (profQuery && profBuf && profRead) {
+      enc.resolveQuerySet(profQuery, 0, 2 * profiled.length, profBuf.buffer, 0);
+      enc.copyBufferToBuffer(profBuf.buffer, 0, profRead.buffer, 0, 16 * profiled.length);
+    }
     if (query && queryBuf && queryRead) {
       enc.resolveQuerySet(query, 0, 2, queryBuf.buffer, 0);
       enc.copyBufferToBuffer(queryBuf.buffer, 0, queryRead.buffer, 0, 16);
@@ -263,6 +282,8 @@ export class Recorder {
       if (uniform) this.ctx.uniformPool.release(uniform.buffer);
       if (queryBuf) this.ctx.queryPool.release(queryBuf.buffer);
       query?.destroy();
+      if (profBuf) this.ctx.queryPool.release(profBuf.buffer);
+      profQuery?.destroy();
     };
     if (validation || oom) {
       await device.queue.onSubmittedWorkDone().catch(() => {});
@@ -285,6 +306,20 @@ export class Recorder {
         this.ctx.readbackPool.release(s);
         r.resolve(hostArray(r.tensor.dtype, copy, r.tensor.size));
       }));
+      if (profRead && profiler) {
+        const bytes = 16 * profiled.length;
+        await profRead.buffer.mapAsync(GPUMapMode.READ, 0, bytes);
+        const t = new BigUint64Array(profRead.buffer.getMappedRange(0, bytes).slice(0));
+        profRead.buffer.unmap();
+        this.ctx.readbackPool.release(profRead.buffer);
+        profiled.forEach((ci, k) => {
+          const spec = (commands[ci] as Extract<Command, { kind: 'dispatch' }>).spec;
+          const [x, y = 1, z = 1] = spec.workgroups;
+          const name = spec.entryPoint ? `${spec.kernel}:${spec.entryPoint}` : spec.kernel;
+          const detail = profiler.detailed ? ` ${JSON.stringify(spec.constants ?? {})} wg=${x}x${y}x${z}` : '';
+          profiler.add(name + detail, t[2 * k + 1] >= t[2 * k] ? Number(t[2 * k + 1] - t[2 * k]) : 0, x * y * z);
+        });
+      }
       if (queryRead) {
         await queryRead.buffer.mapAsync(GPUMapMode.READ, 0, 16);
         const t = new BigUint64Array(queryRead.buffer.getMappedRange(0, 16).slice(0));

@@ -16,6 +16,7 @@ import { guessNumberEnv } from '../env/envs/guess_number.ts';
 import { nimEnv, nimRandomPolicy } from '../env/envs/nim.ts';
 import { rolloutTurnBased } from '../env/multiagent.ts';
 import { rolloutEpisodes } from '../env/rollout.ts';
+import { plainFormat, type PromptFormat } from '../env/format.ts';
 import type { EnvSpec, SampleFn, Trajectory, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
 import type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
 import { Rng } from '../util/rng.ts';
@@ -26,8 +27,15 @@ export type EnvName = (typeof ENV_NAMES)[number];
 
 /** A job's environment: single-agent (tools, multi-turn) or a turn-based game against a scripted seat. */
 export type JobEnv =
-  | { readonly name: string; readonly kind: 'single'; readonly spec: EnvSpec; readonly maxTurns: number; readonly maxNewTokens: number }
-  | { readonly name: string; readonly kind: 'game'; readonly spec: TurnBasedEnvSpec; readonly maxTurns: number; readonly maxNewTokens: number };
+  | { readonly name: string; readonly kind: 'single'; readonly spec: EnvSpec; readonly maxTurns: number; readonly maxNewTokens: number; readonly format?: PromptFormat }
+  | { readonly name: string; readonly kind: 'game'; readonly spec: TurnBasedEnvSpec; readonly maxTurns: number; readonly maxNewTokens: number; readonly format?: PromptFormat };
+
+/**
+ * The prompt format of the built-in jobs: plain text without the tool list. Their models are
+ * trained from scratch on byte tokens and learn the tool syntax from the demonstrations; a constant
+ * tool description would more than double every sequence (prefill, SFT and RL steps alike).
+ */
+export const JOB_FORMAT: PromptFormat = plainFormat({ describeTools: false });
 
 /**
  * The environment a name stands for, with the turn limit its episodes need and a per-action token
@@ -37,12 +45,12 @@ export type JobEnv =
 export function jobEnv(name: string): JobEnv {
   switch (name) {
     case 'calculator':
-      return { name, kind: 'single', spec: calculatorEnv(), maxTurns: 3, maxNewTokens: 36 }; // <tool>calculator: 999*99</tool>: 31 bytes
+      return { name, kind: 'single', spec: calculatorEnv(), maxTurns: 3, maxNewTokens: 36, format: JOB_FORMAT }; // <tool>calculator: 999*99</tool>: 31 bytes
     case 'guess-number':
-      return { name, kind: 'single', spec: guessNumberEnv(), maxTurns: 6, maxNewTokens: 24 }; // <answer>32</answer>: 19 bytes
+      return { name, kind: 'single', spec: guessNumberEnv(), maxTurns: 6, maxNewTokens: 24, format: JOB_FORMAT }; // <answer>32</answer>: 19 bytes
     case 'nim':
       // The learner is player 1; player 2 plays uniformly random legal moves.
-      return { name, kind: 'game', spec: nimEnv(), maxTurns: 16, maxNewTokens: 24 }; // <answer>3 5</answer>: 20 bytes
+      return { name, kind: 'game', spec: nimEnv(), maxTurns: 16, maxNewTokens: 24, format: JOB_FORMAT }; // <answer>3 5</answer>: 20 bytes
     default:
       throw new ConfigError('env', `unknown environment "${name}" (known: ${ENV_NAMES.join(', ')})`);
   }
@@ -63,6 +71,7 @@ function agentFor(env: JobEnv, sample: SampleFn, s: AgentSettings): Agent {
     maxNewTokens: s.maxNewTokens,
     maxSequenceTokens: s.maxSequenceTokens,
     temperature: s.temperature,
+    ...(env.format ? { format: env.format } : {}),
   });
 }
 
@@ -119,7 +128,7 @@ export async function evaluate(env: JobEnv, sample: SampleFn, n: number, jobSeed
 export async function demonstrationTrajectories(env: JobEnv, n: number, seed: number, s: AgentSettings): Promise<readonly Trajectory[]> {
   const rng = new Rng(seed, 0xde70);
   // Replay is not limited by the sampling budget: a demonstration's action is as long as it is.
-  const opts = { tokenizer: s.tokenizer, maxNewTokens: s.maxSequenceTokens, maxSequenceTokens: s.maxSequenceTokens };
+  const opts = { tokenizer: s.tokenizer, maxNewTokens: s.maxSequenceTokens, maxSequenceTokens: s.maxSequenceTokens, ...(env.format ? { format: env.format } : {}) };
   const demos = env.spec.demonstrations?.(n, rng) ?? [];
   if (demos.length === 0) throw new ConfigError('env', `${env.name} has no demonstrations for a warm start (use --no-warmstart)`);
   if (env.kind === 'single') return (await replayDemonstrations(env.spec, demos, opts)).trajectories;

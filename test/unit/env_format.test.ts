@@ -17,6 +17,7 @@ describe('prompt formats', () => {
     const tools = [{ name: 'calculator', description: 'does math', call: () => '' }];
     expect(f.initial('What is 2+2?', tools)).toBe('Be brief.\nTools:\n- calculator: does math\nCall a tool with <tool>name: input</tool>.\nWhat is 2+2?\n');
     expect(plainFormat().initial('Q', [])).toBe('Q\n');
+    expect(plainFormat({ describeTools: false }).initial('What is 2+2?', tools)).toBe('What is 2+2?\n');
     const ctx = { history: [], endedWithStopToken: false };
     expect(f.observation('Higher.', ctx)).toBe('\nHigher.\n');
     expect(f.toolResult('calculator', '4', ctx)).toBe('\n<result>4</result>\n');

@@ -10,6 +10,7 @@ import {
   ShapeError,
 } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
+import { KernelProfiler } from '../../../src/gpu/profiler.ts';
 import { Params, readTensor, Recorder } from '../../../src/gpu/recorder.ts';
 import { emptyTensor, tensorFrom, zerosTensor } from '../../../src/gpu/tensor.ts';
 import { add } from '../../../src/ops/add.ts';
@@ -184,6 +185,40 @@ export const gpuCoreCases: GpuCase[] = [
       assert.strictEqual(ctx.pool.owner('recorder:chain').currentBytes, 0);
       assert.strictEqual(ctx.uniformPool.owner('recorder:chain').currentBytes, 0);
       assert.strictEqual(ctx.readbackPool.owner('recorder:chain').currentBytes, 0);
+    },
+  },
+  {
+    name: 'profiler: times every dispatch per kernel without changing the results',
+    async fn(ctx) {
+      const n = 257;
+      const x = tensorFrom(ctx, new Float32Array(n).fill(2), [n], { owner: 'case', label: 'x' });
+      const y = emptyTensor(ctx, [n], 'f32', { owner: 'case', label: 'y' });
+      ctx.profiler = new KernelProfiler({ detailed: true });
+      try {
+        const rec = new Recorder(ctx, { label: 'profiled' });
+        add(rec, y, x, x);
+        rec.copy(y, x);
+        add(rec, y, x, x);
+        const read = rec.read(y);
+        const res = await rec.submit();
+        assert.strictEqual(res.dispatches, 2);
+        assert.deepEqual([...((await read) as Float32Array)], new Array(n).fill(8));
+        const entries = ctx.profiler.entries();
+        if (ctx.hasTimestamps) {
+          assert.lengthOf(entries, 1);
+          assert.match(entries[0].name, /^add(:\w+)? \{.*\} wg=\d+x1x1$/);
+          assert.strictEqual(entries[0].calls, 2);
+          assert.isAtLeast(entries[0].ns, 0);
+          assert.match(ctx.profiler.table(), /total [\d.]+ ms$/);
+        } else {
+          assert.lengthOf(entries, 0);
+        }
+      } finally {
+        ctx.profiler = null;
+        for (const t of [x, y]) t.release();
+      }
+      assert.strictEqual(ctx.queryPool.owner('recorder:profiled').currentBytes, 0);
+      assert.strictEqual(ctx.readbackPool.owner('recorder:profiled').currentBytes, 0);
     },
   },
   {
