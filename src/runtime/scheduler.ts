@@ -9,9 +9,16 @@
  *
  * Which request runs next, at every quantum boundary:
  *   1. priority class: 'interactive' before 'normal' before 'background';
- *   2. within a class, start-time fair queuing by weight: the job with the least virtual time
- *      (device time used / weight) goes first; a job that was idle re-enters at the current
- *      minimum, so idling earns no credit and shares converge to the weights.
+ *   2. within a class, start-time fair queuing (Goyal, Vin & Cheng, SIGCOMM 1996) by weight: a
+ *      job's head request gets the start tag S = max(v, F), where F is the finish tag of the job's
+ *      last quantum (S + device time / weight) and v the class's virtual time (the start tag of the
+ *      quantum last dispatched); the smallest S goes first. A job that was idle re-enters at v, so
+ *      idling earns no credit, and shares converge to the weights.
+ *   Anticipation: most jobs ask for one quantum at a time (await forwardBackward, then ask for
+ *   optimStep), and their next request comes a few promise ticks after the last one ends. For one
+ *   macrotask after a job's quantum, a request that would not beat that job's next one (its class
+ *   and start tag) waits for it — otherwise strict alternation would give every such job an equal
+ *   share whatever its weight. The wait ends at the job's next request, or after the macrotask.
  * Device time is measured per quantum (the quantum's own GPU time when it reports one, else wall
  * time) and charged to its job.
  *
@@ -80,7 +87,10 @@ interface Job {
   spec: Required<JobSpec>;
   state: JobState;
   queue: Request[];
+  /** Finish tag of its last quantum (virtual time). */
   vtime: number;
+  /** Start tag of its head request (valid while the queue is not empty). */
+  start: number;
   quanta: number;
   deviceMs: number;
   error?: string;
@@ -95,6 +105,10 @@ export class Scheduler {
   #jobs = new Map<string, Job>();
   #order: string[] = []; // admission order (FIFO for waiting jobs)
   #running: Job | null = null;
+  /** Virtual time per class: the start tag of the quantum last dispatched in it. */
+  #vsys: Record<PriorityClass, number> = { interactive: 0, normal: 0, background: 0 };
+  /** The job whose next request is anticipated (see the header), until its macrotask ends. */
+  #favored: Job | null = null;
   #totalDeviceMs = 0;
   #busyMs = 0;
   #startedAt: number;
@@ -157,6 +171,7 @@ export class Scheduler {
       state: 'waiting',
       queue: [],
       vtime: 0,
+      start: 0,
       quanta: 0,
       deviceMs: 0,
       admitted,
@@ -175,21 +190,15 @@ export class Scheduler {
       const j = this.#jobs.get(id)!;
       if (j.state !== 'waiting') continue;
       if (this.usedBytes + j.spec.memoryBytes > this.memoryBudgetBytes) break; // FIFO: no overtaking
-      j.vtime = this.#minVtime(j.spec.priority);
+      j.vtime = this.#vsys[j.spec.priority];
       this.#setState(j, 'active');
       j.admit();
     }
   }
 
-  #minVtime(cls: PriorityClass): number {
-    let m = Infinity;
-    for (const j of this.#jobs.values()) {
-      if (j.state === 'active' && j.spec.priority === cls && j.queue.length > 0) m = Math.min(m, j.vtime);
-    }
-    if (m === Infinity) {
-      for (const j of this.#jobs.values()) if (j.state === 'active' && j.spec.priority === cls) m = Math.min(m, j.vtime);
-    }
-    return m === Infinity ? 0 : m;
+  /** The start tag a job's next request would get now. */
+  #startTag(j: Job): number {
+    return Math.max(this.#vsys[j.spec.priority], j.vtime);
   }
 
   /** Run `fn` on the device as one quantum of job `jobId`, when the scheduler gives it its turn. */
@@ -199,7 +208,7 @@ export class Scheduler {
     if (job.state === 'cancelled' || job.state === 'finished') return Promise.reject(new JobCancelledError(jobId, `is ${job.state}`));
     if (job.state === 'waiting') return Promise.reject(new JobStateError(`job "${jobId}" is not admitted yet: await submit() first`));
     return new Promise<T>((resolve, reject) => {
-      if (job.queue.length === 0) job.vtime = Math.max(job.vtime, this.#minVtime(job.spec.priority)); // no credit for idling
+      if (job.queue.length === 0) job.start = this.#startTag(job); // no credit for idling
       job.queue.push({ run: fn, resolve: resolve as (v: unknown) => void, reject, label });
       this.#pump();
     });
@@ -214,38 +223,59 @@ export class Scheduler {
         continue;
       }
       const c = CLASS_RANK[j.spec.priority] - CLASS_RANK[best.spec.priority];
-      if (c < 0 || (c === 0 && j.vtime < best.vtime)) best = j;
+      if (c < 0 || (c === 0 && j.start < best.start)) best = j;
     }
     return best;
+  }
+
+  /** Whether queued job `j` goes before the anticipated next request of `f`. */
+  #beats(j: Job, f: Job): boolean {
+    const c = CLASS_RANK[j.spec.priority] - CLASS_RANK[f.spec.priority];
+    return c < 0 || (c === 0 && j.start < this.#startTag(f));
   }
 
   #pump(): void {
     if (this.#running) return;
     const job = this.#pick();
     if (!job) return;
+    const f = this.#favored;
+    if (f && job !== f && f.state === 'active' && !this.#beats(job, f)) return; // anticipating f
+    this.#favored = null;
     const req = job.queue.shift()!;
     this.#running = job;
+    const start = job.start;
+    this.#vsys[job.spec.priority] = start;
     const t0 = this.#now();
     Promise.resolve().then(req.run).then(
       (value) => {
         const reported = (value as QuantumReport | null)?.deviceMs;
-        this.#charge(job, typeof reported === 'number' ? reported : this.#now() - t0, this.#now() - t0, req.label);
+        this.#charge(job, start, typeof reported === 'number' ? reported : this.#now() - t0, this.#now() - t0, req.label);
         req.resolve(value);
       },
       (err) => {
-        this.#charge(job, this.#now() - t0, this.#now() - t0, req.label);
+        this.#charge(job, start, this.#now() - t0, this.#now() - t0, req.label);
         req.reject(err);
       },
     ).finally(() => {
       this.#running = null;
+      if (job.state === 'active' && job.queue.length === 0) {
+        this.#favored = job; // anticipation (see the header)
+        setTimeout(() => {
+          if (this.#favored !== job) return;
+          this.#favored = null;
+          this.#pump();
+        }, 0);
+      }
       this.#pump();
     });
   }
 
-  #charge(job: Job, deviceMs: number, wallMs: number, label?: string): void {
+  /** Charge a quantum that started at virtual time `start`. */
+  #charge(job: Job, start: number, deviceMs: number, wallMs: number, label?: string): void {
     job.quanta++;
     job.deviceMs += deviceMs;
-    job.vtime += deviceMs / job.spec.weight;
+    job.vtime = start + deviceMs / job.spec.weight;
+    if (job.queue.length > 0) job.start = this.#startTag(job);
     this.#totalDeviceMs += deviceMs;
     this.#busyMs += wallMs;
     this.#emit({ type: 'quantum', jobId: job.spec.id, deviceMs, ...(label ? { label } : {}) });
@@ -265,7 +295,7 @@ export class Scheduler {
   resume(jobId: string): void {
     const j = this.#get(jobId);
     if (j.state !== 'paused') throw new JobStateError(`job "${jobId}" is ${j.state}; only a paused job can be resumed`);
-    j.vtime = Math.max(j.vtime, this.#minVtime(j.spec.priority));
+    if (j.queue.length > 0) j.start = this.#startTag(j);
     delete j.error;
     this.#setState(j, 'active');
     this.#pump();
@@ -280,7 +310,8 @@ export class Scheduler {
     }
     if (change.priority !== undefined && change.priority !== j.spec.priority) {
       j.spec.priority = change.priority;
-      j.vtime = this.#minVtime(change.priority);
+      j.vtime = this.#vsys[change.priority];
+      if (j.queue.length > 0) j.start = j.vtime;
     }
   }
 
@@ -329,6 +360,11 @@ export class Scheduler {
 
   jobs(): JobStats[] {
     return [...this.#jobs.keys()].map((id) => this.stats(id));
+  }
+
+  /** Wall time (ms) quanta have run for since construction (busy fraction over a window: Δ busyMs / Δ time). */
+  get busyMs(): number {
+    return this.#busyMs;
   }
 
   /** Fraction of wall time since construction during which a quantum was running. */

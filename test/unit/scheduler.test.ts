@@ -40,6 +40,27 @@ describe('Scheduler', () => {
     expect(s.busyFraction()).toBe(1);
   });
 
+  it('keeps the 2:1 shares when each job asks for its next quantum only after the last one, several ticks later', async () => {
+    const c = fakeClock();
+    const s = new Scheduler({ memoryBudgetBytes: 100 * MB, now: c.now });
+    await s.submit({ id: 'a', kind: 'lora_rl', weight: 2, memoryBytes: MB });
+    await s.submit({ id: 'b', kind: 'lora_rl', weight: 1, memoryBytes: MB });
+    const stop = () => c.now() >= 1500;
+    // Quanta that end in a later task (a worker's reply) and a client several promise ticks away
+    // from the scheduler (as the worker clients are): the other job has asked long before.
+    const run = async (id: string) => {
+      while (!stop()) {
+        await s.quantum(id, async () => {
+          await new Promise((r) => setTimeout(r, 0));
+          return c.work(10)();
+        });
+        for (let i = 0; i < 12; i++) await Promise.resolve();
+      }
+    };
+    await Promise.all([run('a'), run('b')]);
+    expect(Math.abs(s.stats('a').share - 2 / 3)).toBeLessThan(0.03);
+  });
+
   it('serves interactive requests ahead of training at the next quantum boundary', async () => {
     const c = fakeClock();
     const log: string[] = [];
