@@ -1,7 +1,8 @@
 /**
  * `npm run bench [-- --only PART] [--quick] [--json FILE]` — the benchmarks, under Deno's WebGPU.
  *
- * Parts: kernels (ours beside tfjs-backend-webgpu and jax-js), and later model, scheduler, paper.
+ * Parts: kernels (ours beside tfjs-backend-webgpu and jax-js), scheduler (the runtime's scheduler
+ * with the engine in the GPU worker), and later model, paper.
  * Prints a table per part, writes the JSON when asked, and regenerates the sections of the parts
  * that ran in BENCHMARKS.md (a `--quick` smoke run writes it only when `--markdown` names a file).
  * Exit status: 0; 1 when a part failed or implementations disagree numerically; 2 on bad flags.
@@ -13,6 +14,7 @@ import type { Impl, ImplName } from './impl.ts';
 import { kernelsMarkdown, runKernels } from './kernels.ts';
 import { type AdapterInfo, type MachineInfo, measuredLine, renderHeader, type RunInfo, updateMarkdown } from './markdown.ts';
 import { Ours } from './ours.ts';
+import { runScheduler, schedulerMarkdown } from './scheduler.ts';
 import { JaxPeer } from './peers/jax.ts';
 import { TfjsPeer } from './peers/tfjs.ts';
 
@@ -101,6 +103,12 @@ async function main(args: BenchArgs): Promise<number> {
           failed = true;
           for (const f of rep.failures) console.error(`bench: ${f}`);
         }
+      } else if (part === 'scheduler') {
+        const rep = await runScheduler({ quick: args.quick, log });
+        json.scheduler = rep.scheduler;
+        json.scheduler_details = rep.details;
+        json.scheduler_targets = rep.targets;
+        sectionMakers.set('scheduler', () => schedulerMarkdown(rep, measuredLine(run), args.quick));
       } else {
         throw new Error(`part ${part} is not implemented yet`);
       }

@@ -1,0 +1,235 @@
+/**
+ * The `scheduler` part: the runtime's scheduler with the engine in the GPU worker (WorkerService),
+ * on this process's adapter. Figures (issue 6):
+ *
+ *   - memory of N LoRA jobs on one base: the base's bytes, each job's state (adapter, gradients,
+ *     moments), and everything live together — against base + N × adapter state;
+ *   - interactive first-token latency (a 1-token sampling request: prefill and one sampled token),
+ *     p95 of K requests alone, then the same while two LoRA training jobs weighted 2:1 keep the
+ *     queue full (each loops forwardBackward + optimStep on a fixed micro-batch);
+ *   - over that loaded window: the fraction of wall time the GPU queue was busy (Scheduler.busyMs),
+ *     the mean training quantum, and how far job A's share of the two jobs' device time is from
+ *     its weight's 2/3.
+ * Device time of a quantum is its wall time here (the worker's quanta do not report timestamps),
+ * so shares and busy time include the message round trip to the worker.
+ */
+import { crossEntropyLoss } from '../../src/algorithms/loss_spec.ts';
+import { packDatums, type PackedBatch } from '../../src/algorithms/pack.ts';
+import { sftDatumsFromPairs } from '../../src/algorithms/sft.ts';
+import type { SampleRequest } from '../../src/env/types.ts';
+import type { LoraConfig, ModelConfig } from '../../src/model/config.ts';
+import { preset } from '../../src/model/presets.ts';
+import { ByteTokenizer } from '../../src/model/tokenizer/byte.ts';
+import { WorkerService, type WorkerTrainingClient } from '../../src/runtime/worker_service.ts';
+import { Rng } from '../../src/util/rng.ts';
+import { fmtBytes, fmtNum } from './harness.ts';
+import { markdownTable } from './markdown.ts';
+
+/** The JSON fields issue 6 names. */
+export interface SchedulerFigures {
+  busy_fraction_two_jobs: number;
+  interactive_p95_first_token_ms_alone: number;
+  interactive_p95_first_token_ms_under_load: number;
+  /** Mean training quantum (one forwardBackward or optimStep call) in the loaded window. */
+  quantum_ms: number;
+  share_error: number;
+  n_lora_jobs: number;
+  base_bytes: number;
+  /** Mean state bytes of one LoRA job (adapter, gradients, AdamW moments). */
+  adapter_state_bytes: number;
+  /** Live bytes with the N jobs on the base. */
+  multi_lora_bytes: number;
+}
+
+export interface SchedulerReport {
+  scheduler: SchedulerFigures;
+  details: {
+    model: string;
+    lora: LoraConfig;
+    micro_batch: { rows: number; seq_len: number };
+    interactive_requests: number;
+    window_s: number;
+    training_steps: { a: number; b: number };
+    share_a: number;
+    quantum_ms_max: number;
+    latencies_ms: { alone: number[]; under_load: number[] };
+  };
+  /** Where issue 6 asks us to end. */
+  targets: { busy: boolean; latency: boolean; share: boolean; memory: boolean };
+}
+
+/** Nearest-rank percentile (p in (0, 1]). */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) throw new RangeError('percentile of no values');
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length, Math.max(1, Math.ceil(p * s.length))) - 1];
+}
+
+/** Figures and verdicts from raw measurements (pure: unit-tested). */
+export function schedulerFigures(raw: {
+  alone: readonly number[];
+  underLoad: readonly number[];
+  windowMs: number;
+  busyMs: number;
+  deviceMs: { a: number; b: number };
+  trainingQuantaMs: readonly number[];
+  weights: { a: number; b: number };
+  base: number;
+  jobStates: readonly number[];
+  live: number;
+}): { figures: SchedulerFigures; targets: SchedulerReport['targets']; shareA: number } {
+  const shareA = raw.deviceMs.a / (raw.deviceMs.a + raw.deviceMs.b);
+  const quantum = raw.trainingQuantaMs.reduce((s, x) => s + x, 0) / Math.max(1, raw.trainingQuantaMs.length);
+  const adapter = raw.jobStates.reduce((s, x) => s + x, 0) / Math.max(1, raw.jobStates.length);
+  const figures: SchedulerFigures = {
+    busy_fraction_two_jobs: Math.min(1, raw.busyMs / raw.windowMs),
+    interactive_p95_first_token_ms_alone: percentile(raw.alone, 0.95),
+    interactive_p95_first_token_ms_under_load: percentile(raw.underLoad, 0.95),
+    quantum_ms: quantum,
+    share_error: Math.abs(shareA - raw.weights.a / (raw.weights.a + raw.weights.b)),
+    n_lora_jobs: raw.jobStates.length,
+    base_bytes: raw.base,
+    adapter_state_bytes: adapter,
+    multi_lora_bytes: raw.live,
+  };
+  return {
+    figures,
+    shareA,
+    targets: {
+      busy: figures.busy_fraction_two_jobs >= 0.9,
+      latency: figures.interactive_p95_first_token_ms_under_load <= figures.interactive_p95_first_token_ms_alone + figures.quantum_ms,
+      share: figures.share_error <= 0.1,
+      memory: raw.live <= 1.1 * (raw.base + raw.jobStates.reduce((s, x) => s + x, 0)),
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export async function runScheduler(o: { quick: boolean; log: (s: string) => void }): Promise<SchedulerReport> {
+  const tok = new ByteTokenizer();
+  const model: ModelConfig = preset(o.quick ? 'tiny-gpt2' : 'gpt2-1m');
+  const lora: LoraConfig = { rank: 8, alpha: 16, targets: ['q', 'k', 'v', 'o', 'up', 'down'] };
+  const rows = 8;
+  const seqLen = o.quick ? 32 : 64;
+  const K = o.quick ? 5 : 20;
+  const N = 4;
+  const pairs = Array.from({ length: rows }, (_, i) => ({ prompt: `${i}+${i}=`.repeat(seqLen / 8), completion: `${2 * i}`.repeat(3) }));
+  const batch: PackedBatch = packDatums(sftDatumsFromPairs(pairs, tok), { rows, seqLen, seed: 1, padId: tok.padId, aggregation: 'token_mean', shuffle: false }).batches[0];
+  const prompt = tok.encode('The scheduler shares one GPU: ');
+  const request = (seed: number): SampleRequest => ({ promptTokens: prompt, maxTokens: 1, stopStrings: [], stopTokens: [], temperature: 1, seed });
+  const weights = { a: 2, b: 1 };
+
+  const service = await WorkerService.start({ tokenizer: { kind: 'byte' }, memoryBudgetBytes: 2 ** 31 });
+  try {
+    const modelId = await service.createModel(model, { seed: 1 });
+    // 1. N LoRA jobs on one base, one step each (their moments exist), then their bytes.
+    const jobs: WorkerTrainingClient[] = [];
+    for (let i = 0; i < N; i++) {
+      const weight = i === 0 ? weights.a : weights.b;
+      const j = await service.createTrainingClient({ modelId, trainable: 'lora', lora, seed: i, id: `job${i}`, schedule: { batch: rows, seqLen, weight } });
+      await j.forwardBackward(batch, crossEntropyLoss());
+      await j.optimStep({ lr: 1e-3 });
+      jobs.push(j);
+    }
+    const mem = await service.memory();
+    const base = mem.owners[`model:${modelId}`].currentBytes;
+    const jobStates = jobs.map((j) => mem.owners[`job:${j.id}`].currentBytes);
+    o.log(`memory: base ${fmtBytes(base)}, ${N} LoRA jobs of ${jobStates.map(fmtBytes).join(', ')}, live ${fmtBytes(mem.liveBytes)}`);
+    for (const j of jobs.slice(2)) await j.close();
+    const [a, b] = jobs;
+
+    // 2. Interactive first-token latency, alone.
+    const inf = await service.createSamplingClient(modelId, undefined, { priority: 'interactive', requestsPerQuantum: 1 });
+    const timed = async (seed: number) => {
+      const t = performance.now();
+      await inf.sample([request(seed)]);
+      return performance.now() - t;
+    };
+    for (let i = 0; i < 2; i++) await timed(1000 + i); // compile and warm up
+    const alone: number[] = [];
+    for (let i = 0; i < K; i++) alone.push(await timed(i));
+    o.log(`interactive alone: p95 ${fmtNum(percentile(alone, 0.95))} ms over ${K}`);
+
+    // 3. The same under two training jobs weighted 2:1.
+    let stop = false;
+    const steps = { a: 0, b: 0 };
+    const loop = async (j: WorkerTrainingClient, key: 'a' | 'b') => {
+      while (!stop) {
+        await j.forwardBackward(batch, crossEntropyLoss());
+        await j.optimStep({ lr: 1e-3 });
+        steps[key]++;
+      }
+    };
+    const quanta: { t: number; jobId: string; ms: number }[] = [];
+    const off = service.scheduler.on((e) => e.type === 'quantum' && quanta.push({ t: performance.now(), jobId: e.jobId, ms: e.deviceMs }));
+    const loops = [loop(a, 'a'), loop(b, 'b')];
+    while (steps.a < 2 || steps.b < 1) await sleep(20);
+    const t0 = performance.now();
+    const busy0 = service.scheduler.busyMs;
+    const dev0 = { a: service.scheduler.stats(a.id).deviceMs, b: service.scheduler.stats(b.id).deviceMs };
+    const steps0 = { ...steps };
+    const rng = new Rng(7);
+    const underLoad: number[] = [];
+    for (let i = 0; i < K; i++) {
+      await sleep(50 + 200 * rng.nextFloat());
+      underLoad.push(await timed(100 + i));
+    }
+    const t1 = performance.now();
+    const busy1 = service.scheduler.busyMs;
+    const dev1 = { a: service.scheduler.stats(a.id).deviceMs, b: service.scheduler.stats(b.id).deviceMs };
+    stop = true;
+    await Promise.all(loops);
+    off();
+    const trainingQuanta = quanta.filter((q) => q.t >= t0 && q.t <= t1 && (q.jobId === a.id || q.jobId === b.id)).map((q) => q.ms);
+    const { figures, targets, shareA } = schedulerFigures({
+      alone, underLoad, windowMs: t1 - t0, busyMs: busy1 - busy0, deviceMs: { a: dev1.a - dev0.a, b: dev1.b - dev0.b },
+      trainingQuantaMs: trainingQuanta, weights, base, jobStates, live: mem.liveBytes,
+    });
+    o.log(`under load: p95 ${fmtNum(figures.interactive_p95_first_token_ms_under_load)} ms; busy ${figures.busy_fraction_two_jobs.toFixed(3)}; quantum ${fmtNum(figures.quantum_ms)} ms; share of A ${shareA.toFixed(3)} (weight 2/3)`);
+    await inf.close();
+    await a.close();
+    await b.close();
+    return {
+      scheduler: figures,
+      details: {
+        model: model.name ?? model.family, lora, micro_batch: { rows, seq_len: seqLen }, interactive_requests: K, window_s: (t1 - t0) / 1000,
+        training_steps: { a: steps.a - steps0.a, b: steps.b - steps0.b }, share_a: shareA,
+        quantum_ms_max: trainingQuanta.length ? Math.max(...trainingQuanta) : 0, latencies_ms: { alone, under_load: underLoad },
+      },
+      targets,
+    };
+  } finally {
+    await service.close();
+  }
+}
+
+export function schedulerMarkdown(rep: SchedulerReport, measured: string, quick: boolean): string {
+  const f = rep.scheduler;
+  const d = rep.details;
+  const yes = (ok: boolean) => (ok ? 'yes' : '**no**');
+  const sum = f.base_bytes + f.n_lora_jobs * f.adapter_state_bytes;
+  return [
+    '## Scheduler',
+    '',
+    measured,
+    quick ? '\n**Quick run** (`--quick`): tiny-gpt2 and 5 requests — a smoke test, not a measurement.' : '',
+    '',
+    `The engine in the GPU worker behind the scheduler (WorkerService); ${d.model}, LoRA r=${d.lora.rank} on ${d.lora.targets.join(',')}, training micro-batches of ${d.micro_batch.rows}×${d.micro_batch.seq_len} tokens; interactive requests of 1 token. Device time per quantum is its wall time, the round trip to the worker included.`,
+    '',
+    markdownTable(['figure', 'value', 'issue 6 target', 'met'], [
+      ['busy_fraction_two_jobs', f.busy_fraction_two_jobs.toFixed(3), '≥ 0.9', yes(rep.targets.busy)],
+      ['interactive_p95_first_token_ms_alone', fmtNum(f.interactive_p95_first_token_ms_alone), '', ''],
+      ['interactive_p95_first_token_ms_under_load', fmtNum(f.interactive_p95_first_token_ms_under_load), `≤ alone + one quantum = ${fmtNum(f.interactive_p95_first_token_ms_alone + f.quantum_ms)}`, yes(rep.targets.latency)],
+      ['quantum_ms (mean training quantum)', fmtNum(f.quantum_ms), '', ''],
+      ['share_error (weights 2:1)', f.share_error.toFixed(3), '≤ 0.1', yes(rep.targets.share)],
+      ['n_lora_jobs', String(f.n_lora_jobs), '', ''],
+      ['base_bytes', fmtBytes(f.base_bytes), '', ''],
+      ['adapter_state_bytes (per job)', fmtBytes(f.adapter_state_bytes), '', ''],
+      ['multi_lora_bytes', fmtBytes(f.multi_lora_bytes), `≤ 1.1 × (base + N × adapter state) = ${fmtBytes(1.1 * sum)}`, yes(rep.targets.memory)],
+    ]),
+    '',
+    `Loaded window: ${d.window_s.toFixed(1)} s, ${d.interactive_requests} interactive requests, ${d.training_steps.a} steps of job A (weight 2) and ${d.training_steps.b} of job B (weight 1); A's share of their device time ${d.share_a.toFixed(3)}; longest training quantum ${fmtNum(d.quantum_ms_max)} ms.`,
+    '',
+  ].join('\n');
+}
