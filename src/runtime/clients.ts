@@ -110,6 +110,12 @@ export interface ServiceClient {
   createInferenceClient?(modelId: string): Promise<SamplingClient>;
   /** Sampling from a base model, optionally with a LoRA adapter given as host tensors. */
   createSamplingClient(modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }): Promise<SamplingClient>;
+  /**
+   * Device time (ms) used so far by a client's job, and by every job of the service together —
+   * where the service schedules jobs on a shared device (the WorkerService); undefined for an id it
+   * does not know.
+   */
+  deviceTime?(clientId: string): { jobMs: number; totalMs: number } | undefined;
   /** Pool accounting of the device. */
   memory(): Promise<{ liveBytes: number; peakLiveBytes: number; owners: Record<string, OwnerStats> }>;
   close(): Promise<void>;

@@ -40,7 +40,8 @@ import { checkResumable, type JobCheckpointing } from './job_checkpoint.ts';
 
 export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
 import { type AgentSettings, type JobEnv, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
-import { type PackSettings, fitting, forwardTrajectories, runSft, seqLenFor, trainStep } from './sft_job.ts';
+import { spread, stepLossStats } from './metrics.ts';
+import { type PackSettings, type StepOutcome, fitting, forwardTrajectories, runSft, seqLenFor, trainStep } from './sft_job.ts';
 
 export const ALGOS = ['grpo', 'ppo', 'rloo', 'reinforce', 'dpo', 'sft'] as const;
 export type Algo = (typeof ALGOS)[number];
@@ -90,6 +91,16 @@ export interface StepMetrics {
   /** Datums (or DPO sequences) trained on; 0 when every group had equal rewards. */
   readonly datums: number;
   readonly dropped: number;
+  /** Spread (standard deviation) of the step's episode rewards (RL steps). */
+  readonly rewardStd?: number;
+  /** Token-weighted means over the step's micro-batches (metrics.ts). */
+  readonly clipFraction?: number;
+  readonly approxKl?: number;
+  readonly entropy?: number;
+  /** Tokens trained and sampled per second of the step. */
+  readonly tokensPerSecond?: number;
+  /** The step's share of device time, when the service runs several jobs on a scheduler. */
+  readonly deviceShare?: number;
 }
 
 /** The run summary (the --json file). */
@@ -238,6 +249,16 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
       wallSeconds: (performance.now() - t0) / 1000, peakGpuBytes: await peakBytes(), trainer: trainerState, base,
     });
   };
+  const lossStats = (s: StepOutcome) => ({ clipFraction: s.stats.clipFraction, approxKl: s.stats.approxKl, entropy: s.stats.entropy });
+  // Tokens per second, and the step's device-time share when the service runs jobs on a scheduler.
+  const lastTime = new Map<string, { jobMs: number; totalMs: number }>();
+  const stepRates = (clientId: string, tokens: number, seconds: number) => {
+    const now = service.deviceTime?.(clientId);
+    const last = lastTime.get(clientId);
+    const share = now && last && now.totalMs > last.totalMs ? (now.jobMs - last.jobMs) / (now.totalMs - last.totalMs) : undefined;
+    if (now) lastTime.set(clientId, now);
+    return { tokensPerSecond: seconds > 0 ? tokens / seconds : 0, ...(share !== undefined ? { deviceShare: share } : {}) };
+  };
   const due = (done: number, total: number) => ck !== undefined && (done % ck.every === 0 || done === total);
   const peakBytes = async () => Math.max(from?.peakGpuBytes ?? 0, (await service.memory()).peakLiveBytes);
 
@@ -252,12 +273,13 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
       o.onPhase?.('warmstart', { steps: sftSteps });
       const demos = await demonstrationTrajectories(o.env, o.warmStart?.demos ?? 256, o.seed, agent);
       const sft = await service.createTrainingClient({ modelId, trainable: 'all', seed: o.seed, id: `${pre}warmstart` });
+      stepRates(sft.id, 0, 0); // the device-time baseline
       try {
         if (from) await sft.loadState(from.trainer);
         await runSft(sft, demos, {
           steps: sftSteps, batchSize: o.warmStart?.batchSize ?? 32, optim: { lr: sftLr, maxGradNorm: o.maxGradNorm }, seed: o.seed, pack,
           startStep: from?.step ?? 0,
-          onStep: (step, s) => o.onStep?.({ phase: 'sft', step, loss: s.loss, gradNorm: s.gradNorm, skipped: s.skipped, trainTokens: s.tokens, sampledTokens: 0, trainSeconds: s.seconds, sampleSeconds: 0, datums: 0, dropped: 0 }),
+          onStep: (step, s) => o.onStep?.({ phase: 'sft', step, loss: s.loss, gradNorm: s.gradNorm, skipped: s.skipped, trainTokens: s.tokens, sampledTokens: 0, trainSeconds: s.seconds, sampleSeconds: 0, datums: 0, dropped: 0, entropy: s.stats.entropy, ...stepRates(sft.id, s.tokens, s.seconds) }),
           afterStep: async (step, s) => {
             sftLossCurve.push(s.loss);
             trainTokens += s.tokens;
@@ -286,6 +308,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
     const reference = o.algo === 'dpo' ? await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, id: `${pre}reference` }) : null;
     if (reference) toDispose.push(reference);
     if (from?.phase === 'rl') await policy.loadState(from.trainer);
+    stepRates(policy.id, 0, 0); // the device-time baseline
     const c: Ctx = { o, policy, reference, pack, baseline };
 
     let sampler = await policy.samplingClient();
@@ -316,7 +339,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
         lossSpec = r.loss;
         loss = 0;
       }
-      let out = { loss: 0, gradNorm: 0, skipped: true, tokens: 0, seconds: 0 };
+      let out: StepOutcome = { loss: 0, gradNorm: 0, skipped: true, tokens: 0, seconds: 0, stats: stepLossStats([]) };
       if (batches.length > 0) {
         out = await trainStep(policy, batches, lossSpec, optim);
         await sampler.close();
@@ -332,6 +355,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
       o.onStep?.({
         phase: 'rl', step, loss, reward: ro.meanReward, success: ro.success, gradNorm: out.gradNorm, skipped: out.skipped,
         trainTokens: out.tokens, sampledTokens: ro.sampledTokens, trainSeconds: out.seconds, sampleSeconds: sSec, datums: nDatums, dropped: ro.dropped,
+        rewardStd: spread(ro.groups.flatMap((g) => g.trajectories.map((t) => t.reward))), ...lossStats(out), ...stepRates(policy.id, out.tokens + ro.sampledTokens, out.seconds + sSec),
       });
       baseline = c.baseline;
       if (due(step + 1, o.steps)) await save('rl', step + 1, policy, true);

@@ -362,6 +362,11 @@ export class Scheduler {
     return [...this.#jobs.keys()].map((id) => this.stats(id));
   }
 
+  /** Device time (ms) charged to all jobs so far. */
+  get totalDeviceMs(): number {
+    return this.#totalDeviceMs;
+  }
+
   /** Wall time (ms) quanta have run for since construction (busy fraction over a window: Δ busyMs / Δ time). */
   get busyMs(): number {
     return this.#busyMs;

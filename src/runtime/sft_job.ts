@@ -12,7 +12,8 @@ import { type PackedBatch, packDatums } from '../algorithms/pack.ts';
 import { sftDatums } from '../algorithms/sft.ts';
 import type { Trajectory } from '../env/types.ts';
 import { Rng } from '../util/rng.ts';
-import type { OptimStepOptions, TrainingClient } from './clients.ts';
+import type { ForwardBackwardResult, OptimStepOptions, TrainingClient } from './clients.ts';
+import { type StepLossStats, stepLossStats } from './metrics.ts';
 
 export interface PackSettings {
   /** B: rows per micro-batch. */
@@ -46,15 +47,22 @@ export interface StepOutcome {
   /** Real positions forwarded and backpropagated. */
   readonly tokens: number;
   readonly seconds: number;
+  /** Token-weighted means of the loss kernel's statistics over the micro-batches (metrics.ts). */
+  readonly stats: StepLossStats;
 }
 
 /** forwardBackward every micro-batch, then one optimStep. */
 export async function trainStep(client: TrainingClient, batches: readonly PackedBatch[], loss: LossSpec, optim: OptimStepOptions): Promise<StepOutcome> {
   const t0 = performance.now();
   let total = 0;
-  for (const b of batches) total += (await client.forwardBackward(b, loss)).loss;
+  const results: ForwardBackwardResult[] = [];
+  for (const b of batches) {
+    const fb = await client.forwardBackward(b, loss);
+    total += fb.loss;
+    results.push(fb);
+  }
   const r = await client.optimStep(optim);
-  return { loss: total, gradNorm: r.gradNorm, skipped: r.skipped, tokens: realTokens(batches), seconds: (performance.now() - t0) / 1000 };
+  return { loss: total, gradNorm: r.gradNorm, skipped: r.skipped, tokens: realTokens(batches), seconds: (performance.now() - t0) / 1000, stats: stepLossStats(results) };
 }
 
 /**

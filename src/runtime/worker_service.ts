@@ -389,6 +389,13 @@ export class WorkerService implements ServiceClient {
     });
   }
 
+  /** Device time of a client's (or model's) scheduler job and of all jobs so far. */
+  deviceTime(id: string): { jobMs: number; totalMs: number } | undefined {
+    const schedId = this.#schedId(id);
+    if (!this.scheduler.jobs().some((j) => j.id === schedId)) return undefined;
+    return { jobMs: this.scheduler.stats(schedId).deviceMs, totalMs: this.scheduler.totalDeviceMs };
+  }
+
   /** Published adapter versions in the worker, which are on the GPU (LRU order), loads and evictions. */
   adapterStats(): Promise<RegistryStats> {
     return this.gpu.call((api) => api.adapterStats());

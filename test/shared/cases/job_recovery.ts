@@ -42,7 +42,7 @@ function deterministic(r: JobResult): Record<string, unknown> {
 }
 
 function stepKey(m: StepMetrics): string {
-  const { trainSeconds: _t, sampleSeconds: _s, ...rest } = m;
+  const { trainSeconds: _t, sampleSeconds: _s, tokensPerSecond: _r, deviceShare: _d, ...rest } = m;
   return JSON.stringify(rest);
 }
 
@@ -103,6 +103,13 @@ export const jobRecoveryCases: PlainCase[] = [
         // Two concurrent jobs on the scheduler, run straight first.
         const [a, b] = await Promise.all([straightRun(service, options('a', 3)), straightRun(service, options('b', 4))]);
         assert.notDeepEqual(a.result.rewardCurve, b.result.rewardCurve);
+        // The metrics stream of a scheduled job: its device-time share and the loss statistics of each step.
+        for (const m of [...a.steps, ...b.steps]) {
+          assert.isTrue(m.deviceShare! > 0 && m.deviceShare! <= 1, JSON.stringify(m));
+          assert.isAbove(m.tokensPerSecond!, 0);
+          assert.isTrue(Number.isFinite(m.entropy!) && m.entropy! > 0);
+          if (m.phase === 'rl') for (const k of ['rewardStd', 'clipFraction', 'approxKl'] as const) assert.isTrue(Number.isFinite(m[k]!), k);
+        }
 
         const events: WorkerServiceEvent[] = [];
         service.on((e) => events.push(e));

@@ -42,7 +42,7 @@ function deterministic(r: JobResult): Record<string, unknown> {
 
 /** A step's metrics without its timings. */
 function stepKey(m: StepMetrics): string {
-  const { trainSeconds: _t, sampleSeconds: _s, ...rest } = m;
+  const { trainSeconds: _t, sampleSeconds: _s, tokensPerSecond: _r, deviceShare: _d, ...rest } = m;
   return JSON.stringify(rest, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
 }
 
