@@ -222,3 +222,15 @@ export { ALGOS, runTraining, summaryOf } from './runtime/rl_job.ts';
 export type { Algo, JobOptions, JobResult, JobSummary, StepMetrics } from './runtime/rl_job.ts';
 export { ENV_NAMES, jobEnv } from './runtime/evaluate.ts';
 export type { EnvName, JobEnv } from './runtime/evaluate.ts';
+
+// Checkpoints, recovery, published adapters, non-finite steps and the metrics stream of jobs.
+export { JobCheckpointer } from './runtime/job_checkpoint.ts';
+export type { JobCheckpoint, JobCheckpointing, JobProgress, StoredJobState } from './runtime/job_checkpoint.ts';
+export { isGpuLoss, LocalServiceSource, runTrainingRecovering, workerServiceSource } from './runtime/recovery.ts';
+export type { RecoveringOptions, RecoveryEvent, ServiceSource } from './runtime/recovery.ts';
+export { DeviceLostError, NonFiniteStepsError } from './runtime/errors.ts';
+export { AdapterRegistry } from './runtime/adapter_registry.ts';
+export type { AdapterRegistryOptions, PublishedAdapter, RegistryStats } from './runtime/adapter_registry.ts';
+export type { JobStatus } from './runtime/worker_service.ts';
+export { jsonLine, kvMetricsSink, MetricsStream, readKvMetrics, spread, stepLossStats } from './runtime/metrics.ts';
+export type { MetricsSink, StepLossStats } from './runtime/metrics.ts';
