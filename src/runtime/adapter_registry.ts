@@ -17,6 +17,8 @@ import { ConfigError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { LoraAdapter } from '../model/lora.ts';
+import type { AdapterWeights } from '../model/weights_view.ts';
+import type { SampleFn, SampleRequest, SampleResult } from '../env/types.ts';
 import type { HostParams } from './clients.ts';
 
 /** One published version (plain data). */
@@ -169,5 +171,33 @@ export class AdapterRegistry {
     for (const r of this.#resident.values()) r.adapter.release();
     this.#resident.clear();
     this.#versions.clear();
+  }
+}
+
+/**
+ * One inference call over a registry: resolves each request's adapter (`name` → the latest version
+ * now, `name@v`), pins those versions on the GPU for the call (so a publish or an eviction never
+ * changes a running batch), samples through `make(resolver)`, and says in each result which
+ * version produced it.
+ */
+export async function registrySample(registry: AdapterRegistry, modelId: string, requests: readonly SampleRequest[],
+  make: (adapters: (id: string) => AdapterWeights | undefined) => SampleFn): Promise<readonly SampleResult[]> {
+  const used = new Map<string, PublishedAdapter>();
+  const reqs = requests.map((r) => {
+    if (r.adapterId === undefined) return r;
+    const p = registry.resolve(r.adapterId, modelId);
+    used.set(keyOf(p), p);
+    return { ...r, adapterId: keyOf(p) };
+  });
+  const pinned = new Map<string, AdapterWeights>();
+  try {
+    for (const [key, p] of used) pinned.set(key, registry.acquire(p));
+    const out = await make((id) => pinned.get(id))(reqs);
+    return out.map((res, i) => {
+      const p = reqs[i].adapterId === undefined ? undefined : used.get(reqs[i].adapterId!);
+      return p ? { ...res, adapter: { name: p.name, version: p.version } } : res;
+    });
+  } finally {
+    for (const key of pinned.keys()) registry.release(used.get(key)!);
   }
 }

@@ -7,7 +7,8 @@
  */
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
-import type { SampleFn } from '../env/types.ts';
+import type { SampleFn, SampleRequest, SampleResult } from '../env/types.ts';
+import type { GenerateOptions } from '../model/generate.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { OwnerStats } from '../gpu/pool.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
@@ -16,6 +17,9 @@ import type { ForwardBackwardResult, LogprobsResult, Trainable, TrainerState } f
 import type { PublishedAdapter } from './adapter_registry.ts';
 
 export type { ForwardBackwardResult, LogprobsResult, OptimStepOptions, PublishedAdapter, Trainable, TrainerState };
+
+/** Wraps one decode chunk's GPU work (generate's `quantum` hook). */
+export type ChunkQuantum = NonNullable<GenerateOptions['quantum']>;
 
 /** Host parameters by canonical name (src/model/params.ts). */
 export type HostParams = Record<string, Float32Array>;
@@ -91,6 +95,11 @@ export interface SamplingClient {
   readonly version: number;
   /** The agent layer's sampling contract (src/env/types.ts). */
   readonly sample: SampleFn;
+  /**
+   * `sample` with each decode chunk's GPU work run through `quantum` (a scheduler's turn), so other
+   * jobs use the device between chunks — how the GPU worker makes decode chunks scheduler quanta.
+   */
+  readonly sampleInQuanta?: (requests: readonly SampleRequest[], quantum: ChunkQuantum) => Promise<readonly SampleResult[]>;
   close(): Promise<void>;
 }
 

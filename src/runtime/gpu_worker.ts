@@ -21,10 +21,11 @@ import { addRef } from '../ops/add.ref.ts';
 import { Rng } from '../util/rng.ts';
 import { ConfigError } from '../errors.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
-import type { HostParams, SamplingClient, TrainingClient } from './clients.ts';
+import type { SampleRequest, SampleResult } from '../env/types.ts';
+import type { ChunkQuantum, HostParams, SamplingClient, TrainingClient } from './clients.ts';
 import { asDeviceLoss } from './device_loss.ts';
 import { LocalService } from './local_service.ts';
-import type { GpuWorkerApi, SamplerInfo, SelfCheckResult, ServiceInitOptions, WorkerEvent, WorkerInitOptions } from './protocol.ts';
+import type { ChunkGate, GpuWorkerApi, SamplerInfo, SelfCheckResult, ServiceInitOptions, WorkerEvent, WorkerInitOptions } from './protocol.ts';
 
 let ctx: GpuContext | null = null;
 let service: LocalService | null = null;
@@ -125,6 +126,30 @@ function transferring<T>(value: T, arrays: Iterable<ArrayBufferView | undefined>
 }
 
 const hostArrays = (p: HostParams) => Object.values(p);
+
+/**
+ * A sample call whose decode chunks are the page scheduler's quanta: each chunk waits for its turn
+ * (the gate), then runs in the call lane and ends its turn — so between two chunks the page may run
+ * another job's quantum here (an interactive request ahead of a long rollout).
+ */
+async function sampleInChunks(samplerId: string, requests: SampleRequest[], gate: Comlink.Remote<ChunkGate>): Promise<SampleResult[]> {
+  try {
+    const s = sampler(samplerId);
+    if (!s.sampleInQuanta) throw new ConfigError('samplerId', `sampler "${samplerId}" cannot sample in chunk quanta`);
+    const quantum: ChunkQuantum = async (work) => {
+      const end = (await gate()) as unknown as Comlink.Remote<() => void>; // a proxy of the page's function
+      try {
+        return await serial(work);
+      } finally {
+        await end();
+        end[Comlink.releaseProxy]();
+      }
+    };
+    return [...(await s.sampleInQuanta(requests, quantum))];
+  } finally {
+    gate[Comlink.releaseProxy]();
+  }
+}
 
 const api: GpuWorkerApi = {
   async init(opts: WorkerInitOptions = {}) {
@@ -244,8 +269,9 @@ const api: GpuWorkerApi = {
     });
   },
 
-  sample(samplerId, requests) {
-    return serial(async () => [...(await sampler(samplerId).sample(requests))]);
+  sample(samplerId, requests, gate) {
+    if (!gate) return serial(async () => [...(await sampler(samplerId).sample(requests))]);
+    return sampleInChunks(samplerId, requests, gate as unknown as Comlink.Remote<ChunkGate>);
   },
 
   publishAdapter(jobId, name) {

@@ -9,14 +9,15 @@ import { BaseModel } from '../model/base_model.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { initParameters } from '../model/init.ts';
 import { LoraAdapter } from '../model/lora.ts';
-import { engineSampleFn } from '../model/sample_fn.ts';
+import { engineSampleFn, type EngineSampleFnOptions } from '../model/sample_fn.ts';
 import { Trainer, type TrainerState } from '../model/trainer.ts';
 import type { AdapterWeights } from '../model/weights_view.ts';
 import { ConfigError } from '../errors.ts';
-import type { SampleRequest, SampleResult } from '../env/types.ts';
-import { AdapterRegistry, keyOf, type PublishedAdapter } from './adapter_registry.ts';
+import type { SampleRequest } from '../env/types.ts';
+import { AdapterRegistry, type PublishedAdapter, registrySample } from './adapter_registry.ts';
 import { NonFiniteStepsError } from './errors.ts';
 import type {
+  ChunkQuantum,
   CreateModelOptions,
   HostParams,
   OptimStepResult,
@@ -138,59 +139,34 @@ export class LocalService implements ServiceClient {
    */
   createInferenceClient(modelId: string): Promise<SamplingClient> {
     const model = this.#model(modelId);
-    const sample = async (requests: readonly SampleRequest[]): Promise<readonly SampleResult[]> => {
-      const used = new Map<string, PublishedAdapter>();
-      const pinned: Readonly<Record<string, AdapterWeights>> = {};
-      const reqs = requests.map((r) => {
-        if (r.adapterId === undefined) return r;
-        const p = this.adapters.resolve(r.adapterId, modelId);
-        used.set(keyOf(p), p);
-        return { ...r, adapterId: keyOf(p) };
-      });
-      const acquired: PublishedAdapter[] = [];
-      try {
-        for (const [key, p] of used) {
-          (pinned as Record<string, AdapterWeights>)[key] = this.adapters.acquire(p);
-          acquired.push(p);
-        }
-        const fn = engineSampleFn({
-          weights: model,
-          adapters: (id) => pinned[id],
-          ...(this.options.decode ? { decode: this.options.decode } : {}),
-          ...(this.options.chunk !== undefined ? { chunk: this.options.chunk } : {}),
-          owner: `sample:${modelId}`,
-        });
-        const out = await fn(reqs);
-        return out.map((res, i) => {
-          const p = reqs[i].adapterId === undefined ? undefined : used.get(reqs[i].adapterId!);
-          return p ? { ...res, adapter: { name: p.name, version: p.version } } : res;
-        });
-      } finally {
-        for (const p of acquired) this.adapters.release(p);
-      }
+    const sampleInQuanta = (requests: readonly SampleRequest[], quantum?: ChunkQuantum) =>
+      registrySample(this.adapters, modelId, requests, (adapters) => engineSampleFn({ ...this.#sampleOptions(modelId, model, quantum), adapters }));
+    return Promise.resolve({ modelId, adapterId: null, version: 0, sample: (r) => sampleInQuanta(r), sampleInQuanta, close: () => Promise.resolve() });
+  }
+
+  #sampleOptions(modelId: string, weights: BaseModel, quantum?: ChunkQuantum): EngineSampleFnOptions {
+    return {
+      weights,
+      ...(this.options.decode ? { decode: this.options.decode } : {}),
+      ...(this.options.chunk !== undefined ? { chunk: this.options.chunk } : {}),
+      owner: `sample:${modelId}`,
+      ...(quantum ? { quantum } : {}),
     };
-    return Promise.resolve({ modelId, adapterId: null, version: 0, sample, close: () => Promise.resolve() });
   }
 
   /** A sampling client over given weights; `onClose` frees what the snapshot owns. */
   sampler(modelId: string, weights: BaseModel, adapter: AdapterWeights | null, version: number, onClose: () => void): SamplingClient {
     const resolve = adapter ? (id: string) => (id === adapter.id ? adapter : undefined) : undefined;
-    const fn = engineSampleFn({
-      weights,
-      ...(resolve ? { adapters: resolve } : {}),
-      ...(this.options.decode ? { decode: this.options.decode } : {}),
-      ...(this.options.chunk !== undefined ? { chunk: this.options.chunk } : {}),
-      owner: `sample:${modelId}`,
-    });
+    const make = (quantum?: ChunkQuantum) => engineSampleFn({ ...this.#sampleOptions(modelId, weights, quantum), ...(resolve ? { adapters: resolve } : {}) });
+    const fn = make();
     // Requests without an adapter id get this client's adapter: a sampling client *is* a policy.
-    const sample = adapter
-      ? (reqs: Parameters<typeof fn>[0]) => fn(reqs.map((r) => (r.adapterId === undefined ? { ...r, adapterId: adapter.id } : r)))
-      : fn;
+    const own = (reqs: readonly SampleRequest[]) => (adapter ? reqs.map((r) => (r.adapterId === undefined ? { ...r, adapterId: adapter.id } : r)) : reqs);
     return {
       modelId,
       adapterId: adapter?.id ?? null,
       version,
-      sample,
+      sample: (reqs) => fn(own(reqs)),
+      sampleInQuanta: (reqs, quantum) => make(quantum)(own(reqs)),
       close: () => Promise.resolve(onClose()),
     };
   }

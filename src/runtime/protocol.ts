@@ -68,6 +68,9 @@ export interface ServiceInitOptions {
   keepAdapterVersions?: number;
 }
 
+/** The page's turn for one decode chunk: resolves when the scheduler grants it, with the function that ends the turn. */
+export type ChunkGate = () => Promise<() => void>;
+
 /** A sampling snapshot in the worker. */
 export interface SamplerInfo {
   id: string;
@@ -114,7 +117,11 @@ export interface ServiceWorkerApi {
   samplingSnapshot(jobId: string, samplerId: string): Promise<SamplerInfo>;
   /** A sampler over a base model, optionally with a LoRA adapter given as host tensors. */
   createSamplingClient(samplerId: string, modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }): Promise<SamplerInfo>;
-  sample(samplerId: string, requests: SampleRequest[]): Promise<SampleResult[]>;
+  /**
+   * Sample; with a `gate` (a proxied ChunkGate), each decode chunk waits for the page's scheduler to
+   * grant it a quantum, and the worker's call lane is taken per chunk, not for the whole call.
+   */
+  sample(samplerId: string, requests: SampleRequest[], gate?: ChunkGate): Promise<SampleResult[]>;
   /** Publish job `jobId`'s LoRA adapter as the next version of `name` (adapter_registry.ts). */
   publishAdapter(jobId: string, name: string): Promise<PublishedAdapter>;
   /** A sampler over a base model whose requests name published adapters per request. */

@@ -15,10 +15,11 @@
  *      quantum last dispatched); the smallest S goes first. A job that was idle re-enters at v, so
  *      idling earns no credit, and shares converge to the weights.
  *   Anticipation: most jobs ask for one quantum at a time (await forwardBackward, then ask for
- *   optimStep), and their next request comes a few promise ticks after the last one ends. For one
- *   macrotask after a job's quantum, a request that would not beat that job's next one (its class
+ *   optimStep), and their next request comes a few promise ticks after the last one ends. For a
+ *   moment after a job's quantum, a request that would not beat that job's next one (its class
  *   and start tag) waits for it — otherwise strict alternation would give every such job an equal
- *   share whatever its weight. The wait ends at the job's next request, or after the macrotask.
+ *   share whatever its weight. The wait ends at the job's next request, or after `anticipationMs`
+ *   (2 ms: enough for a GPU worker's next decode-chunk request to arrive, small beside a quantum).
  * Device time is measured per quantum (the quantum's own GPU time when it reports one, else wall
  * time) and charged to its job.
  *
@@ -70,6 +71,8 @@ export interface SchedulerOptions {
   memoryBudgetBytes: number;
   /** Clock in ms (injectable for tests). */
   now?: () => number;
+  /** How long a finished job's next request is anticipated (see the header), in ms. Default 2. */
+  anticipationMs?: number;
 }
 
 export type SchedulerEvent =
@@ -102,6 +105,7 @@ interface Job {
 export class Scheduler {
   readonly memoryBudgetBytes: number;
   #now: () => number;
+  #anticipationMs: number;
   #jobs = new Map<string, Job>();
   #order: string[] = []; // admission order (FIFO for waiting jobs)
   #running: Job | null = null;
@@ -118,6 +122,7 @@ export class Scheduler {
     if (!(opts.memoryBudgetBytes > 0)) throw new JobStateError(`memoryBudgetBytes must be positive, got ${opts.memoryBudgetBytes}`);
     this.memoryBudgetBytes = opts.memoryBudgetBytes;
     this.#now = opts.now ?? (() => performance.now());
+    this.#anticipationMs = opts.anticipationMs ?? 2;
     this.#startedAt = this.#now();
   }
 
@@ -264,7 +269,7 @@ export class Scheduler {
           if (this.#favored !== job) return;
           this.#favored = null;
           this.#pump();
-        }, 0);
+        }, this.#anticipationMs);
       }
       this.#pump();
     });

@@ -38,8 +38,13 @@ export class LostWithDeviceError extends WebtinkerError {
 export interface SamplerScheduleOptions {
   priority?: PriorityClass;
   weight?: number;
-  /** Requests per quantum (one generate() batch); also the batch of its memory estimate. */
+  /** Requests per generate() batch; also the batch of its memory estimate. */
   requestsPerQuantum?: number;
+  /**
+   * Each decode chunk of a batch is one quantum (default true), so other jobs' quanta — an
+   * interactive request ahead of a rollout — run between chunks; false: a whole batch is one quantum.
+   */
+  chunkQuanta?: boolean;
 }
 
 export type Api = Comlink.Remote<GpuWorkerApi>;
@@ -134,17 +139,19 @@ export class WorkerSamplingClient implements SamplingClient {
   readonly version: number;
   readonly sample: (requests: readonly SampleRequest[]) => Promise<readonly SampleResult[]>;
 
-  constructor(readonly service: WorkerService, readonly owned: Owned, info: SamplerInfo, readonly requestsPerQuantum: number) {
+  constructor(readonly service: WorkerService, readonly owned: Owned, info: SamplerInfo, readonly requestsPerQuantum: number, readonly chunkQuanta = true) {
     this.id = info.id;
     this.modelId = info.modelId;
     this.adapterId = info.adapterId;
     this.version = info.version;
-    // All quanta of a call are queued at once; the scheduler interleaves them with other jobs'.
+    // All batches of a call are sent at once; the scheduler interleaves their quanta with other jobs'.
     this.sample = async (requests) => {
       const parts: Promise<SampleResult[]>[] = [];
       for (let i = 0; i < requests.length; i += requestsPerQuantum) {
         const part = requests.slice(i, i + requestsPerQuantum);
-        parts.push(service.quantum(owned, this.id, 'sample', (api) => api.sample(this.id, [...part])));
+        parts.push(chunkQuanta
+          ? service.sampleInChunks(owned, this.id, [...part])
+          : service.quantum(owned, this.id, 'sample', (api) => api.sample(this.id, [...part])));
       }
       return (await Promise.all(parts)).flat();
     };

@@ -38,6 +38,8 @@
  * `maxSkippedInARow`-th in a row pauses the job with an error in its stats ('job-paused') and
  * rejects with NonFiniteStepsError; resume() gives it a fresh run of chances.
  */
+import * as Comlink from 'comlink';
+import type { SampleRequest, SampleResult } from '../env/types.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { estimateTrainingMemory } from '../model/memory.ts';
@@ -209,6 +211,44 @@ export class WorkerService implements ServiceClient {
     }
   }
 
+  /**
+   * Sample with each decode chunk one quantum of `o`'s job: the worker asks for every chunk's turn
+   * through a gate (protocol.ts ChunkGate) and ends it when the chunk is done; a worker that dies
+   * mid-chunk has its turn ended here, so the scheduler never waits on it.
+   */
+  sampleInChunks(o: Owned, samplerId: string, requests: SampleRequest[]): Promise<SampleResult[]> {
+    const lost = (cause?: unknown) => new LostWithDeviceError(samplerId, this.#lostWhy, cause === undefined ? undefined : { cause });
+    if (o.epoch !== this.#epoch) return Promise.reject(lost());
+    if (o.closed && this.scheduler.stats(o.schedId).state === 'finished') return Promise.reject(new JobStateError(`"${samplerId}" was closed`));
+    const open = new Set<() => void>();
+    const gate = async () => {
+      if (o.epoch !== this.#epoch) throw lost();
+      let end!: () => void;
+      await new Promise<void>((granted, refused) => {
+        this.scheduler.quantum(o.schedId, () => new Promise<void>((done) => {
+          end = () => {
+            open.delete(end);
+            done();
+          };
+          open.add(end);
+          granted();
+        }), 'decode chunk').catch(refused);
+      });
+      return Comlink.proxy(end);
+    };
+    const p = this.gpu.call((api) => api.sample(samplerId, requests, Comlink.proxy(gate)))
+      .finally(() => {
+        for (const end of [...open]) end();
+      })
+      .catch(async (e) => {
+        if (o.epoch === this.#epoch && (e as Error | null)?.name === 'DeviceLostError') await this.#lossReported(o.epoch);
+        throw o.epoch !== this.#epoch && !(e instanceof LostWithDeviceError) ? lost(e) : e;
+      });
+    const before = o.tail;
+    o.tail = p.then(() => before, () => before);
+    return p;
+  }
+
   /** Resolves once a loss after `epoch` has been handled (or after `ms`, if none comes). */
   #lossReported(epoch: number, ms = 5000): Promise<void> {
     if (this.#epoch !== epoch) return Promise.resolve();
@@ -358,7 +398,7 @@ export class WorkerService implements ServiceClient {
     this.#samplers.set(id, o);
     try {
       const info = await make(id);
-      return new WorkerSamplingClient(this, o, info, perQuantum);
+      return new WorkerSamplingClient(this, o, info, perQuantum, sch.chunkQuanta ?? true);
     } catch (e) {
       this.#samplers.delete(id);
       this.#end(o, 'cancel');

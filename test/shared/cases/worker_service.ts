@@ -3,7 +3,7 @@
  * quantum. A LoRA job learns and samples; LoRA jobs share their base in GPU memory; interactive
  * sampling overtakes queued training quanta; admission control refuses what cannot fit; cancel
  * rejects queued quanta and frees the job; published adapter versions reach an inference job at
- * its next request, LRU-resident on the shared base; non-finite steps are skipped, counted, and pause the job
+ * its next request, LRU-resident on the shared base; decode chunks are quanta; non-finite steps are skipped, counted, and pause the job
  * after N in a row; a lost device is reported and replaced.
  * Each case starts its own worker (no shared state between cases).
  */
@@ -210,6 +210,33 @@ export const workerServiceCases: PlainCase[] = [
       await a.close();
       await b.close();
     }, { maxResidentAdapters: 2 }),
+  },
+  {
+    name: 'worker service: decode chunks are quanta — an interactive request runs between the chunks of a longer, lower-priority generation',
+    fn: () => withService(async (service) => {
+      const modelId = await service.createModel(preset('tiny-gpt2'), { seed: 4 });
+      const rollout = await service.createSamplingClient(modelId, undefined, { priority: 'normal', requestsPerQuantum: 2 });
+      const whole = await service.createSamplingClient(modelId, undefined, { priority: 'normal', requestsPerQuantum: 2, chunkQuanta: false });
+      const chat = await service.createSamplingClient(modelId);
+      const events: SchedulerEvent[] = [];
+      service.scheduler.on((e) => e.type === 'quantum' && events.push(e));
+      const long = [1, 2].map((seed) => ({ ...request('Once upon a time', seed), maxTokens: 24, stopTokens: [], temperature: 1 }));
+      const n = (id: string, es = events) => es.filter((e) => e.jobId === id).length;
+      const generating = rollout.sample(long);
+      while (n(rollout.id) === 0) await new Promise((r) => setTimeout(r, 1));
+      const chunksBefore = n(rollout.id);
+      const answer = await chat.sample([request('2+2=')]);
+      const results = await generating;
+      const at = events.findIndex((e) => e.jobId === chat.id);
+      assert.isAtMost(n(rollout.id, events.slice(0, at)), chunksBefore + 1); // at most the chunk running when it came
+      assert.isAbove(n(rollout.id, events.slice(at)), 0); // the generation went on after it
+      assert.strictEqual(n(rollout.id), 24 / 4); // one quantum per decode chunk of 4 tokens
+      assert.isAbove(answer[0].tokens.length, 0);
+      // Chunk quanta change when the work runs, not what it computes.
+      assert.deepEqual((await whole.sample(long)).map((r) => r.tokens), results.map((r) => r.tokens));
+      assert.strictEqual(n(whole.id), 1);
+      for (const c of [rollout, whole, chat]) await c.close();
+    }, { chunk: 4 }),
   },
   {
     name: 'worker service: admission control refuses a job whose memory estimate exceeds the budget',
