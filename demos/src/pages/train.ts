@@ -1,0 +1,237 @@
+/**
+ * The train page: choose an environment and an algorithm, train in this tab (the GPU worker
+ * behind the scheduler), watch the learning curve, progress and device shares; finished runs are
+ * saved in IndexedDB and listed, and can be tried (loaded into the worker and played), exported as
+ * PEFT files, or deleted. Settings come from the form, and from the URL for a first visit
+ * (`train.html?env=nim&algo=rloo&steps=10`).
+ */
+import { html, render } from 'lit';
+import { ENV_NAMES, jobEnv, type StepMetrics, type WorkerService } from '../../../src/mod.ts';
+import { DemoStore, download, type SavedRun } from '../lib/adapters.ts';
+import { Curve } from '../lib/curve.ts';
+import { DEMO_ALGOS, DEMO_MODELS, DemoJob, type DemoSettings, parseSettings } from '../lib/job.ts';
+import { errorText, fmtPct, fmtSeconds, pageService, pageShell, query } from '../lib/page.ts';
+import { type ShareGroup, SharePanel } from '../lib/shares.ts';
+import { type Episode, playEpisodes } from '../lib/talk.ts';
+
+const app = document.getElementById('app')!;
+const store = new DemoStore();
+const tryIds = new Set<string>();
+let settings: DemoSettings = parseSettings(query());
+let job: DemoJob | null = null;
+let jobs: DemoJob[] = [];
+let runs: SavedRun[] = [];
+let message: { kind: 'info' | 'error'; text: string } | null = null;
+let lastStep: StepMetrics | null = null;
+let tried: { name: string; episodes: Episode[] | null } | null = null;
+const busy = new Set<string>();
+let curve: Curve;
+let shares: SharePanel | null = null;
+
+const status = await pageShell('train');
+
+function draw(): void {
+  const running = job?.running ?? false;
+  const field = (name: keyof DemoSettings, label: string, min = 0) =>
+    html`<label>${label} <input name=${name} type="number" min=${min} .value=${String(settings[name])} ?disabled=${running} /></label>`;
+  const select = (name: 'env' | 'algo' | 'model', label: string, options: readonly string[]) =>
+    html`<label>${label} <select name=${name} ?disabled=${running}>${options.map((o) => html`<option ?selected=${settings[name] === o}>${o}</option>`)}</select></label>`;
+  render(
+    html`
+      <h1>Train an agent in this tab</h1>
+      ${status.ok ? '' : html`<p class="error">${status.message}</p>`}
+      <form id="settings" class="settings" @submit=${start}>
+        ${select('env', 'environment', ENV_NAMES)} ${select('algo', 'algorithm', DEMO_ALGOS)} ${select('model', 'model', DEMO_MODELS)}
+        ${field('warmstart', 'SFT warm-start steps')} ${field('steps', 'RL steps', 1)} ${field('groups', 'tasks per step', 1)}
+        ${field('groupSize', 'attempts per task', 1)} ${field('evalEpisodes', 'held-out episodes')} ${field('seed', 'seed')}
+        <button id="start" type="submit" ?disabled=${running || !status.ok}>Train</button>
+        <button id="stop" type="button" ?disabled=${!running} @click=${() => job?.stop()}>Stop</button>
+      </form>
+      <p class="about">A ${settings.model} transformer from scratch: a full-parameter SFT warm start on the environment's demonstrations, then LoRA
+      ${settings.algo.toUpperCase()} — the library's job runner (<code>runTraining</code>) over the GPU worker and its scheduler.</p>
+      ${message ? html`<p class=${message.kind} id="message">${message.text}</p>` : ''}
+      <section class="grid">
+        <div class="card">
+          <h2>Learning curve</h2>
+          <div id="curve" class="curve"></div>
+          ${progressView()}
+        </div>
+        <div class="card">
+          <h2>Device time</h2>
+          <div id="shares"></div>
+        </div>
+      </section>
+      <section class="card">
+        <h2>Adapters in this browser <small>(IndexedDB)</small></h2>
+        ${runs.length === 0 ? html`<p id="no-adapters">None yet: a finished run is saved here.</p>` : html`
+          <table id="adapters" class="adapters">
+            <thead><tr><th>name</th><th>env</th><th>algorithm</th><th>model</th><th>steps</th><th>held-out success</th><th>size</th><th>saved</th><th></th></tr></thead>
+            <tbody>${runs.map((r) => html`
+              <tr data-adapter=${r.name}>
+                <td>${r.name}</td><td>${r.info.settings.env}</td><td>${r.info.settings.algo}</td><td>${r.info.cfg.name}</td>
+                <td>${r.info.settings.warmstart} SFT + ${r.info.settings.steps} RL</td>
+                <td>${r.info.settings.evalEpisodes > 0 ? `${fmtPct(r.info.successBefore)} → ${fmtPct(r.info.successAfter)}` : '–'}</td>
+                <td>${(r.meta.bytes / 1024).toFixed(0)} KiB</td>
+                <td>${new Date(r.meta.createdAt).toLocaleString()}</td>
+                <td class="actions">
+                  <button class="try" ?disabled=${busy.has(r.name) || !status.ok} @click=${() => tryRun(r.name)}>Load &amp; play</button>
+                  <button class="export" ?disabled=${busy.has(r.name)} @click=${() => exportRun(r.name)}>Export PEFT</button>
+                  <button class="delete" ?disabled=${busy.has(r.name)} @click=${() => deleteRun(r.name)}>Delete</button>
+                </td>
+              </tr>`)}
+            </tbody>
+          </table>`}
+        ${tried ? html`<div id="tried" data-adapter=${tried.name}>
+          <h3>${tried.name}: ${tried.episodes ? `${tried.episodes.length} episodes` : 'loading into the GPU worker…'}</h3>
+          ${(tried.episodes ?? []).map((e) => html`<figure class="episode"><figcaption>reward ${e.reward.toFixed(2)} (${e.endReason})</figcaption><pre>${e.text}</pre></figure>`)}
+        </div>` : ''}
+      </section>
+    `,
+    app,
+  );
+}
+
+function progressView() {
+  if (!job) return html`<p id="progress" data-phase="idle">Not started.</p>`;
+  const eta = job.done > 0 && job.running ? (job.elapsed / job.done) * (job.total - job.done) : NaN;
+  const m = lastStep;
+  return html`<div id="progress" data-phase=${job.phase} data-done=${job.done}>
+    <progress max=${job.total} .value=${job.done}></progress>
+    <p><b>${job.phase}</b> · step ${job.done} / ${job.total} · ${fmtSeconds(job.elapsed)} elapsed${job.running ? html` · ETA ${fmtSeconds(eta)}` : ''}</p>
+    ${m ? html`<p class="metrics">last: ${m.phase === 'sft' ? `SFT loss ${m.loss.toFixed(3)}` : `reward ${m.reward?.toFixed(3)}, success ${fmtPct(m.success ?? 0)}, loss ${m.loss.toFixed(4)}${m.datums === 0 ? ' (every group tied: no update)' : ''}`},
+      ${m.trainTokens} tokens trained in ${m.trainSeconds.toFixed(1)} s${m.phase === 'rl' ? `, ${m.sampledTokens} sampled in ${m.sampleSeconds.toFixed(1)} s` : ''}</p>` : ''}
+    ${job.result ? html`<p id="result">Held-out success ${fmtPct(job.result.successBefore)} before RL → ${fmtPct(job.result.successAfter)} after (${job.result.evalEpisodes} episodes); ${job.result.wallSeconds.toFixed(0)} s in all.</p>` : ''}
+  </div>`;
+}
+
+function formSettings(): DemoSettings {
+  const form = document.getElementById('settings') as HTMLFormElement;
+  const data = new FormData(form);
+  return parseSettings((k) => data.get(k) as string | null, settings);
+}
+
+async function start(ev: Event): Promise<void> {
+  ev.preventDefault();
+  let service: WorkerService;
+  try {
+    settings = formSettings();
+    service = await pageService();
+  } catch (e) {
+    message = { kind: 'error', text: errorText(e) };
+    return draw();
+  }
+  ensurePanels(service);
+  const j = new DemoJob(service, settings);
+  job = j;
+  jobs.push(j);
+  lastStep = null;
+  message = null;
+  curve.clear();
+  j.on((e) => {
+    if (e.type === 'step') {
+      lastStep = e.metrics;
+      const m = e.metrics;
+      curve.push(e.done, [m.phase === 'sft' ? m.loss : null, m.phase === 'rl' ? m.reward : null, m.phase === 'rl' ? m.success : null]);
+    }
+    draw();
+  });
+  draw();
+  const r = await j.start();
+  if (r && j.tap.base) {
+    try {
+      const name = await store.save(j.settings, r, j.tap.base);
+      message = { kind: 'info', text: `Saved as adapter "${name}".` };
+    } catch (e) {
+      message = { kind: 'error', text: `The run finished but could not be saved: ${errorText(e)}` };
+    }
+    await refresh();
+  } else if (j.phase === 'failed') {
+    message = { kind: 'error', text: `Training failed: ${errorText(j.error)}` };
+  } else if (j.phase === 'stopped') {
+    message = { kind: 'info', text: 'Stopped.' };
+  }
+  draw();
+}
+
+function ensurePanels(service: WorkerService): void {
+  shares ??= new SharePanel(document.getElementById('shares')!, service.scheduler, (): ShareGroup[] => [
+    ...jobs.map((j, i) => ({ label: `training ${i + 1}: ${j.label}`, color: ['#2471a3', '#8e44ad', '#16a085'][i % 3], ids: j.tap.schedIds })),
+    { label: 'load & play', color: '#d35400', ids: tryIds },
+  ]);
+}
+
+async function refresh(): Promise<void> {
+  try {
+    runs = await store.list();
+  } catch (e) {
+    message = { kind: 'error', text: `Could not read the adapters in IndexedDB: ${errorText(e)}` };
+  }
+  draw();
+}
+
+async function withBusy(name: string, f: () => Promise<void>): Promise<void> {
+  busy.add(name);
+  draw();
+  try {
+    await f();
+  } catch (e) {
+    message = { kind: 'error', text: `${name}: ${errorText(e)}` };
+  } finally {
+    busy.delete(name);
+    draw();
+  }
+}
+
+function tryRun(name: string): Promise<void> {
+  return withBusy(name, async () => {
+    tried = { name, episodes: null };
+    draw();
+    const service = await pageService();
+    ensurePanels(service);
+    const run = await store.load(name);
+    const modelId = await service.createModel(run.info.cfg, { params: run.base });
+    tryIds.add(`model:${modelId}`);
+    try {
+      const s = await service.createSamplingClient(modelId, { lora: run.info.lora, tensors: run.adapter });
+      tryIds.add(s.id);
+      try {
+        const episodes = await playEpisodes(s.sample, jobEnv(run.info.settings.env), 3, { maxSeqLen: run.info.cfg.maxSeqLen, seed: Date.now() >>> 0 });
+        tried = { name, episodes };
+      } finally {
+        await s.close();
+      }
+    } finally {
+      await service.releaseModel(modelId);
+    }
+  });
+}
+
+function exportRun(name: string): Promise<void> {
+  return withBusy(name, async () => {
+    const { filename, blob } = await store.exportZip(name);
+    download(blob, filename);
+    message = { kind: 'info', text: `Exported ${filename} (${(blob.size / 1024).toFixed(0)} KiB): PEFT adapter files and the base model.` };
+  });
+}
+
+function deleteRun(name: string): Promise<void> {
+  return withBusy(name, async () => {
+    await store.delete(name);
+    if (tried?.name === name) tried = null;
+    message = { kind: 'info', text: `Deleted "${name}".` };
+    runs = await store.list();
+  });
+}
+
+draw();
+curve = new Curve(document.getElementById('curve')!, {
+  xLabel: 'step',
+  series: [
+    { label: 'SFT loss', scale: 'loss', color: '#c0392b' },
+    { label: 'RL mean reward', scale: 'reward', color: '#2471a3' },
+    { label: 'RL success', scale: 'reward', color: '#27ae60' },
+  ],
+  ranges: { reward: [0, 1] },
+});
+await refresh();
+if (status.ok && query()('autostart') === '1') document.getElementById('start')!.click();
