@@ -10,9 +10,11 @@
  * these as weights). `seqIdBT` (row index, −1 on padding) and `lossMaskBT` serve a kernel that
  * normalizes per micro-batch instead.
  *
- * Departures: no concatenation of several short datums into one row (that needs block-diagonal
- * attention in the engine); DPO pairs are shuffled as units and always share a micro-batch, in
- * adjacent rows (chosen first).
+ * With `concat`, several datums share a row (first fit in shuffled order), each a segment of its
+ * own: `seqIdBT` numbers the datums of a batch, and the engine attends within a segment with
+ * positions restarting at 0 — the same loss and gradients as one datum per row, with fewer padded
+ * positions to compute. DPO pairs are shuffled as units and always share a micro-batch, in
+ * adjacent rows (chosen first); they are not concatenated.
  */
 import { InvalidInputError } from '../env/errors.ts';
 import { deepFreeze } from '../util/freeze.ts';
@@ -32,6 +34,11 @@ export interface PackOptions {
   readonly aggregation: Aggregation;
   /** Shuffle datums (pairs as units) before packing. Default true. */
   readonly shuffle?: boolean;
+  /**
+   * Several datums per row, each its own segment (not with DPO pairs); the last micro-batch then
+   * has only the rows it fills. Default false.
+   */
+  readonly concat?: boolean;
 }
 
 export interface PackedBatch {
@@ -47,11 +54,13 @@ export interface PackedBatch {
   readonly returnsBT: Float32Array | null;
   readonly oldValuesBT: Float32Array | null;
   readonly refLogprobsBT: Float32Array | null;
-  /** Row index at real positions, −1 on padding. */
+  /** Segment id at real positions (the row index; with `concat`, the datum's index in the batch), −1 on padding. */
   readonly seqIdBT: Int32Array;
-  /** Datum.sequenceId of each row, −1 for an empty row. */
+  /** Datum.sequenceId at each real position, −1 on padding. */
+  readonly sequenceIdBT: Int32Array;
+  /** Datum.sequenceId of each row (with `concat`, of its first datum), −1 for an empty row. */
   readonly sequenceIdB: Int32Array;
-  /** Real positions in each row. */
+  /** Real positions in each row (all its datums). */
   readonly lengthB: Int32Array;
   /** DPO pair id of each row (−1 none) and role (1 chosen, −1 rejected, 0 none). */
   readonly pairIdB: Int32Array;
@@ -99,24 +108,48 @@ export function packDatums(datums: readonly Datum[], options: PackOptions): Pack
   });
   const grouped = units(datums);
   if (B < 2 && grouped.some((u) => u.length === 2)) throw new InvalidInputError('packDatums', 'DPO pairs need rows >= 2');
+  if (options.concat && grouped.some((u) => u.length === 2)) throw new InvalidInputError('packDatums', 'concat does not apply to DPO pairs (they must fill rows of their own)');
   if (options.shuffle ?? true) new Rng(options.seed, 0xba7c).shuffle(grouped);
   const scales = aggregationScales(datums.map((d) => d.lossMaskT), options.aggregation);
   const scaleOf = new Map(datums.map((d, i) => [d, scales[i]] as const));
   const has = (k: 'returnsT' | 'oldValuesT' | 'refLogprobsT') => datums.length > 0 && datums.every((d) => d[k] !== undefined);
 
-  // Greedy fill in shuffled order; a pair that does not fit the rest of a batch starts the next one.
-  const layout: Datum[][] = [];
-  let current: Datum[] = [];
-  for (const u of grouped) {
-    if (current.length + u.length > B) {
+  // Rows: one unit each, or with concat first fit of the datums in shuffled order.
+  let rowList: Datum[][];
+  if (options.concat) {
+    rowList = [];
+    const free: number[] = [];
+    for (const [d] of grouped) {
+      const n = d.targetsT.length;
+      const r = free.findIndex((f) => f >= n);
+      if (r < 0) {
+        rowList.push([d]);
+        free.push(T - n);
+      } else {
+        rowList[r].push(d);
+        free[r] -= n;
+      }
+    }
+  } else {
+    rowList = grouped.flatMap((u) => u.map((d) => [d]));
+  }
+  // Greedy fill of batches; a pair that does not fit the rest of a batch starts the next one.
+  const layout: Datum[][][] = [];
+  let current: Datum[][] = [];
+  for (let i = 0; i < rowList.length; ) {
+    const d0 = rowList[i][0];
+    const unit = !options.concat && d0.pair !== undefined ? 2 : 1;
+    if (current.length + unit > B) {
       layout.push(current);
       current = [];
     }
-    current.push(...u);
+    current.push(...rowList.slice(i, i + unit));
+    i += unit;
   }
   if (current.length > 0) layout.push(current);
 
-  const batches = layout.map((rowsD): PackedBatch => {
+  const batches = layout.map((rowsD, bi): PackedBatch => {
+    const B = options.concat && bi === layout.length - 1 ? rowsD.length : options.rows;
     const f32 = () => new Float32Array(B * T);
     const opt = (k: 'returnsT' | 'oldValuesT' | 'refLogprobsT') => (has(k) ? f32() : null);
     const b = {
@@ -124,26 +157,31 @@ export function packDatums(datums: readonly Datum[], options: PackOptions): Pack
       inputsBT: new Int32Array(B * T).fill(options.padId), targetsBT: new Int32Array(B * T).fill(options.padId),
       lossMaskBT: f32(), tokenScaleBT: f32(), oldLogprobsBT: f32(), advantagesBT: f32(),
       returnsBT: opt('returnsT'), oldValuesBT: opt('oldValuesT'), refLogprobsBT: opt('refLogprobsT'),
-      seqIdBT: new Int32Array(B * T).fill(-1), sequenceIdB: new Int32Array(B).fill(-1), lengthB: new Int32Array(B),
+      seqIdBT: new Int32Array(B * T).fill(-1), sequenceIdBT: new Int32Array(B * T).fill(-1), sequenceIdB: new Int32Array(B).fill(-1), lengthB: new Int32Array(B),
       pairIdB: new Int32Array(B).fill(-1), pairRoleB: new Int8Array(B),
     };
-    rowsD.forEach((d, r) => {
-      const o = r * T;
-      b.inputsBT.set(d.inputsT, o);
-      b.targetsBT.set(d.targetsT, o);
-      b.lossMaskBT.set(d.lossMaskT, o);
-      b.tokenScaleBT.set(scaleOf.get(d)!, o);
-      b.oldLogprobsBT.set(d.oldLogprobsT, o);
-      b.advantagesBT.set(d.advantagesT, o);
-      if (b.returnsBT) b.returnsBT.set(d.returnsT!, o);
-      if (b.oldValuesBT) b.oldValuesBT.set(d.oldValuesT!, o);
-      if (b.refLogprobsBT) b.refLogprobsBT.set(d.refLogprobsT!, o);
-      b.seqIdBT.fill(r, o, o + d.targetsT.length);
-      b.sequenceIdB[r] = d.sequenceId;
-      b.lengthB[r] = d.targetsT.length;
-      if (d.pair) {
-        b.pairIdB[r] = d.pair.id;
-        b.pairRoleB[r] = d.pair.role === 'chosen' ? 1 : -1;
+    let segment = 0;
+    rowsD.forEach((row, r) => {
+      let o = r * T;
+      b.sequenceIdB[r] = row[0].sequenceId;
+      for (const d of row) {
+        b.inputsBT.set(d.inputsT, o);
+        b.targetsBT.set(d.targetsT, o);
+        b.lossMaskBT.set(d.lossMaskT, o);
+        b.tokenScaleBT.set(scaleOf.get(d)!, o);
+        b.oldLogprobsBT.set(d.oldLogprobsT, o);
+        b.advantagesBT.set(d.advantagesT, o);
+        if (b.returnsBT) b.returnsBT.set(d.returnsT!, o);
+        if (b.oldValuesBT) b.oldValuesBT.set(d.oldValuesT!, o);
+        if (b.refLogprobsBT) b.refLogprobsBT.set(d.refLogprobsT!, o);
+        b.seqIdBT.fill(options.concat ? segment++ : r, o, o + d.targetsT.length);
+        b.sequenceIdBT.fill(d.sequenceId, o, o + d.targetsT.length);
+        b.lengthB[r] += d.targetsT.length;
+        if (d.pair) {
+          b.pairIdB[r] = d.pair.id;
+          b.pairRoleB[r] = d.pair.role === 'chosen' ? 1 : -1;
+        }
+        o += d.targetsT.length;
       }
     });
     return b;

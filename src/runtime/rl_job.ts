@@ -41,7 +41,7 @@ import { checkResumable, type JobCheckpointing } from './job_checkpoint.ts';
 export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
 import { type AgentSettings, type JobEnv, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
 import { spread, stepLossStats } from './metrics.ts';
-import { type PackSettings, type StepOutcome, fitting, forwardTrajectories, runSft, seqLenFor, trainStep } from './sft_job.ts';
+import { type PackSettings, type StepOutcome, fitting, forwardTrajectories, packForTraining, runSft, seqLenFor, trainStep } from './sft_job.ts';
 
 export const ALGOS = ['grpo', 'ppo', 'rloo', 'reinforce', 'dpo', 'sft'] as const;
 export type Algo = (typeof ALGOS)[number];
@@ -334,7 +334,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
       } else {
         const r = await rlDatums(c, ro.groups);
         const datums = fitting(r.datums, pack.maxSeqLen);
-        batches = datums.length === 0 ? [] : [...packDatums(datums, { rows: pack.rows, seqLen: seqLenFor(datums, pack.maxSeqLen), seed, padId: pack.padId, aggregation: r.loss.kind === 'dpo' ? 'token_mean' : r.loss.aggregation }).batches];
+        batches = datums.length === 0 ? [] : [...packForTraining(datums, pack, seed, r.loss.kind === 'dpo' ? 'token_mean' : r.loss.aggregation).batches];
         nDatums = datums.length;
         lossSpec = r.loss;
         loss = 0;

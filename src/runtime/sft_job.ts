@@ -7,8 +7,8 @@
  * micro-batches' losses: packDatums' tokenScaleBT already weighs every token for the whole step.
  */
 import type { Datum } from '../algorithms/datum.ts';
-import { type LossSpec, crossEntropyLoss } from '../algorithms/loss_spec.ts';
-import { type PackedBatch, packDatums } from '../algorithms/pack.ts';
+import { type Aggregation, type LossSpec, crossEntropyLoss } from '../algorithms/loss_spec.ts';
+import { type PackedBatch, type PackedStep, packDatums } from '../algorithms/pack.ts';
 import { sftDatums } from '../algorithms/sft.ts';
 import type { Trajectory } from '../env/types.ts';
 import { Rng } from '../util/rng.ts';
@@ -27,6 +27,17 @@ export interface PackSettings {
 export function seqLenFor(datums: readonly Datum[], maxSeqLen: number): number {
   const longest = datums.reduce((m, d) => Math.max(m, d.targetsT.length), 1);
   return Math.min(maxSeqLen, Math.ceil(longest / 16) * 16);
+}
+
+/**
+ * A training step's micro-batches: several datums per row (packDatums' concat), in rows of twice
+ * the step's longest datum (at most the context), so that short and long sequences share rows
+ * instead of padding every row to the longest. The loss and gradients are those of one datum per
+ * row; only fewer padded positions are computed.
+ */
+export function packForTraining(datums: readonly Datum[], pack: PackSettings, seed: number, aggregation: Aggregation): PackedStep {
+  const seqLen = Math.min(pack.maxSeqLen, 2 * seqLenFor(datums, pack.maxSeqLen));
+  return packDatums(datums, { rows: pack.rows, seqLen, seed, padId: pack.padId, aggregation, concat: true });
 }
 
 /** Datums that fit the context (a context-limited trajectory can be one token over after shifting). */
@@ -140,8 +151,7 @@ export async function runSft(client: TrainingClient, trajs: readonly Trajectory[
   const loss = crossEntropyLoss();
   for (let s = o.startStep ?? 0; s < o.steps; s++) {
     const chosen = order[s].map((i) => datums[i]);
-    const seqLen = seqLenFor(chosen, o.pack.maxSeqLen);
-    const packed = packDatums(chosen, { rows: o.pack.rows, seqLen, seed: o.seed + s, padId: o.pack.padId, aggregation: 'token_mean' });
+    const packed = packForTraining(chosen, o.pack, o.seed + s, 'token_mean');
     const r = await trainStep(client, packed.batches, loss, o.optim);
     lossCurve.push(r.loss);
     tokens += r.tokens;

@@ -108,7 +108,7 @@ export function parityBatch(cfg: ModelConfig, segments: readonly (readonly numbe
   const f = () => new Float32Array(N);
   return {
     rows: B, seqLen: T, inputsBT, targetsBT, lossMaskBT, tokenScaleBT, oldLogprobsBT: f(), advantagesBT: f(),
-    returnsBT: null, oldValuesBT: null, refLogprobsBT: null, seqIdBT,
+    returnsBT: null, oldValuesBT: null, refLogprobsBT: null, seqIdBT, sequenceIdBT: Int32Array.from(seqIdBT),
     sequenceIdB: Int32Array.from({ length: B }, (_, b) => b), lengthB: Int32Array.from(segments, (r) => r.filter((s) => s >= 0).length),
     pairIdB: new Int32Array(B).fill(-1), pairRoleB: new Int8Array(B),
   };

@@ -39,6 +39,31 @@ describe('packDatums', () => {
     expect(step).toMatchObject({ totalTokens: 6, totalSequences: 3, numPairs: 0 });
   });
 
+  it('concat: first fit of several datums per row, each its own segment', () => {
+    // lengths 2 (datum 1), 4 (datum 3), 3 (datum 2), 1 (datum 0) into rows of 6, in this order:
+    // row 0 = datum 1 + datum 3, row 1 = datum 2 + datum 0
+    const step = packDatums([datum(1), datum(3), datum(2), datum(0)], { ...opts, shuffle: false, concat: true });
+    expect(step.batches.length).toBe(1);
+    const [b] = step.batches;
+    const pad = 256;
+    expect([...b.inputsBT]).toEqual([101, 1, 103, 1, 2, 3, 102, 1, 2, 100, pad, pad]);
+    expect([...b.targetsBT]).toEqual([1, 2, 1, 2, 3, 4, 1, 2, 3, 1, pad, pad]);
+    expect([...b.lossMaskBT]).toEqual([0, 1, 0, 1, 1, 1, 0, 1, 1, 0, 0, 0]);
+    expect([...b.seqIdBT]).toEqual([0, 0, 1, 1, 1, 1, 2, 2, 2, 3, -1, -1]);
+    expect([...b.sequenceIdBT]).toEqual([1, 1, 3, 3, 3, 3, 2, 2, 2, 0, -1, -1]);
+    expect([...b.sequenceIdB, ...b.lengthB]).toEqual([1, 2, 6, 4]);
+    // the last micro-batch has only the rows it fills
+    expect(packDatums([datum(1), datum(3), datum(2), datum(0)], { ...opts, rows: 4, shuffle: false, concat: true }).batches[0].rows).toBe(2);
+    // the step's weights do not depend on the layout
+    const rowWise = packDatums([datum(1), datum(3), datum(2), datum(0)], { ...opts, shuffle: false });
+    const total = (st: typeof step) => st.batches.reduce((s, x) => s + x.tokenScaleBT.reduce((a, v) => a + v, 0), 0);
+    expect(total(step)).toBeCloseTo(total(rowWise), 6);
+    expect(step.totalTokens).toBe(rowWise.totalTokens);
+    // DPO pairs fill rows of their own
+    const pairs = dpoDatums(dpoPairsFromPreferences([{ prompt: 'q', chosen: 'a', rejected: 'b' }], tok));
+    expect(() => packDatums(pairs, { ...opts, concat: true })).toThrow(/concat does not apply to DPO pairs/);
+  });
+
   it('writes step-wide aggregation weights: Σ scale·ℓ over all micro-batches is the step loss', () => {
     const ds = [datum(1), datum(3), datum(2)]; // masked tokens 1, 3, 2
     const tokenMean = packDatums(ds, opts);
