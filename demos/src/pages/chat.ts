@@ -61,6 +61,8 @@ function draw(): void {
               <div class="bubble">${m.turns ? m.turns.map((t) => html`<div>${t.action || '(empty)'}</div>${t.toolOutput !== undefined ? html`<div class="pill">tool → ${t.toolOutput}</div>` : ''}`) : m.text}</div>
             </div>`)}
           </div>
+          <p class="note">A byte-level model from scratch answers in random bytes at first; the warm start teaches it the
+          environment's format (<code>&lt;tool&gt;…&lt;/tool&gt;</code>, <code>&lt;answer&gt;…&lt;/answer&gt;</code>), RL when to use which.</p>
           <form class="chat-form" @submit=${send}>
             <input id="chat-input" name="text" autocomplete="off" placeholder="Ask something, e.g. What is 7*8?" ?disabled=${!status.ok} />
             <button id="send" type="submit" ?disabled=${pending || !status.ok}>Send</button>
@@ -81,6 +83,7 @@ function draw(): void {
           <div id="curve" class="curve"></div>
           <h2>Device time</h2>
           <div id="shares"></div>
+          ${shares ? '' : html`<p class="note">The page's GPU worker and its scheduler start with the first job.</p>`}
         </div>
       </section>
     `,

@@ -59,6 +59,7 @@ function draw(): void {
         <div class="card">
           <h2>Device time</h2>
           <div id="shares"></div>
+          ${shares ? '' : html`<p class="note">The page's GPU worker and its scheduler start with the first job.</p>`}
         </div>
       </section>
       <section class="card">
