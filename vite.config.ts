@@ -1,22 +1,11 @@
 /// <reference types="vitest/config" />
-// One config for the library build, the demos and both vitest projects:
+// The vitest projects (the library build has scripts/build.mjs, the demos demos/vite.config.ts,
+// the end-to-end suite test/e2e/vitest.config.ts):
 //   node    — pure logic (algorithms, environments, parsers, pool accounting with a fake device)
 //   browser — headless Chromium on SwiftShader: WebGPU, Web Workers, IndexedDB
 import { defineConfig } from 'vite';
 import { playwright } from '@vitest/browser-playwright';
-
-const chromiumArgs = [
-  '--enable-unsafe-webgpu',
-  '--enable-unsafe-swiftshader',
-  '--use-webgpu-adapter=swiftshader',
-  '--enable-features=Vulkan',
-  '--no-sandbox',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-quic',
-  '--no-first-run',
-];
+import { chromiumArgs, chromiumPath } from './scripts/chromium.ts';
 
 export default defineConfig({
   test: {
@@ -45,8 +34,8 @@ export default defineConfig({
             screenshotFailures: false,
             provider: playwright({
               launchOptions: {
-                executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-                args: chromiumArgs,
+                executablePath: chromiumPath(),
+                args: [...chromiumArgs],
               },
             }),
             instances: [{ browser: 'chromium' }],

@@ -1,10 +1,12 @@
-// `npm run build`: the library as ESM (Vite library mode) plus .d.ts declarations (tsc) in dist/.
+// `npm run build`: the library as ESM (Vite library mode) plus .d.ts declarations (tsc) in dist/,
+// then the static demo pages in dist-demos/ (scripts/build-demos.mjs).
 // Kernels are bundled into the JS from kernels/*.wgsl (scripts/gen-kernels.mjs), so the built
 // package fetches nothing at run time. Dependencies stay external (resolved by the consumer).
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'vite';
+import { buildDemos } from './build-demos.mjs';
 import { ensureInstalled, root } from './env.mjs';
 
 ensureInstalled();
@@ -30,3 +32,5 @@ await build({
 });
 execFileSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
 console.log('built dist/webtinker.js and dist/mod.d.ts');
+await buildDemos();
+console.log('built the demo pages in dist-demos/ (the widget: dist-demos/webtinker-demo.js)');

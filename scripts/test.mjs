@@ -1,6 +1,7 @@
 // `npm test`: the one test command. Runs, in order, the type check, the Node suite (vitest), the
-// Chromium suite (vitest browser mode, SwiftShader WebGPU) and the Deno suite (deno test, Deno's
-// WebGPU), then prints one summary line per suite and a closing "N passed, N failed" line.
+// Chromium suite (vitest browser mode, SwiftShader WebGPU), the Deno suite (deno test, Deno's
+// WebGPU) and the end-to-end suite (the built demo pages in Chromium, test/e2e/), then prints one
+// summary line per suite and a closing "N passed, N failed" line.
 // A suite that ran no test counts as a failure: none may pass vacuously.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -60,6 +61,11 @@ if (want('deno')) {
   const file = join(out, 'deno.xml');
   const r = run('deno', denoBin(), ['test', '--allow-read', '--allow-write', '--allow-env', `--junit-path=${file}`, 'test/deno/'], denoEnv());
   results.push({ suite: 'deno', ...r, counts: junitCounts(file) });
+}
+if (want('e2e')) {
+  const file = join(out, 'e2e.json');
+  const r = run('e2e', bin('vitest'), ['run', '--config', 'test/e2e/vitest.config.ts', '--reporter=default', '--reporter=json', `--outputFile.json=${file}`]);
+  results.push({ suite: 'e2e', ...r, counts: vitestCounts(file) });
 }
 
 let passed = 0;
