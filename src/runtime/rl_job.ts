@@ -58,7 +58,8 @@ export interface JobOptions {
   readonly groups: number;
   readonly groupSize: number;
   readonly lr: number;
-  readonly warmStart: { readonly steps: number; readonly demos: number; readonly batchSize: number; readonly lr: number } | null;
+  /** The SFT warm start; `schedule` defaults to 'cosine' (see SftOptions.schedule). */
+  readonly warmStart: { readonly steps: number; readonly demos: number; readonly batchSize: number; readonly lr: number; readonly schedule?: 'constant' | 'cosine' } | null;
   /** Held-out episodes per evaluation (0: no evaluation). */
   readonly evalEpisodes: number;
   readonly temperature: number;
@@ -278,6 +279,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
         if (from) await sft.loadState(from.trainer);
         await runSft(sft, demos, {
           steps: sftSteps, batchSize: o.warmStart?.batchSize ?? 32, optim: { lr: sftLr, maxGradNorm: o.maxGradNorm }, seed: o.seed, pack,
+          schedule: o.algo === 'sft' ? 'constant' : (o.warmStart?.schedule ?? 'cosine'),
           startStep: from?.step ?? 0,
           onStep: (step, s) => o.onStep?.({ phase: 'sft', step, loss: s.loss, gradNorm: s.gradNorm, skipped: s.skipped, trainTokens: s.tokens, sampledTokens: 0, trainSeconds: s.seconds, sampleSeconds: 0, datums: 0, dropped: 0, entropy: s.stats.entropy, ...stepRates(sft.id, s.tokens, s.seconds) }),
           afterStep: async (step, s) => {

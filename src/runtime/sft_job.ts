@@ -110,6 +110,12 @@ export interface SftOptions {
   /** Datums per step (drawn without replacement, reshuffled each epoch). */
   readonly batchSize: number;
   readonly optim: OptimStepOptions;
+  /**
+   * Learning-rate schedule over the steps: 'constant' (optim.lr throughout, the default) or
+   * 'cosine' (linear warm-up over the first 5% of steps, then a cosine decay to 10% of optim.lr,
+   * as nanoGPT trains) — a function of the step index alone, so resuming keeps it.
+   */
+  readonly schedule?: 'constant' | 'cosine';
   readonly seed: number;
   readonly pack: PackSettings;
   readonly onStep?: (step: number, outcome: StepOutcome) => void;
@@ -117,6 +123,15 @@ export interface SftOptions {
   readonly startStep?: number;
   /** Awaited after each step (after onStep), e.g. to checkpoint. */
   readonly afterStep?: (step: number, outcome: StepOutcome) => Promise<void>;
+}
+
+/** The learning rate of step `step` of `steps` under a schedule (see SftOptions.schedule). */
+export function scheduledLr(lr: number, step: number, steps: number, schedule: 'constant' | 'cosine' = 'constant'): number {
+  if (schedule === 'constant') return lr;
+  const warmup = Math.max(1, Math.round(0.05 * steps));
+  if (step < warmup) return (lr * (step + 1)) / warmup;
+  const progress = steps - warmup <= 1 ? 1 : (step - warmup) / (steps - warmup - 1);
+  return lr * (0.1 + 0.45 * (1 + Math.cos(Math.PI * Math.min(1, progress))));
 }
 
 /** Deterministic minibatch order over `n` items: epoch-wise shuffles from the seed. */
@@ -152,7 +167,7 @@ export async function runSft(client: TrainingClient, trajs: readonly Trajectory[
   for (let s = o.startStep ?? 0; s < o.steps; s++) {
     const chosen = order[s].map((i) => datums[i]);
     const packed = packForTraining(chosen, o.pack, o.seed + s, 'token_mean');
-    const r = await trainStep(client, packed.batches, loss, o.optim);
+    const r = await trainStep(client, packed.batches, loss, { ...o.optim, lr: scheduledLr(o.optim.lr, s, o.steps, o.schedule) });
     lossCurve.push(r.loss);
     tokens += r.tokens;
     seconds += r.seconds;

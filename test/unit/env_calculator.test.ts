@@ -1,3 +1,4 @@
+import { ConfigError } from '../../src/errors.ts';
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/env/agent.ts';
 import { replayDemonstrations } from '../../src/env/demos.ts';
@@ -20,6 +21,16 @@ describe('calculator environment', () => {
       if (t.hard) expect(t.expression).toMatch(/^\d{2,3}\*\d{2}$/);
       else expect(t.expression).toMatch(/^\d[-+*]\d$/);
     }
+  });
+
+  it('hard tasks take their factors from hardA × hardB; bad ranges are config errors', async () => {
+    const tasks = Array.from({ length: 500 }, (_, s) => calculatorTask(s, 0, [10, 99], [2, 9]));
+    for (const t of tasks) expect(t.expression).toMatch(/^\d{2}\*[2-9]$/);
+    expect(new Set(tasks.map((t) => t.expression.split('*')[1])).size).toBe(8);
+    const env = calculatorEnv({ easyFraction: 0, hardA: [12, 12], hardB: [3, 3] }).create();
+    expect(await env.reset(5)).toBe('What is 12*3?');
+    expect(() => calculatorEnv({ hardA: [9, 2] })).toThrow(/calculator\.hardA: must be \[min, max\]/);
+    expect(() => calculatorEnv({ hardB: [1.5, 3] })).toThrow(ConfigError);
   });
 
   it('rewards a correct answer, minus the tool cost per call; wrong or missing answers get 0', async () => {

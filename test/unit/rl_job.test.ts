@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { learningCurveSvg, metricsLine, summaryTable } from '../../src/cli/report.ts';
 import { evalEpisodes, jobEnv } from '../../src/runtime/evaluate.ts';
 import { type JobResult, stepSeed, summaryOf } from '../../src/runtime/rl_job.ts';
-import { minibatchOrder, seqLenFor } from '../../src/runtime/sft_job.ts';
+import { minibatchOrder, scheduledLr, seqLenFor } from '../../src/runtime/sft_job.ts';
 import { datumFromSequence } from '../../src/algorithms/datum.ts';
 import { ConfigError } from '../../src/errors.ts';
 
@@ -35,6 +35,17 @@ describe('job runner, pure parts', () => {
     expect(minibatchOrder(10, 4, 5, 2)).not.toEqual(order);
     expect(minibatchOrder(3, 8, 1, 0)[0].length).toBe(3);
   });
+  it('SFT learning-rate schedules: constant, and cosine with a 5% linear warm-up down to 10%', () => {
+    expect([0, 50, 99].map((s) => scheduledLr(1e-3, s, 100))).toEqual([1e-3, 1e-3, 1e-3]);
+    const lr = Array.from({ length: 100 }, (_, s) => scheduledLr(1, s, 100, 'cosine'));
+    expect(lr.slice(0, 5)).toEqual([0.2, 0.4, 0.6, 0.8, 1]);
+    expect(lr[5]).toBeCloseTo(1, 12); // the decay starts at the peak
+    expect(lr[99]).toBeCloseTo(0.1, 12);
+    expect(lr[52]).toBeCloseTo(0.55, 2); // half-way down the cosine
+    for (let s = 6; s < 100; s++) expect(lr[s]).toBeLessThanOrEqual(lr[s - 1]);
+    expect(scheduledLr(1, 0, 1, 'cosine')).toBe(1);
+  });
+
   it('packs to the longest datum rounded up to 16, capped by the context', () => {
     const d = (n: number) => datumFromSequence(0, new Array(n + 1).fill(1), new Array(n + 1).fill(1), new Array(n + 1).fill(0));
     expect(seqLenFor([d(3), d(17)], 256)).toBe(32);

@@ -17,6 +17,7 @@
  */
 import { extractAnswer, formatAnswer, formatToolCall } from '../actions.ts';
 import { evaluateArithmetic, formatNumber } from './arith.ts';
+import { ConfigError } from '../../errors.ts';
 import { Rng } from '../../util/rng.ts';
 import type { Demonstration, EnvSpec, Environment, StepResult, Tool } from '../types.ts';
 
@@ -27,6 +28,18 @@ export interface CalculatorOptions {
   readonly toolCost?: number;
   /** Demonstrations: probability of calling the tool (on any task). Default 0.5. */
   readonly demoToolRate?: number;
+  /** Hard tasks multiply a in [hardA[0], hardA[1]] by b in [hardB[0], hardB[1]]. Default [10, 999] × [10, 99]. */
+  readonly hardA?: readonly [number, number];
+  readonly hardB?: readonly [number, number];
+}
+
+const DEFAULT_HARD_A: readonly [number, number] = [10, 999];
+const DEFAULT_HARD_B: readonly [number, number] = [10, 99];
+
+function checkRange(name: string, r: readonly [number, number]): void {
+  if (!Number.isInteger(r[0]) || !Number.isInteger(r[1]) || r[0] < 0 || r[1] < r[0]) {
+    throw new ConfigError(`calculator.${name}`, `must be [min, max] with integers 0 <= min <= max, got ${JSON.stringify(r)}`);
+  }
 }
 
 export interface CalculatorTask {
@@ -39,13 +52,13 @@ export interface CalculatorTask {
 const TASK_STREAM = 0xca1c;
 
 /** The task a seed gives (pure: environments and demonstrations agree). */
-export function calculatorTask(seed: number, easyFraction = 0.5): CalculatorTask {
+export function calculatorTask(seed: number, easyFraction = 0.5, hardA = DEFAULT_HARD_A, hardB = DEFAULT_HARD_B): CalculatorTask {
   const rng = new Rng(seed, TASK_STREAM);
   const hard = rng.nextFloat() >= easyFraction;
   let expression: string;
   if (hard) {
-    const a = 10 + rng.nextInt(990); // 10..999
-    const b = 10 + rng.nextInt(90); // 10..99
+    const a = hardA[0] + rng.nextInt(hardA[1] - hardA[0] + 1);
+    const b = hardB[0] + rng.nextInt(hardB[1] - hardB[0] + 1);
     expression = `${a}*${b}`;
   } else {
     const a = rng.nextInt(10);
@@ -86,7 +99,7 @@ class CalculatorEnvironment implements Environment {
   }
 
   async reset(seed: number): Promise<string> {
-    this.#task = calculatorTask(seed, this.#options.easyFraction);
+    this.#task = calculatorTask(seed, this.#options.easyFraction, this.#options.hardA, this.#options.hardB);
     this.#toolCalls = 0;
     return this.#task.question;
   }
@@ -116,7 +129,7 @@ export function calculatorDemonstrations(n: number, rng: Rng, options: Calculato
   const toolRate = options.demoToolRate ?? 0.5;
   return Array.from({ length: n }, () => {
     const seed = rng.nextU32();
-    const task = calculatorTask(seed, easyFraction);
+    const task = calculatorTask(seed, easyFraction, options.hardA ?? DEFAULT_HARD_A, options.hardB ?? DEFAULT_HARD_B);
     if (rng.nextFloat() < toolRate) {
       return { seed, actions: [formatToolCall('calculator', task.expression), formatAnswer(formatNumber(task.answer))] };
     }
@@ -126,7 +139,9 @@ export function calculatorDemonstrations(n: number, rng: Rng, options: Calculato
 }
 
 export function calculatorEnv(options: CalculatorOptions = {}): EnvSpec {
-  const full: Required<CalculatorOptions> = { easyFraction: 0.5, toolCost: 0.1, demoToolRate: 0.5, ...options };
+  const full: Required<CalculatorOptions> = { easyFraction: 0.5, toolCost: 0.1, demoToolRate: 0.5, hardA: DEFAULT_HARD_A, hardB: DEFAULT_HARD_B, ...options };
+  checkRange('hardA', full.hardA);
+  checkRange('hardB', full.hardB);
   return {
     name: 'calculator',
     create: () => new CalculatorEnvironment(full),
