@@ -3,7 +3,7 @@
  * whose every GPU call is one quantum of their scheduler job, run in the GPU worker. They hold ids
  * and plain data only; the engine objects live in the worker.
  */
-import type * as Comlink from 'comlink';
+import * as Comlink from 'comlink';
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
 import type { SampleRequest, SampleResult } from '../env/types.ts';
@@ -12,6 +12,7 @@ import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
 import type {
+  TrainingClientOptions,
   ForwardBackwardResult,
   HostParams,
   LogprobsResult,
@@ -22,9 +23,64 @@ import type {
   TrainerState,
   TrainingClient,
 } from './clients.ts';
-import type { GpuWorkerApi, SamplerInfo } from './protocol.ts';
-import type { PriorityClass } from './scheduler.ts';
+import type { AdapterSummary } from '../gpu/device.ts';
+import type { GpuClient, GpuClientOptions } from './gpu_client.ts';
+import type { ChunkGate, GpuWorkerApi, SamplerInfo, ServiceTokenizer } from './protocol.ts';
+import type { JobKind, JobStats, PriorityClass, Scheduler } from './scheduler.ts';
 import type { WorkerService } from './worker_service.ts';
+
+// ─── Options, events and status of the WorkerService (worker_service.ts) ───
+
+export interface WorkerServiceOptions {
+  /** A started GPU client whose worker is gpu_worker.ts; default: a new one from `gpu` (closed with the service). */
+  client?: GpuClient;
+  gpu?: GpuClientOptions;
+  /** The scheduler the quanta run on; default: a new one with `memoryBudgetBytes`. */
+  scheduler?: Scheduler;
+  /** GPU bytes all jobs may reserve together (default 1 GiB; WebGPU does not report device memory). */
+  memoryBudgetBytes?: number;
+  /** Detokenizer of the worker's sampler, for stop strings. */
+  tokenizer?: ServiceTokenizer;
+  /** Decode steps per GPU submission inside one generate() call. */
+  chunk?: number;
+  /** Default sampling requests per inference quantum (one generate() batch). Default 4. */
+  requestsPerQuantum?: number;
+  /** Training steps skipped in a row (non-finite loss or gradients) that pause a job with an error. Default 5. */
+  maxSkippedInARow?: number;
+  /** Published adapter versions kept on the GPU at once (LRU; default 4). */
+  maxResidentAdapters?: number;
+  /** Host copies of published versions kept per name (default 2). */
+  keepAdapterVersions?: number;
+}
+
+/** How a job is scheduled and what its memory estimate assumes. */
+export interface ScheduleOptions {
+  kind?: JobKind;
+  priority?: PriorityClass;
+  weight?: number;
+  /** Micro-batch sequences (B) and tokens per sequence (T) for the memory estimate. Default 8 × maxSeqLen. */
+  batch?: number;
+  seqLen?: number;
+}
+
+export interface WorkerTrainingClientOptions extends TrainingClientOptions {
+  schedule?: ScheduleOptions;
+}
+
+
+export type WorkerServiceEvent =
+  | { type: 'device-lost' | 'worker-crashed'; message: string; lost: { models: string[]; jobs: string[]; samplers: string[] } }
+  | { type: 'recovered'; adapter: AdapterSummary }
+  /** A training step was skipped for a non-finite loss or gradient norm (parameters and moments untouched). */
+  | { type: 'step-skipped'; jobId: string; step: number; gradNorm: number; inARow: number; total: number }
+  /** A job was paused for an error (its queued calls wait until it is resumed). */
+  | { type: 'job-paused'; jobId: string; error: string };
+
+/** A job's scheduler stats with its training faults. */
+export interface JobStatus extends JobStats {
+  skippedSteps: number;
+  skippedInARow: number;
+}
 
 /** A call of a model, job or sampler that died with its device (or worker). */
 export class LostWithDeviceError extends WebtinkerError {
@@ -48,6 +104,13 @@ export interface SamplerScheduleOptions {
 }
 
 export type Api = Comlink.Remote<GpuWorkerApi>;
+
+/** Rough peak bytes of a sampler: its snapshot, the KV cache of one batch, prefill activations, logits. */
+export function estimateSamplingMemory(cfg: ModelConfig, batch: number, snapshotParams: number): number {
+  const kv = 2 * cfg.nLayer * cfg.nKvHead * cfg.headDim;
+  const width = Math.max(cfg.dModel, cfg.nHead * cfg.headDim, cfg.dFF);
+  return 4 * (snapshotParams + batch * cfg.maxSeqLen * (kv + 4 * width) + 2 * batch * cfg.vocabSize);
+}
 
 /** What a model, job or sampler of this service knows about itself (its scheduler job, its device epoch). */
 export interface Owned {
@@ -150,11 +213,40 @@ export class WorkerSamplingClient implements SamplingClient {
       for (let i = 0; i < requests.length; i += requestsPerQuantum) {
         const part = requests.slice(i, i + requestsPerQuantum);
         parts.push(chunkQuanta
-          ? service.sampleInChunks(owned, this.id, [...part])
+          ? this.#inChunks([...part])
           : service.quantum(owned, this.id, 'sample', (api) => api.sample(this.id, [...part])));
       }
       return (await Promise.all(parts)).flat();
     };
+  }
+
+  /**
+   * One generate() batch whose decode chunks are quanta of this sampler's job: the worker asks for
+   * each chunk's turn through the gate and ends it when the chunk is done; a worker that dies
+   * mid-chunk has its turn ended here, so the scheduler never waits on it.
+   */
+  #inChunks(requests: SampleRequest[]): Promise<SampleResult[]> {
+    const { service, owned } = this;
+    const open = new Set<() => void>();
+    const gate: ChunkGate = async () => {
+      if (!service.isLive(owned)) throw service.lost(this.id);
+      let end!: () => void;
+      await new Promise<void>((granted, refused) => {
+        service.scheduler.quantum(owned.schedId, () => new Promise<void>((done) => {
+          end = () => {
+            open.delete(end);
+            done();
+          };
+          open.add(end);
+          granted();
+        }), 'decode chunk').catch(refused);
+      });
+      return Comlink.proxy(end);
+    };
+    return service.track(owned, this.id, () =>
+      service.gpu.call((api) => api.sample(this.id, requests, Comlink.proxy(gate))).finally(() => {
+        for (const end of [...open]) end();
+      }));
   }
 
   close(): Promise<void> {

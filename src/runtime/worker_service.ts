@@ -11,14 +11,14 @@
  *     forwardBackward, optimStep, computeLogprobs, weights, saveState, loadState and snapshot is
  *     one quantum of it.
  *   - each SamplingClient is a job of kind 'inference', class 'interactive' unless configured;
- *     a sample() call is split into quanta of `requestsPerQuantum` requests, each one generate()
- *     batch in the worker (prefill + every decode chunk up to its last token). That is the
- *     preemption granularity: interactive requests get in between generate() calls, not between
- *     decode chunks of one generation. generate() now takes a per-chunk `quantum` hook (engineSampleFn
- *     forwards it), but LocalService builds its samplers without one; wiring it through needs that
- *     option in LocalService plus a begin/end gate from the worker back to this scheduler, with the
- *     worker's serial lane taken per chunk rather than per call. A request's tokens do not
- *     depend on which requests share its batch (engineSampleFn), so the split does not change results.
+ *     a sample() call is split into generate() batches of `requestsPerQuantum` requests, and each
+ *     decode chunk of a batch (the first with the prefill) is one quantum: the worker asks for every
+ *     chunk's turn through a gate and takes its call lane per chunk (WorkerSamplingClient), so an
+ *     interactive request gets in between the chunks of a long rollout. (`chunkQuanta: false` makes
+ *     a whole batch one quantum.) A request's tokens do not depend on which requests share its batch
+ *     or on when its chunks run (engineSampleFn), so neither split changes results.
+ *   - an inference client (createInferenceClient) is such a sampler over a base, its requests
+ *     naming published adapter versions (adapter_registry.ts).
  *   - each resident base model is a job `model:<id>` of kind 'inference', class 'normal', holding
  *     the base's bytes (every parameter at f32: an upper bound for f16 storage) for as long as it
  *     is loaded; its upload and host copies are its quanta. N LoRA jobs on it then reserve
@@ -38,82 +38,27 @@
  * `maxSkippedInARow`-th in a row pauses the job with an error in its stats ('job-paused') and
  * rejects with NonFiniteStepsError; resume() gives it a fresh run of chances.
  */
-import * as Comlink from 'comlink';
-import type { SampleRequest, SampleResult } from '../env/types.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { estimateTrainingMemory } from '../model/memory.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
 import type { RegistryStats } from './adapter_registry.ts';
-import type { CreateModelOptions, HostParams, OptimStepResult, ServiceClient, TrainingClientOptions } from './clients.ts';
+import type { CreateModelOptions, HostParams, OptimStepResult, ServiceClient } from './clients.ts';
 import { JobStateError, NonFiniteStepsError } from './errors.ts';
-import { GpuClient, type GpuClientEvent, type GpuClientOptions } from './gpu_client.ts';
-import type { SamplerInfo, ServiceMemory, ServiceTokenizer } from './protocol.ts';
-import { type JobKind, type JobStats, type PriorityClass, Scheduler } from './scheduler.ts';
-import { type Api, LostWithDeviceError, type Owned, type SamplerScheduleOptions, WorkerSamplingClient, WorkerTrainingClient } from './worker_clients.ts';
+import { GpuClient, type GpuClientEvent } from './gpu_client.ts';
+import type { SamplerInfo, ServiceMemory } from './protocol.ts';
+import { type PriorityClass, Scheduler } from './scheduler.ts';
+import {
+  type Api, estimateSamplingMemory, type JobStatus, LostWithDeviceError, type Owned, type SamplerScheduleOptions, WorkerSamplingClient,
+  type WorkerServiceEvent, type WorkerServiceOptions, WorkerTrainingClient, type WorkerTrainingClientOptions,
+} from './worker_clients.ts';
 
-export { LostWithDeviceError, WorkerSamplingClient, WorkerTrainingClient };
-export type { Owned, SamplerScheduleOptions };
+export { estimateSamplingMemory, LostWithDeviceError, WorkerSamplingClient, WorkerTrainingClient };
+export type { JobStatus, Owned, SamplerScheduleOptions, ScheduleOptions, WorkerServiceEvent, WorkerServiceOptions, WorkerTrainingClientOptions } from './worker_clients.ts';
 
-export interface WorkerServiceOptions {
-  /** A started GPU client whose worker is gpu_worker.ts; default: a new one from `gpu` (closed with the service). */
-  client?: GpuClient;
-  gpu?: GpuClientOptions;
-  /** The scheduler the quanta run on; default: a new one with `memoryBudgetBytes`. */
-  scheduler?: Scheduler;
-  /** GPU bytes all jobs may reserve together (default 1 GiB; WebGPU does not report device memory). */
-  memoryBudgetBytes?: number;
-  /** Detokenizer of the worker's sampler, for stop strings. */
-  tokenizer?: ServiceTokenizer;
-  /** Decode steps per GPU submission inside one generate() call. */
-  chunk?: number;
-  /** Default sampling requests per inference quantum (one generate() batch). Default 4. */
-  requestsPerQuantum?: number;
-  /** Training steps skipped in a row (non-finite loss or gradients) that pause a job with an error. Default 5. */
-  maxSkippedInARow?: number;
-  /** Published adapter versions kept on the GPU at once (LRU; default 4). */
-  maxResidentAdapters?: number;
-  /** Host copies of published versions kept per name (default 2). */
-  keepAdapterVersions?: number;
-}
-
-/** How a job is scheduled and what its memory estimate assumes. */
-export interface ScheduleOptions {
-  kind?: JobKind;
-  priority?: PriorityClass;
-  weight?: number;
-  /** Micro-batch sequences (B) and tokens per sequence (T) for the memory estimate. Default 8 × maxSeqLen. */
-  batch?: number;
-  seqLen?: number;
-}
-
-export interface WorkerTrainingClientOptions extends TrainingClientOptions {
-  schedule?: ScheduleOptions;
-}
-
-
-export type WorkerServiceEvent =
-  | { type: 'device-lost' | 'worker-crashed'; message: string; lost: { models: string[]; jobs: string[]; samplers: string[] } }
-  | { type: 'recovered'; adapter: AdapterSummary }
-  /** A training step was skipped for a non-finite loss or gradient norm (parameters and moments untouched). */
-  | { type: 'step-skipped'; jobId: string; step: number; gradNorm: number; inARow: number; total: number }
-  /** A job was paused for an error (its queued calls wait until it is resumed). */
-  | { type: 'job-paused'; jobId: string; error: string };
-
-/** A job's scheduler stats with its training faults. */
-export interface JobStatus extends JobStats {
-  skippedSteps: number;
-  skippedInARow: number;
-}
 
 let nextId = 0;
 
-/** Rough peak bytes of a sampler: its snapshot, the KV cache of one batch, prefill activations, logits. */
-export function estimateSamplingMemory(cfg: ModelConfig, batch: number, snapshotParams: number): number {
-  const kv = 2 * cfg.nLayer * cfg.nKvHead * cfg.headDim;
-  const width = Math.max(cfg.dModel, cfg.nHead * cfg.headDim, cfg.dFF);
-  return 4 * (snapshotParams + batch * cfg.maxSeqLen * (kv + 4 * width) + 2 * batch * cfg.vocabSize);
-}
 
 export class WorkerService implements ServiceClient {
   readonly gpu: GpuClient;
@@ -211,44 +156,6 @@ export class WorkerService implements ServiceClient {
     }
   }
 
-  /**
-   * Sample with each decode chunk one quantum of `o`'s job: the worker asks for every chunk's turn
-   * through a gate (protocol.ts ChunkGate) and ends it when the chunk is done; a worker that dies
-   * mid-chunk has its turn ended here, so the scheduler never waits on it.
-   */
-  sampleInChunks(o: Owned, samplerId: string, requests: SampleRequest[]): Promise<SampleResult[]> {
-    const lost = (cause?: unknown) => new LostWithDeviceError(samplerId, this.#lostWhy, cause === undefined ? undefined : { cause });
-    if (o.epoch !== this.#epoch) return Promise.reject(lost());
-    if (o.closed && this.scheduler.stats(o.schedId).state === 'finished') return Promise.reject(new JobStateError(`"${samplerId}" was closed`));
-    const open = new Set<() => void>();
-    const gate = async () => {
-      if (o.epoch !== this.#epoch) throw lost();
-      let end!: () => void;
-      await new Promise<void>((granted, refused) => {
-        this.scheduler.quantum(o.schedId, () => new Promise<void>((done) => {
-          end = () => {
-            open.delete(end);
-            done();
-          };
-          open.add(end);
-          granted();
-        }), 'decode chunk').catch(refused);
-      });
-      return Comlink.proxy(end);
-    };
-    const p = this.gpu.call((api) => api.sample(samplerId, requests, Comlink.proxy(gate)))
-      .finally(() => {
-        for (const end of [...open]) end();
-      })
-      .catch(async (e) => {
-        if (o.epoch === this.#epoch && (e as Error | null)?.name === 'DeviceLostError') await this.#lossReported(o.epoch);
-        throw o.epoch !== this.#epoch && !(e instanceof LostWithDeviceError) ? lost(e) : e;
-      });
-    const before = o.tail;
-    o.tail = p.then(() => before, () => before);
-    return p;
-  }
-
   /** Resolves once a loss after `epoch` has been handled (or after `ms`, if none comes). */
   #lossReported(epoch: number, ms = 5000): Promise<void> {
     if (this.#epoch !== epoch) return Promise.resolve();
@@ -291,18 +198,30 @@ export class WorkerService implements ServiceClient {
 
   /** Run `f` in the worker as one quantum of `o`'s scheduler job. */
   quantum<T>(o: Owned, objectId: string, label: string, f: (api: Api) => Promise<T>): Promise<T> {
-    const lost = (cause?: unknown) => new LostWithDeviceError(objectId, this.#lostWhy, cause === undefined ? undefined : { cause });
-    if (o.epoch !== this.#epoch) return Promise.reject(lost());
+    return this.track(o, objectId, () => this.scheduler.quantum(o.schedId, () => {
+      if (!this.isLive(o)) throw this.lost(objectId);
+      return this.gpu.call(f);
+    }, label));
+  }
+
+  /** A LostWithDeviceError for an object of an earlier device (or worker). */
+  lost(objectId: string, cause?: unknown): LostWithDeviceError {
+    return new LostWithDeviceError(objectId, this.#lostWhy, cause === undefined ? undefined : { cause });
+  }
+
+  /**
+   * Internal to the clients: start `start()` (a call of `o`'s) unless `o` is gone; a failure after
+   * a loss becomes LostWithDeviceError; `o.tail` follows it.
+   */
+  track<T>(o: Owned, objectId: string, start: () => Promise<T>): Promise<T> {
+    if (o.epoch !== this.#epoch) return Promise.reject(this.lost(objectId));
     if (o.closed && this.scheduler.stats(o.schedId).state === 'finished') {
       return Promise.reject(new JobStateError(`"${objectId}" was closed`));
     }
-    const p = this.scheduler.quantum(o.schedId, () => {
-      if (o.epoch !== this.#epoch) throw lost();
-      return this.gpu.call(f);
-    }, label).catch(async (e) => {
+    const p = start().catch(async (e) => {
       // The worker names a call the device died under; its loss event may still be on its way.
       if (o.epoch === this.#epoch && (e as Error | null)?.name === 'DeviceLostError') await this.#lossReported(o.epoch);
-      throw o.epoch !== this.#epoch && !(e instanceof LostWithDeviceError) ? lost(e) : e;
+      throw o.epoch !== this.#epoch && !(e instanceof LostWithDeviceError) ? this.lost(objectId, e) : e;
     });
     const before = o.tail;
     o.tail = p.then(() => before, () => before);
