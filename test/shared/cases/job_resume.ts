@@ -1,10 +1,10 @@
 /**
- * Kill and resume (Deno suite; the job is too slow for SwiftShader): a tiny job — tiny-gpt2, a
- * 2-step SFT warm start, 3 LoRA GRPO steps of 2 × 3 episodes on the graded-reward test environment
- * (so every RL step trains) — run straight,
- * and run in three segments through a checkpoint store on the host's default backend (files under
- * Deno): killed in the middle of the warm start, resumed up to RL step 2 (`--steps 2`), resumed
- * again up to step 3. The summaries must be identical but for the time measurements, the trained
+ * Kill and resume, in both GPU suites: a tiny job — tiny-gpt2, a 2-step SFT warm start, 3 LoRA
+ * GRPO steps of 2 × 3 episodes on the graded-reward test environment (so every RL step trains) —
+ * run straight, and run in three segments through a checkpoint store that each suite opens anew
+ * for every segment, as a new process or page would (files under Deno, IndexedDB in Chromium):
+ * killed in the middle of the warm start, resumed up to RL step 2 (`--steps 2`), resumed again up
+ * to step 3. The summaries must be identical but for the time measurements, the trained
  * tensors bitwise, and every step's metrics equal to the straight run's.
  */
 import { assert } from 'chai';
@@ -15,7 +15,7 @@ import { JobCheckpointer, type StoredJobState } from '../../../src/runtime/job_c
 import { LocalService } from '../../../src/runtime/local_service.ts';
 import { type JobOptions, type JobResult, runTraining, type StepMetrics, summaryOf } from '../../../src/runtime/rl_job.ts';
 import { CheckpointStore } from '../../../src/runtime/store/checkpoint_store.ts';
-import { defaultKv } from '../../../src/runtime/store/mod.ts';
+import type { KvStore } from '../../../src/runtime/store/kv.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import type { GpuCase } from '../register.ts';
 import { vowelsJobEnv } from '../vowels_env.ts';
@@ -55,7 +55,8 @@ async function run(ctx: GpuContext, o: JobOptions): Promise<JobResult> {
   }
 }
 
-export const jobResumeCases: GpuCase[] = [
+/** `place()` makes a fresh storage place and returns how to open (connect to) it. */
+export const jobResumeCases = (place: () => Promise<() => KvStore>): GpuCase[] => [
   {
     name: 'job runner: killed mid warm start, resumed to step 2, resumed to step 3 — the same summary, tensors and step metrics as a straight run',
     async fn(ctx) {
@@ -65,11 +66,10 @@ export const jobResumeCases: GpuCase[] = [
       for (const m of straightSteps.filter((m) => m.phase === 'rl')) assert.deepInclude(m, { skipped: false }, JSON.stringify(m));
       assert.isAbove(new Set(straight.rewardCurve).size, 1);
 
-      const dir = `${await tempDir()}/checkpoints`;
-      const kv = await defaultKv(dir);
+      const open = await place();
       const seen: StepMetrics[] = [];
       // Segment 1: killed during SFT step 1 (its checkpoint after step 0 is on disk).
-      const c1 = new JobCheckpointer(new CheckpointStore<StoredJobState>(kv, { keepLast: 2 }));
+      const c1 = new JobCheckpointer(new CheckpointStore<StoredJobState>(open(), { keepLast: 2 }));
       let err: unknown;
       try {
         await run(ctx, {
@@ -85,14 +85,14 @@ export const jobResumeCases: GpuCase[] = [
       assert.instanceOf(err, Killed);
 
       // Segment 2: a new checkpointer on the same files (as a new process would make), to RL step 2.
-      const c2 = new JobCheckpointer(new CheckpointStore<StoredJobState>(await defaultKv(dir), { keepLast: 2 }));
+      const c2 = new JobCheckpointer(new CheckpointStore<StoredJobState>(open(), { keepLast: 2 }));
       const at1 = await c2.latest();
       assert.deepInclude(at1, { phase: 'sft', step: 1, base: null });
       const mid = await run(ctx, { ...options(2, (m) => seen.push(m)), checkpoint: c2.checkpointing(1, at1) });
       assert.deepEqual(mid.rewardCurve, straight.rewardCurve.slice(0, 2));
 
       // Segment 3: on to step 3.
-      const c3 = new JobCheckpointer(new CheckpointStore<StoredJobState>(await defaultKv(dir), { keepLast: 2 }));
+      const c3 = new JobCheckpointer(new CheckpointStore<StoredJobState>(open(), { keepLast: 2 }));
       const at2 = await c3.latest();
       assert.deepInclude(at2, { phase: 'rl', step: 2 });
       assert.isNotNull(at2!.base);
@@ -115,9 +115,3 @@ export const jobResumeCases: GpuCase[] = [
   },
 ];
 
-async function tempDir(): Promise<string> {
-  const { mkdtemp } = await import('node:fs/promises');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  return await mkdtemp(join(tmpdir(), 'webtinker-resume-'));
-}
