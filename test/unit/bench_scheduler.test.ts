@@ -8,7 +8,7 @@ const raw = {
   windowMs: 1000,
   busyMs: 950,
   deviceMs: { a: 600, b: 320 },
-  trainingQuantaMs: [100, 120, 80],
+  trainingQuantaMs: [100, 120, 80, 100],
   weights: { a: 2, b: 1 },
   base: 1000,
   jobStates: [100, 100, 100, 100],
@@ -39,7 +39,7 @@ describe('scheduler benchmark figures', () => {
     const { figures, targets, shareA } = schedulerFigures(raw);
     const md = schedulerMarkdown({
       scheduler: figures, targets,
-      details: { model: 'gpt2-1m', lora: { rank: 8, alpha: 16, targets: ['q'] }, micro_batch: { rows: 8, seq_len: 64 }, interactive_requests: 5, window_s: 1, training_steps: { a: 4, b: 2 }, share_a: shareA, quantum_ms_max: 120, latencies_ms: { alone: raw.alone, under_load: raw.underLoad } },
+      details: { model: 'gpt2-1m', lora: { rank: 8, alpha: 16, targets: ['q'] }, micro_batch: { rows: 8, seq_len: 64 }, interactive_requests: 5, window_s: 1, training_steps: { a: 4, b: 2 }, share_a: shareA, quantum_ms_mean: 100, quantum_ms_max: 120, latencies_ms: { alone: raw.alone, under_load: raw.underLoad } },
     }, '_Measured now._', false);
     expect(md.startsWith('## Scheduler')).toBe(true);
     for (const k of Object.keys(figures)) expect(md).toContain(k.split('_')[0]);
