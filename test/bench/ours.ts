@@ -2,9 +2,12 @@
  * "Ours": each benchmark through the host wrappers in src/ops/, on our own device.
  *
  * An adapter uploads the inputs and allocates the outputs once (prepare), then records one
- * iteration per Recorder. Timing covers recording, `submit()` and
- * `device.queue.onSubmittedWorkDone()`: the wall clock until the GPU has finished. GPU time comes
- * from a Recorder with timestamp queries (`timing: true`) where the adapter offers them.
+ * iteration per Recorder. Timing covers recording and `submit()`, which resolves only once the GPU
+ * has finished the submission (it awaits `queue.onSubmittedWorkDone()`, or the mapping of its
+ * reads or timestamps): the wall clock until the GPU has finished, with one completion wait as
+ * the peers have (a second `onSubmittedWorkDone()` would add a whole device-poll tick, ~11 ms
+ * under Deno here, and no GPU work). GPU time comes from a Recorder with timestamp queries
+ * (`timing: true`) where the adapter offers them.
  * Peak bytes: `ctx.pool.resetPeaks()` before one iteration and `peakLiveBytes` after — the largest
  * total of live storage tensors (inputs, outputs and any scratch the op allocates), counted in the
  * pool's size classes (up to 1.5× the tensor bytes), not the pool's cached free buffers.
@@ -57,12 +60,10 @@ export class Ours implements Impl {
     const oc = adapter(ctx, c, inputs);
     const names = OUTPUT_NAMES[c.name];
     const label = `bench ${c.name}`;
-    const iterate = async (timing = false) => {
+    const iterate = (timing = false) => {
       const rec = new Recorder(ctx, { label, timing });
       oc.record(rec);
-      const r = await rec.submit();
-      await ctx.device.queue.onSubmittedWorkDone();
-      return r;
+      return rec.submit(); // resolves once the GPU is done (see the file comment)
     };
     return Promise.resolve({
       async run() {
