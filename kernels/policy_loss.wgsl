@@ -11,6 +11,8 @@
 //   main          one row per group: pass 1 online max / sum-exp / entropy over V, pass 2 writes
 //                                    dlogits; also logprobs, entropy and loss per token
 //   main_inplace  the same, writing the gradient over the logits
+//   main_rows     one row per invocation, the same two passes over vec4s (V % 4 == 0): for
+//   main_rows_inplace                the software adapters (see below)
 //   stats         one workgroup:     total loss, clip fraction, approx KL, mean entropy, by a
 //                                    fixed-order tree (no atomics, so bitwise reproducible)
 //
@@ -32,7 +34,7 @@
 // outside [0, V) gives NaN log-prob, and NaN loss and gradient row unless the token is masked.
 // Masked tokens (w = 0) get loss 0 and an exactly zero gradient row whatever their inputs.
 
-override WG: u32 = 64;    // threads per row in main / main_inplace (power of two)
+override WG: u32 = 64;    // threads per row in main / main_inplace (power of two); rows per workgroup in main_rows*
 override RWG: u32 = 256;  // threads of the single workgroup of prepare / stats (power of two)
 
 const MODE_CE: u32 = 0u;
@@ -50,7 +52,7 @@ struct Params {
   s: u32,          // sequences (sequence-mean), else 1
   mode: u32,       // MODE_*
   agg: u32,        // AGG_*
-  rows_x: u32,     // workgroups along x of main (rows are split over y past the x limit)
+  rows_x: u32,     // rows along x of the grid of main (workgroups) / main_rows (invocations)
   eps_low: f32,
   eps_high: f32,
   dual_clip: f32,  // c > 1 enables dual-clip; 0 disables
@@ -72,7 +74,10 @@ struct Params {
 @group(0) @binding(10) var<storage, read> old_lp: array<f32>;         // [N]
 @group(0) @binding(11) var<storage, read> adv: array<f32>;            // [N]
 @group(0) @binding(12) var<storage, read> ref_lp: array<f32>;         // [N]
-@group(0) @binding(13) var<uniform> p: Params;
+// main_rows*: the logits' and dlogits' buffers as [N, V/4] vec4s (bound instead of 0 and 3).
+@group(0) @binding(13) var<storage, read_write> logits4: array<vec4f>;
+@group(0) @binding(14) var<storage, read_write> dlogits4: array<vec4f>;
+@group(0) @binding(15) var<uniform> p: Params;
 
 // ---------------------------------------------------------------------------------------------
 // The per-token loss of the mode and its derivative g = dℓ/dlp (without the entropy bonus).
@@ -201,8 +206,26 @@ fn merge(m1: f32, s1: f32, t1: f32, m2: f32, s2: f32, t2: f32) -> vec3f {
   return vec3f(m, s1 * c1 + s2 * c2, c1 * (t1 + (m1 - m) * s1) + c2 * (t2 + (m2 - m) * s2));
 }
 
+// (m, s, t) of a set extended by four more logits z: one max test (and rarely a rescale, after
+// the first few steps) per four, then one exp per logit.
+fn online4(mst: vec3f, z: vec4f) -> vec3f {
+  var m = mst.x;
+  var s = mst.y;
+  var t = mst.z;
+  let cm = max(max(z.x, z.y), max(z.z, z.w));
+  if (cm > m) {
+    let c = exp(m - cm);
+    t = c * (t + (m - cm) * s);
+    s *= c;
+    m = cm;
+  }
+  let d = z - m;
+  let e = exp(d);
+  return vec3f(m, s + ((e.x + e.y) + (e.z + e.w)), t + dot(e, d));
+}
+
 struct Row {
-  base: u32,
+  base: u32,   // the row's first element: an f32 index (main), a vec4 index (main_rows)
   lse: f32,    // log Σ e^z
   h: f32,      // entropy
   t: u32,      // target
@@ -226,18 +249,10 @@ fn row_forward(row: u32, tid: u32) -> Row {
   // seldom diverge; then one exp per element.
   var j = tid + WG;
   for (; j + 3u * WG < v; j += 4u * WG) {
-    let z = vec4f(logits[base + j], logits[base + j + WG], logits[base + j + 2u * WG], logits[base + j + 3u * WG]);
-    let cm = max(max(z.x, z.y), max(z.z, z.w));
-    if (cm > m) {
-      let c = exp(m - cm);
-      t = c * (t + (m - cm) * s);
-      s *= c;
-      m = cm;
-    }
-    let d = z - m;
-    let e = exp(d);
-    s += (e.x + e.y) + (e.z + e.w);
-    t += dot(e, d);
+    let mst = online4(vec3f(m, s, t), vec4f(logits[base + j], logits[base + j + WG], logits[base + j + 2u * WG], logits[base + j + 3u * WG]));
+    m = mst.x;
+    s = mst.y;
+    t = mst.z;
   }
   for (; j < v; j += WG) {
     let z = logits[base + j];
@@ -254,9 +269,7 @@ fn row_forward(row: u32, tid: u32) -> Row {
     }
   }
   let ti = targets[row];
-  let valid = ti >= 0 && u32(ti) < v;
-  let tu = select(0u, u32(ti), valid);
-  let zt = logits[base + tu];
+  let zt = logits[base + select(0u, u32(ti), ti >= 0 && u32(ti) < v)];
   red_m[tid] = m;
   red_s[tid] = s;
   red_t[tid] = t;
@@ -270,33 +283,45 @@ fn row_forward(row: u32, tid: u32) -> Row {
     }
   }
   workgroupBarrier();
-  let ls = log(red_s[0]);
-  let lse = red_m[0] + ls;
-  let h = ls - red_t[0] / red_s[0];
+  return finish_row(row, base, vec3f(red_m[0], red_s[0], red_t[0]), zt, ti, tid == 0u);
+}
+
+// The row's log-sum-exp, entropy and per-token outputs from its (max, Σ e^(z−m), Σ e^(z−m)(z−m))
+// and its target's logit zt (any value when the target ti is out of range); `write`: this
+// invocation stores logprobs, entropy and loss.
+fn finish_row(row: u32, base: u32, mst: vec3f, zt: f32, ti: i32, write: bool) -> Row {
+  let valid = ti >= 0 && u32(ti) < p.v;
+  let ls = log(mst.y);
+  let lse = mst.x + ls;
+  let h = ls - mst.z / mst.y;
   let nan = p.nan;
   let lp = select(nan, zt - lse, valid);
   let scale = scratch[4u * row];
   let terms = token_terms(lp, scratch[4u * row + 1u], scratch[4u * row + 2u], scratch[4u * row + 3u]);
   let masked = scale == 0.0;
-  if (tid == 0u) {
+  if (write) {
     logprobs[row] = lp;
     entropy[row] = h;
     loss[row] = select(terms.loss - p.ent_coef * h, 0.0, masked);
   }
   let g = select(terms.g, nan, !valid);
-  return Row(base, lse, h, tu, scale, select(g, 0.0, masked));
+  return Row(base, lse, h, select(0u, u32(ti), valid), scale, select(g, 0.0, masked));
 }
 
 // dL/dz_j for the element j of the row whose logit is z.
 fn grad_at(r: Row, j: u32, z: f32) -> f32 {
-  let lz = z - r.lse;  // log p_j
-  let pj = exp(lz);
-  let sg = r.scale * r.g;
-  var d = pj * (-sg + r.scale * p.ent_coef * (lz + r.h));
+  var d = grad_soft(r, vec4f(z)).x;
   if (j == r.t) {
-    d += sg;
+    d += r.scale * r.g;
   }
   return d;
+}
+
+// The softmax part of dL/dz for four logits z of the row (the target's δ term is added apart).
+fn grad_soft(r: Row, z: vec4f) -> vec4f {
+  let lz = z - r.lse;  // log p
+  let sg = r.scale * r.g;
+  return exp(lz) * (-sg + r.scale * p.ent_coef * (lz + r.h));
 }
 
 @compute @workgroup_size(WG)
@@ -332,6 +357,61 @@ fn main_inplace(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_ind
   }
   for (var j = tid; j < p.v; j += WG) {
     logits[r.base + j] = grad_at(r, j, logits[r.base + j]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// main_rows: one row per invocation, for the software adapters (llvmpipe, SwiftShader). There a
+// workgroup's invocations run as the SIMD lanes of one CPU thread and a barrier is a coroutine
+// switch, so each lane owns a whole row: no reduction across lanes, no barrier, and the
+// bookkeeping of a step (loop, indices, the max test) is paid once per four logits. Same two
+// passes and formulas as main, over vec4s (V % 4 == 0; the host checks). Loads and stores cost
+// per element there whatever their width, so both layouts move the same bytes; what this saves is
+// everything around them. The sums run along the row in order: deterministic, though not bitwise
+// equal to main.
+
+// Pass 1 over row `row` (four logits a step) and the per-token outputs.
+fn row_forward4(row: u32) -> Row {
+  let nv = p.v / 4u;
+  let base = row * nv;
+  var mst = vec3f(FLT_LOWEST, 0.0, 0.0);
+  for (var j = 0u; j < nv; j++) {
+    mst = online4(mst, logits4[base + j]);
+  }
+  let ti = targets[row];
+  let tu = select(0u, u32(ti), ti >= 0 && u32(ti) < p.v);
+  return finish_row(row, base, mst, logits4[base + tu / 4u][tu % 4u], ti, true);
+}
+
+// Pass 2's value for four logits z of row r: the softmax part of dL/dz, or 0 where masked (the
+// target's δ term is added after the loop; it is 0 where masked).
+fn grad4(r: Row, z: vec4f) -> vec4f {
+  return select(grad_soft(r, z), vec4f(0.0), r.scale == 0.0);
+}
+
+// main_rows and main_rows_inplace differ only in the buffer pass 2 writes (WGSL cannot pass a
+// storage buffer to a function, and binding one buffer twice for writing is not allowed).
+@compute @workgroup_size(WG)
+fn main_rows(@builtin(global_invocation_id) gid: vec3u) {
+  let row = gid.x + gid.y * p.rows_x;
+  if (row < p.n) {
+    let r = row_forward4(row);
+    for (var j = 0u; j < p.v / 4u; j++) {
+      dlogits4[r.base + j] = grad4(r, logits4[r.base + j]);
+    }
+    dlogits4[r.base + r.t / 4u][r.t % 4u] += r.scale * r.g;
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main_rows_inplace(@builtin(global_invocation_id) gid: vec3u) {
+  let row = gid.x + gid.y * p.rows_x;
+  if (row < p.n) {
+    let r = row_forward4(row);
+    for (var j = 0u; j < p.v / 4u; j++) {
+      logits4[r.base + j] = grad4(r, logits4[r.base + j]);
+    }
+    logits4[r.base + r.t / 4u][r.t % 4u] += r.scale * r.g;
   }
 }
 

@@ -11,6 +11,11 @@
  * The loss variant is a plain-data `PolicyLossSpec` (what src/algorithms produces); each variant
  * is a row of the MODES table, never a branch here.
  *
+ * The main pass has two layouts (PolicyLossTuning.layout): a workgroup per row reducing through
+ * workgroup memory (real GPUs, and any V), or an invocation per row over vec4s with no barrier
+ * (the default on software adapters when V is a multiple of 4). Both are deterministic; they may
+ * differ from each other in the last bits.
+ *
  * Sequence-mean counts tokens per sequence in one workgroup at O(S·N) (no atomics); fine for S
  * sequences of a batch, slow for S in the thousands.
  *
@@ -19,9 +24,9 @@
  * NaN loss, gradient row and total unless that token is masked (weight 0).
  */
 import { ConfigError, ShapeError } from '../errors.ts';
-import { Params, type Recorder } from '../gpu/recorder.ts';
+import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { dims, expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid } from '../gpu/checks.ts';
+import { dims, expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, expectShape, LLVMPIPE_LOOP_LIMIT } from '../gpu/checks.ts';
 
 const KERNEL = 'policy_loss';
 
@@ -142,15 +147,40 @@ function hyperparameters(spec: PolicyLossSpec): number[] {
 
 /** Tunables; the defaults are chosen per adapter. */
 export interface PolicyLossTuning {
-  /** Threads per row of the main kernel (power of two ≤ 256). */
+  /**
+   * 'groups': a workgroup per row, its threads striding the row and reducing through workgroup
+   * memory (real GPUs; any V). 'rows': an invocation per row, vec4 loads and stores, no barriers
+   * (software adapters; V a multiple of 4). Default: 'rows' on software adapters when V % 4 = 0.
+   */
+  layout?: 'groups' | 'rows';
+  /** 'groups': threads per row (power of two ≤ 256); 'rows': rows per workgroup. */
   rowThreads?: number;
 }
 
-/** Threads per row of the main kernel: few lanes on the software adapters, many on GPUs. */
-function rowThreads(rec: Recorder, tuning: PolicyLossTuning): number {
-  const wg = tuning.rowThreads ?? (rec.ctx.isSoftware ? 8 : 256);
+interface Launch {
+  layout: 'groups' | 'rows';
+  wg: number;
+}
+
+/** Loop iterations of one main_rows invocation: V/4 in each of its two passes. */
+const rowsIterations = (v: number) => v / 2;
+
+/** How the main pass is laid out for this adapter and vocabulary. */
+function launch(rec: Recorder, v: number, tuning: PolicyLossTuning): Launch {
+  const soft = rec.ctx.isSoftware;
+  // 'rows' by default on software adapters, where V allows it and the row's loops stay within
+  // llvmpipe's per-invocation loop limit (V up to ~129k; larger vocabularies take 'groups').
+  const rowsFit = v % 4 === 0 && rowsIterations(v) <= LLVMPIPE_LOOP_LIMIT - 1000;
+  const layout = tuning.layout ?? (soft && rowsFit ? 'rows' : 'groups');
+  if (layout !== 'groups' && layout !== 'rows') throw new ConfigError('tuning.layout', `must be 'groups' or 'rows', got ${String(layout)}`);
+  if (layout === 'rows') {
+    if (v % 4 !== 0) throw new ConfigError('tuning.layout', `'rows' needs V a multiple of 4, got V=${v}`);
+    expectLoopBudget(KERNEL, rec.ctx, rowsIterations(v), `layout 'rows' at V=${v}`);
+  }
+  // 'rows': rows per workgroup, one llvmpipe SIMD row of 8 lanes; 'groups': threads per row.
+  const wg = tuning.rowThreads ?? (layout === 'rows' || soft ? 8 : 256);
   if (!Number.isInteger(Math.log2(wg)) || wg > 256) throw new ConfigError('tuning.rowThreads', `must be a power of two ≤ 256, got ${wg}`);
-  return wg;
+  return { layout, wg };
 }
 
 /**
@@ -162,12 +192,12 @@ export function policyLoss(
 ): void {
   const mode = modeOf(spec);
   const [epsLow, epsHigh, dualClip, klBeta, entCoef] = hyperparameters(spec);
-  const wg = rowThreads(rec, tuning);
   const { logits, targets, weights } = inputs;
   expectDtype(KERNEL, 'logits', logits, 'f32');
   if (logits.shape.length !== 2) throw new ShapeError(KERNEL, `logits must be [N, V], got ${logits}`);
   const [n, v] = logits.shape;
   if (v < 1) throw new ShapeError(KERNEL, `logits ${dims(logits)} has an empty vocabulary`);
+  const { layout, wg } = launch(rec, v, tuning);
   expectDtype(KERNEL, 'targets', targets, 'i32');
   expectShape(KERNEL, 'targets', targets, [n]);
   expectDtype(KERNEL, 'weights', weights, 'f32');
@@ -213,23 +243,28 @@ export function policyLoss(
   const old = inputs.oldLogprobs && mode.needs.includes('oldLogprobs') ? inputs.oldLogprobs : weights;
   const adv = inputs.advantages && mode.needs.includes('advantages') ? inputs.advantages : weights;
   const ref = inputs.refLogprobs && mode.needs.includes('refLogprobs') ? inputs.refLogprobs : weights;
-  const { workgroups, nx } = rowGrid(rec.ctx, n);
-  const params = () => new Params(16).u32(n).u32(v).u32(s).u32(mode.id).u32(AGGREGATIONS[spec.aggregation]).u32(nx)
+  const rows = layout === 'rows';
+  const { workgroups, rowThreads } = grid1d(rec.ctx, n, rows ? wg : 1);
+  const params = () => new Params(16).u32(n).u32(v).u32(s).u32(mode.id).u32(AGGREGATIONS[spec.aggregation]).u32(rowThreads)
     .f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN);
   const single = { RWG: 256 }; // prepare and stats: one workgroup over all tokens
   // Binding table of the kernel: 0 logits, 1 targets, 2 scratch, 3 dlogits, 4 logprobs, 5 entropy,
-  // 6 loss, 7 stats, 8 weights, 9 seq_ids, 10 old, 11 adv, 12 ref (params at 13).
+  // 6 loss, 7 stats, 8 weights, 9 seq_ids, 10 old, 11 adv, 12 ref, and for main_rows* 13 logits and
+  // 14 dlogits as vec4s in place of 0 and 3; params at 15, after every storage slot.
   const none = null;
   rec.dispatch({
     kernel: KERNEL, entryPoint: 'prepare', constants: single, params: params(), workgroups: [1],
-    bindings: [none, none, out.scratch, none, none, none, none, none, weights, seqIds, old, adv, ref],
+    bindings: [none, none, out.scratch, none, none, none, none, none, weights, seqIds, old, adv, ref, none, none],
   });
+  const perToken = [out.logprobs, out.entropy, out.loss, none, none, none, none, none, none];
   rec.dispatch({
-    kernel: KERNEL, entryPoint: inPlace ? 'main_inplace' : 'main', constants: { WG: wg }, params: params(), workgroups,
-    bindings: [logits, targets, out.scratch, inPlace ? none : out.dlogits, out.logprobs, out.entropy, out.loss, none, none, none, none, none, none],
+    kernel: KERNEL, entryPoint: `${rows ? 'main_rows' : 'main'}${inPlace ? '_inplace' : ''}`, constants: { WG: wg }, params: params(), workgroups,
+    bindings: rows
+      ? [none, targets, out.scratch, none, ...perToken, logits, inPlace ? none : out.dlogits]
+      : [logits, targets, out.scratch, inPlace ? none : out.dlogits, ...perToken, none, none],
   });
   rec.dispatch({
     kernel: KERNEL, entryPoint: 'stats', constants: single, params: params(), workgroups: [1],
-    bindings: [none, none, out.scratch, none, out.logprobs, out.entropy, out.loss, out.stats, none, none, none, none, none],
+    bindings: [none, none, out.scratch, none, out.logprobs, out.entropy, out.loss, out.stats, none, none, none, none, none, none, none],
   });
 }

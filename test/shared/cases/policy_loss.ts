@@ -8,7 +8,7 @@ import { ConfigError, LimitError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { emptyTensor, Tensor, tensorFrom } from '../../../src/gpu/tensor.ts';
-import { POLICY_STATS, POLICY_STATS_SIZE, policyLoss, type PolicyLossSpec, policyLossScratchSize } from '../../../src/ops/policy_loss.ts';
+import { POLICY_STATS, POLICY_STATS_SIZE, policyLoss, type PolicyLossSpec, policyLossScratchSize, type PolicyLossTuning } from '../../../src/ops/policy_loss.ts';
 import { policyLossRef, type PolicyLossRefInputs, tokenScales } from '../../../src/ops/policy_loss.ref.ts';
 import { valueLoss, type ValueLossSpec } from '../../../src/ops/value_loss.ts';
 import { valueLossRef } from '../../../src/ops/value_loss.ref.ts';
@@ -43,7 +43,7 @@ interface GpuResult {
   stats: Float32Array;
 }
 
-async function runPolicy(ctx: GpuContext, fx: Fixture, spec: PolicyLossSpec, inPlace = false): Promise<GpuResult> {
+async function runPolicy(ctx: GpuContext, fx: Fixture, spec: PolicyLossSpec, inPlace = false, tuning: PolicyLossTuning = {}): Promise<GpuResult> {
   const o = { owner: 'policy-case' };
   const up = (a: Float32Array | Int32Array, label: string) => tensorFrom(ctx, a, [a.length], { ...o, label });
   const logits = tensorFrom(ctx, fx.logits, [fx.n, fx.v], { ...o, label: 'logits' });
@@ -57,7 +57,7 @@ async function runPolicy(ctx: GpuContext, fx: Fixture, spec: PolicyLossSpec, inP
     stats: emptyTensor(ctx, [POLICY_STATS_SIZE], 'f32', o), scratch: emptyTensor(ctx, [policyLossScratchSize(fx.n, fx.numSequences)], 'f32', o),
   };
   const rec = new Recorder(ctx, { label: `policy_loss ${spec.kind}` });
-  policyLoss(rec, out, inputs, spec);
+  policyLoss(rec, out, inputs, spec, tuning);
   const reads = [out.dlogits, out.logprobs, out.entropy, out.loss, out.stats].map((t) => rec.read(t));
   await rec.submit();
   const [dlogits, logprobs, entropy, loss, stats] = (await Promise.all(reads)) as Float32Array[];
@@ -86,9 +86,9 @@ function closeStat(got: number, want: number, what: string): void {
   assert.approximately(got, want, 1e-5 * Math.max(1, Math.abs(want)), what);
 }
 
-async function checkVariant(ctx: GpuContext, fx: Fixture, spec: PolicyLossSpec, worst: Record<string, number>): Promise<void> {
-  const what = `${spec.kind} ${spec.aggregation} ent=${spec.entropyCoef} N=${fx.n} V=${fx.v}`;
-  const got = await runPolicy(ctx, fx, spec);
+async function checkVariant(ctx: GpuContext, fx: Fixture, spec: PolicyLossSpec, worst: Record<string, number>, tuning: PolicyLossTuning = {}): Promise<void> {
+  const what = `${spec.kind} ${spec.aggregation} ent=${spec.entropyCoef} N=${fx.n} V=${fx.v} ${JSON.stringify(tuning)}`;
+  const got = await runPolicy(ctx, fx, spec, false, tuning);
   const want = policyLossRef(fx, spec);
   for (const k of ['dlogits', 'logprobs', 'entropy', 'loss'] as const) {
     const e = relL2(got[k], want[k]);
@@ -193,6 +193,43 @@ export const policyLossCases: GpuCase[] = [
     },
   },
   {
+    name: 'policy_loss: both layouts of the main pass (workgroup per row; invocation per row over vec4s) match the reference and tfjs; masked, NaN, in place, bitwise',
+    async fn(ctx) {
+      const worst: Record<string, number> = {};
+      // V a multiple of 4 (the vec4 layout's condition), odd N.
+      const shapes: [number, number][] = [[3, 4], [9, 36], [13, 260], [5, 4100]];
+      for (const layout of ['groups', 'rows'] as const) {
+        for (const [si, [n, v]] of shapes.entries()) {
+          const fx = fixture(300 + si, n, v);
+          for (const [ki, kind] of KINDS.entries()) {
+            await checkVariant(ctx, fx, specOf(kind, AGGS[(si + ki) % 3], ki % 2 ? 0.01 : 0, si % 2 === 0), worst, { layout });
+          }
+        }
+        // Masked rows are exact zeros; an unmasked out-of-range target makes its row NaN only.
+        const fx = fixture(310, 6, 12);
+        fx.weights.set([1, 0, 1, 0, 1, 1]);
+        fx.targets[3] = 12;
+        fx.targets[4] = -1;
+        const spec = specOf('grpo', 'token_mean', 0.01, false);
+        const got = await runPolicy(ctx, fx, spec, false, { layout });
+        for (const i of [1, 3]) assert.isTrue(got.dlogits.subarray(i * 12, (i + 1) * 12).every((x) => x === 0), `${layout}: row ${i} is zero`);
+        assert.isTrue(got.dlogits.subarray(4 * 12, 5 * 12).every(Number.isNaN), `${layout}: row 4 is NaN`);
+        assert.isTrue(got.dlogits.subarray(5 * 12).every(Number.isFinite), `${layout}: row 5 is finite`);
+        // In place equals out of place, bitwise, and a rerun is bitwise identical.
+        const fx2 = fixture(311, 37, 612);
+        const spec2 = specOf('ppo', 'sequence_mean', 0.01, true);
+        const a = await runPolicy(ctx, fx2, spec2, false, { layout });
+        const b = await runPolicy(ctx, fx2, spec2, false, { layout });
+        const c = await runPolicy(ctx, fx2, spec2, true, { layout });
+        for (const k of ['dlogits', 'logprobs', 'entropy', 'loss', 'stats'] as const) {
+          assert.strictEqual(firstBitDiff(a[k], b[k]), -1, `${layout} ${k}: run 1 vs run 2`);
+          assert.strictEqual(firstBitDiff(a[k], c[k]), -1, `${layout} ${k}: out of place vs in place`);
+        }
+      }
+      console.log(`policy_loss layouts worst errors: ${Object.entries(worst).map(([k, e]) => `${k} ${e.toExponential(1)}`).join(', ')}`);
+    },
+  },
+  {
     name: 'policy_loss: bad input is refused with typed errors naming the kernel and shapes, before recording',
     async fn(ctx) {
       const o = { owner: 'policy-case' };
@@ -214,6 +251,14 @@ export const policyLossCases: GpuCase[] = [
       assert.throws(() => policyLoss(rec, { ...out, scratch: vec('small', 3) }, { logits, targets, weights }, ce), ShapeError, /scratch .* needs at least 29/);
       assert.throws(() => policyLoss(rec, { ...out, loss: out.entropy }, { logits, targets, weights }, ce), ShapeError, /must not alias/);
       assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, { kind: 'ppo', aggregation: 'sum', clipLow: 1.5, clipHigh: 0.2 }), ConfigError, /clipLow/);
+      assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, ce, { layout: 'rows' }), ConfigError, /tuning\.layout.*'rows' needs V a multiple of 4, got V=5/);
+      assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, ce, { layout: 'diagonal' as 'rows' }), ConfigError, /must be 'groups' or 'rows', got diagonal/);
+      if (ctx.kind === 'llvmpipe') {
+        // An invocation per row would loop past llvmpipe's per-invocation limit (a shape-only view).
+        const wide = new Tensor(ctx, logits.buffer, [n, 140000], 'f32', 'case', 'wide');
+        assert.throws(() => policyLoss(rec, { ...out, dlogits: wide }, { logits: wide, targets, weights }, ce, { layout: 'rows' }), LimitError,
+          /policy_loss: layout 'rows' at V=140000 needs about 70000 loop iterations per GPU thread, over llvmpipe's limit/);
+      }
       // A logits tensor over the binding limit (a shape-only view: no memory is allocated).
       const huge = new Tensor(ctx, logits.buffer, [n, ctx.limit('maxStorageBufferBindingSize') / 4], 'f32', 'case', 'huge');
       assert.throws(() => policyLoss(rec, { ...out, dlogits: huge }, { logits: huge, targets, weights }, ce), LimitError, /policy_loss: logits \(Tensor\(huge: f32\[7, \d+\]\)\) is \d+ bytes, over/);
