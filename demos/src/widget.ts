@@ -6,7 +6,7 @@
  *   <webtinker-demo env="calculator" steps="20"></webtinker-demo>
  *
  * Attributes: env (calculator | guess-number | nim), steps (RL steps), warmstart (SFT warm-start
- * steps, default 4), algo (grpo | rloo | reinforce | ppo | dpo), model (tiny-gpt2 | gpt2-1m),
+ * steps, default 30), algo (grpo | rloo | reinforce | ppo | dpo), model (tiny-gpt2 | gpt2-1m),
  * seed, autostart (start without waiting for a click). Where WebGPU is missing — no navigator.gpu,
  * or no adapter — the element says so in one sentence and starts nothing. Every widget on a page
  * shares one GPU worker, whose scheduler takes turns between them.
@@ -67,7 +67,7 @@ export class WebtinkerDemo extends LitElement {
     super();
     this.env = 'calculator';
     this.steps = 10;
-    this.warmstart = 4;
+    this.warmstart = 30;
     this.algo = 'grpo';
     this.model = 'tiny-gpt2';
     this.seed = 1;

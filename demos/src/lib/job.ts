@@ -47,7 +47,7 @@ export interface DemoSettings {
 }
 
 export const DEFAULT_SETTINGS: DemoSettings = {
-  env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', steps: 6, warmstart: 6, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 4,
+  env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', steps: 10, warmstart: 50, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 8,
 };
 
 const INT_FIELDS = ['steps', 'warmstart', 'groups', 'groupSize', 'seed', 'evalEpisodes'] as const;
@@ -94,7 +94,9 @@ export function jobOptions(s: DemoSettings): JobOptions {
   return {
     env, algo: s.algo, model, lora: loraFor(model), steps: s.steps, seed: s.seed, groups: s.groups, groupSize: s.groupSize,
     lr: 5e-3,
-    warmStart: s.warmstart > 0 ? { steps: s.warmstart, demos: 128, batchSize: 8, lr: 1e-2 } : null,
+    // The tiny model needs ~50 warm-start steps at this rate before its answers start to score
+    // (calculator: SFT loss ~0.35 per action token, a few easy tasks right; llvmpipe, 2 cores).
+    warmStart: s.warmstart > 0 ? { steps: s.warmstart, demos: 256, batchSize: 16, lr: 2e-2 } : null,
     evalEpisodes: s.evalEpisodes, temperature: 1, maxNewTokens: env.maxNewTokens, rows: 8, maxGradNorm: 1,
   };
 }

@@ -27,7 +27,7 @@ interface Message {
 const app = document.getElementById('app')!;
 const store = new DemoStore();
 const chatIds = new Set<string>();
-let settings: DemoSettings = parseSettings(query(), { env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', steps: 40, warmstart: 12, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 0 });
+let settings: DemoSettings = parseSettings(query(), { env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', steps: 60, warmstart: 50, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 0 });
 let job: DemoJob | null = null;
 let runs: SavedRun[] = [];
 let source = 'live';
@@ -136,9 +136,7 @@ async function startTraining(ev: Event): Promise<void> {
 }
 
 /** Replies from the training run's current weights; null when it has no training client right now. */
-async function liveReply(text: string): Promise<Message | null> {
-  const j = job;
-  if (!j || !j.running) throw new Error('no training run is going on: start one on the right, or choose a stored adapter');
+async function liveReply(j: DemoJob, text: string): Promise<Message | null> {
   const env = jobEnv(j.settings.env);
   const cfg = j.options.model;
   const t0 = performance.now();
@@ -190,20 +188,21 @@ async function send(ev: Event): Promise<void> {
   const thinking: Message = { who: 'system', text: 'waiting for the device…' };
   messages.push(thinking);
   draw();
+  const noRun: Message = { who: 'system', text: 'No training run is going on: start one on the right, or choose a stored adapter.' };
   try {
     let m: Message | null = null;
     if (source === 'live') {
-      // Between the warm start and RL the run briefly has no training client; the snapshot of a
-      // client closing under it is refused. Try again a few times.
-      for (let attempt = 0; attempt < 20 && m === null; attempt++) {
+      // Between the warm start and RL the run briefly has no training client, and the snapshot of
+      // a client closing under it is refused: try again while the run goes on.
+      for (let attempt = 0; m === null && job?.running; attempt++) {
         try {
-          m = await liveReply(text);
+          m = await liveReply(job, text);
         } catch (e) {
-          if (attempt >= 3 || !(job?.running ?? false) || !/cancel|closed|finished|stopped/i.test(errorText(e))) throw e;
+          if (attempt >= 3 || !job.running || !/cancel|closed|finished|stopped/i.test(errorText(e))) throw e;
         }
         if (m === null) await new Promise((r) => setTimeout(r, 500));
       }
-      if (m === null) throw new Error('the training run had no weights to sample from');
+      m ??= noRun;
     } else {
       m = await adapterReply(source.slice('adapter:'.length), text);
     }

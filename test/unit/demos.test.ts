@@ -1,0 +1,135 @@
+// The demo pages' plain logic in Node: settings from a form or URL (and their errors), the job
+// options they make, the adapter store of the pages over an in-memory KV (save, list, load,
+// delete, PEFT zip export), and a chat reply that runs the environment's tool.
+import { strFromU8, unzipSync } from 'fflate';
+import { describe, expect, it } from 'vitest';
+import { DemoStore } from '../../demos/src/lib/adapters.ts';
+import { DEFAULT_SETTINGS, jobOptions, parseSettings } from '../../demos/src/lib/job.ts';
+import { reply, sampleTask } from '../../demos/src/lib/talk.ts';
+import { ByteTokenizer, ConfigError, initLora, initParameters, jobEnv, type JobResult, MemoryKv, type SampleFn } from '../../src/mod.ts';
+
+const from = (o: Record<string, string>) => (k: string) => o[k] ?? null;
+
+describe('demo settings', () => {
+  it('fall back to the defaults and take what the URL or form gives', () => {
+    expect(parseSettings(from({}))).toEqual(DEFAULT_SETTINGS);
+    const s = parseSettings(from({ env: 'nim', algo: 'rloo', steps: '12', warmstart: '0', seed: '7' }));
+    expect(s).toMatchObject({ env: 'nim', algo: 'rloo', steps: 12, warmstart: 0, seed: 7, model: 'tiny-gpt2' });
+  });
+
+  it('refuse unknown names and bad numbers with a ConfigError naming the field', () => {
+    const bad: [Record<string, string>, string][] = [
+      [{ env: 'chess' }, 'env'], [{ algo: 'sft' }, 'algo'], [{ model: 'gpt5' }, 'model'],
+      [{ steps: '0' }, 'steps'], [{ steps: '2.5' }, 'steps'], [{ warmstart: '-1' }, 'warmstart'], [{ groupSize: 'x' }, 'groupSize'],
+    ];
+    for (const [q, field] of bad) {
+      let err: unknown;
+      try {
+        parseSettings(from(q));
+      } catch (e) {
+        err = e;
+      }
+      expect(err, JSON.stringify(q)).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).field).toBe(field);
+    }
+  });
+
+  it('make job options: a context long enough for the environment, LoRA without gate on gpt2, no warm start at 0', () => {
+    const calc = jobOptions({ ...DEFAULT_SETTINGS, env: 'calculator' });
+    const nim = jobOptions({ ...DEFAULT_SETTINGS, env: 'nim', warmstart: 0 });
+    expect(calc.model.maxSeqLen).toBe(256);
+    expect(nim.model.maxSeqLen).toBe(512);
+    expect(calc.lora?.targets).not.toContain('gate');
+    expect(calc.warmStart?.steps).toBe(DEFAULT_SETTINGS.warmstart);
+    expect(nim.warmStart).toBeNull();
+    expect(nim.env.name).toBe('nim');
+  });
+});
+
+describe('demo adapter store', () => {
+  const settings = { ...DEFAULT_SETTINGS, warmstart: 2, steps: 3 };
+  const o = jobOptions(settings);
+  const cfg = o.model;
+  const lora = o.lora!;
+  const fakeResult = (seed: number) =>
+    ({
+      successBefore: 0.25, successAfter: 0.5, rewardAfter: 0.4, wallSeconds: 12, rewardCurve: [0, 0.2, 0.4],
+      trained: { cfg, lora, tensors: initLora(cfg, lora, seed) },
+    }) as unknown as JobResult;
+
+  it('saves a run with its base, lists it, loads it back exactly, and names the next one apart', async () => {
+    const store = new DemoStore(new MemoryKv());
+    const base = initParameters(cfg, 3);
+    const r = fakeResult(5);
+    const name = await store.save(settings, r, { modelId: 'm', cfg, params: base, seed: undefined });
+    expect(name).toBe('calculator-grpo-1');
+    const list = await store.list();
+    expect(list.map((x) => x.name)).toEqual([name]);
+    expect(list[0].info).toMatchObject({ successBefore: 0.25, successAfter: 0.5, settings });
+    expect(list[0].meta).toMatchObject({ rank: lora.rank, alpha: lora.alpha, step: 3 });
+    const loaded = await store.load(name);
+    expect(Object.keys(loaded.adapter).sort()).toEqual(Object.keys(r.trained.tensors).sort());
+    for (const [k, v] of Object.entries(r.trained.tensors)) expect(loaded.adapter[k]).toEqual(v);
+    expect(Object.keys(loaded.base).sort()).toEqual(Object.keys(base).sort());
+    for (const [k, v] of Object.entries(base)) expect(loaded.base[k]).toEqual(v);
+    expect(await store.save(settings, fakeResult(6), { modelId: 'm', cfg, params: null, seed: 9 })).toBe('calculator-grpo-2');
+    // A base that was not warm-started is its seeded initialization.
+    const second = await store.load('calculator-grpo-2');
+    const seeded = initParameters(cfg, 9);
+    expect(Object.keys(second.base).sort()).toEqual(Object.keys(seeded).sort());
+    expect(second.base['tok_emb.weight']).toEqual(seeded['tok_emb.weight']);
+    expect(second.base['tok_emb.weight']).not.toEqual(base['tok_emb.weight']);
+  });
+
+  it('deletes the adapter and its base', async () => {
+    const kv = new MemoryKv();
+    const store = new DemoStore(kv);
+    const name = await store.save(settings, fakeResult(1), { modelId: 'm', cfg, params: initParameters(cfg, 1), seed: undefined });
+    await store.delete(name);
+    expect(await store.list()).toEqual([]);
+    expect(await kv.keys()).toEqual([]);
+  });
+
+  it('exports PEFT files and the base in Hugging Face layout as one zip', async () => {
+    const store = new DemoStore(new MemoryKv());
+    const name = await store.save(settings, fakeResult(2), { modelId: 'm', cfg, params: initParameters(cfg, 2), seed: undefined });
+    const { filename, blob } = await store.exportZip(name);
+    expect(filename).toBe(`${name}-peft.zip`);
+    const files = unzipSync(new Uint8Array(await blob.arrayBuffer()));
+    const dir = `${name}-peft/`;
+    const config = JSON.parse(strFromU8(files[`${dir}adapter_config.json`]));
+    expect(config).toMatchObject({ peft_type: 'LORA', lora_alpha: lora.alpha });
+    expect(JSON.parse(strFromU8(files[`${dir}base/config.json`]))).toMatchObject({ model_type: 'gpt2', n_layer: cfg.nLayer, n_positions: cfg.maxSeqLen });
+    expect(files[`${dir}adapter_model.safetensors`].length).toBeGreaterThan(8);
+    expect(strFromU8(files[`${dir}README.md`])).toContain('grpo on the calculator environment');
+  });
+});
+
+describe('chat reply', () => {
+  const tok = new ByteTokenizer();
+  /** A policy that says the given actions in turn (ending each with eos), recording its prompts. */
+  const scripted = (actions: string[], prompts: string[]): SampleFn => async (reqs) =>
+    reqs.map((r) => {
+      prompts.push(tok.decode([...r.promptTokens]));
+      const tokens = [...tok.encode(actions.shift() ?? '')].slice(0, r.maxTokens);
+      return { tokens, logprobs: tokens.map(() => -1) };
+    });
+
+  it('runs a tool call of the environment and asks again with its result', async () => {
+    const prompts: string[] = [];
+    const env = jobEnv('calculator');
+    const turns = await reply(scripted(['<tool>calculator: 7*8</tool>', '<answer>56</answer>'], prompts), env, 'What is 7*8?', { maxSeqLen: 256, seed: 1 });
+    expect(turns).toEqual([{ action: '<tool>calculator: 7*8</tool>', toolOutput: '56' }, { action: '<answer>56</answer>' }]);
+    expect(prompts).toHaveLength(2);
+    expect(prompts[0]).toContain('What is 7*8?');
+    expect(prompts[1]).toContain('<result>56</result>');
+  });
+
+  it('stops at an answer, and the example task is the environment\'s own first observation', async () => {
+    const env = jobEnv('nim');
+    const task = await sampleTask(env, 4);
+    expect(task).toMatch(/Piles: [\d ]+/);
+    const turns = await reply(scripted(['<answer>1 1</answer>', 'never asked'], []), env, task, { maxSeqLen: 512, seed: 2 });
+    expect(turns).toEqual([{ action: '<answer>1 1</answer>' }]);
+  });
+});
