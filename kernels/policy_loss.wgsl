@@ -13,6 +13,8 @@
 //   main_inplace  the same, writing the gradient over the logits
 //   main_rows     one row per invocation, the same two passes over vec4s (V % 4 == 0): for
 //   main_rows_inplace                the software adapters (see below)
+//   main_tex      main_rows reading the logits through a texture (llvmpipe; see below), in
+//                                    place or not alike
 //   stats         one workgroup:     total loss, clip fraction, approx KL, mean entropy, by a
 //                                    fixed-order tree (no atomics, so bitwise reproducible)
 //
@@ -59,6 +61,7 @@ struct Params {
   kl_beta: f32,
   ent_coef: f32,
   nan: f32,        // a quiet NaN: WGSL has no NaN literal and rejects constant bitcasts to one
+  tex_w: u32,      // main_tex: texels per row of logits_tex
 }
 
 @group(0) @binding(0) var<storage, read_write> logits: array<f32>;    // [N, V]; gradient in place
@@ -77,7 +80,9 @@ struct Params {
 // main_rows*: the logits' and dlogits' buffers as [N, V/4] vec4s (bound instead of 0 and 3).
 @group(0) @binding(13) var<storage, read_write> logits4: array<vec4f>;
 @group(0) @binding(14) var<storage, read_write> dlogits4: array<vec4f>;
-@group(0) @binding(15) var<uniform> p: Params;
+// main_tex: the logits as rgba32float texels, texel k = logits[4k .. 4k+3] at (k % tex_w, k / tex_w).
+@group(0) @binding(15) var logits_tex: texture_2d<f32>;
+@group(0) @binding(16) var<uniform> p: Params;
 
 // ---------------------------------------------------------------------------------------------
 // The per-token loss of the mode and its derivative g = dℓ/dlp (without the entropy bonus).
@@ -412,6 +417,48 @@ fn main_rows_inplace(@builtin(global_invocation_id) gid: vec3u) {
       logits4[r.base + j] = grad4(r, logits4[r.base + j]);
     }
     logits4[r.base + r.t / 4u][r.t % 4u] += r.scale * r.g;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// main_tex: main_rows with every read of the logits a texel fetch from logits_tex, a copy the
+// host makes first (Recorder.tempTexture). On Mesa's llvmpipe a storage-buffer load runs a loop
+// over the SIMD lanes, with a bounds check, per component, while a texel fetch is a plain gather:
+// reading a row through the texture costs about a tenth (measured), and the row is read twice.
+// The gradient is stored to dlogits4, which may be the logits' own buffer (nothing reads it).
+// Same arithmetic in the same order as main_rows: bitwise the same results.
+
+// Texel coordinates of texel k, and of the one after (c, as from tex_coord).
+fn tex_coord(k: u32) -> vec2u {
+  return vec2u(k % p.tex_w, k / p.tex_w);
+}
+
+fn tex_next(c: vec2u) -> vec2u {
+  let wrap = c.x + 1u == p.tex_w;
+  return vec2u(select(c.x + 1u, 0u, wrap), c.y + select(0u, 1u, wrap));
+}
+
+@compute @workgroup_size(WG)
+fn main_tex(@builtin(global_invocation_id) gid: vec3u) {
+  let row = gid.x + gid.y * p.rows_x;
+  if (row < p.n) {
+    let nv = p.v / 4u;
+    let base = row * nv;
+    var c = tex_coord(base);
+    var mst = vec3f(FLT_LOWEST, 0.0, 0.0);
+    for (var j = 0u; j < nv; j++) {
+      mst = online4(mst, textureLoad(logits_tex, c, 0));
+      c = tex_next(c);
+    }
+    let ti = targets[row];
+    let tu = select(0u, u32(ti), ti >= 0 && u32(ti) < p.v);
+    let r = finish_row(row, base, mst, textureLoad(logits_tex, tex_coord(base + tu / 4u), 0)[tu % 4u], ti, true);
+    c = tex_coord(base);
+    for (var j = 0u; j < nv; j++) {
+      dlogits4[base + j] = grad4(r, textureLoad(logits_tex, c, 0));
+      c = tex_next(c);
+    }
+    dlogits4[base + tu / 4u][tu % 4u] += r.scale * r.g;
   }
 }
 

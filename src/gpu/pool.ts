@@ -152,6 +152,27 @@ export class BufferPool {
     return freed;
   }
 
+  /**
+   * Count `bytes` of device memory the pool did not hand out (a texture) as live and owned by
+   * `owner`, so pool-wide and per-owner stats and peaks include it; `uncharge` takes it back.
+   */
+  charge(owner: string, bytes: number): void {
+    this.#liveBytes += bytes;
+    this.#peakLive = Math.max(this.#peakLive, this.#liveBytes);
+    this.#peakReserved = Math.max(this.#peakReserved, this.#liveBytes + this.#cachedBytes);
+    const o = this.#owners.get(owner) ?? { currentBytes: 0, peakBytes: 0, buffers: 0 };
+    o.currentBytes += bytes;
+    o.peakBytes = Math.max(o.peakBytes, o.currentBytes);
+    this.#owners.set(owner, o);
+  }
+
+  uncharge(owner: string, bytes: number): void {
+    const o = this.#owners.get(owner);
+    if (!o || o.currentBytes < bytes) throw new ReleasedError(`${bytes} charged bytes of owner "${owner}"`);
+    this.#liveBytes -= bytes;
+    o.currentBytes -= bytes;
+  }
+
   isLive(buffer: GPUBuffer): boolean {
     return this.#live.has(buffer);
   }

@@ -48,10 +48,11 @@ export interface DispatchSpec {
   /** Values of the kernel's `override` constants. */
   constants?: Constants;
   /**
-   * Storage buffers at @group(0) @binding(0 .. n-1), in order. `null` leaves an index unbound, for
-   * an entry point that does not use that binding (layout 'auto' drops unused bindings).
+   * Storage buffers (or sampled textures, see `tempTexture`) at @group(0) @binding(0 .. n-1), in
+   * order. `null` leaves an index unbound, for an entry point that does not use that binding
+   * (layout 'auto' drops unused bindings).
    */
-  bindings: readonly (Tensor | GPUBuffer | null)[];
+  bindings: readonly (Tensor | GPUBuffer | TextureBinding | null)[];
   /** Uniform struct bound at @binding(n), right after the storage buffers. */
   params?: Params;
   workgroups: readonly [number, number?, number?];
@@ -68,6 +69,18 @@ export function grid1d(ctx: GpuContext, threads: number, wg: number): { workgrou
   return { workgroups: [x, y, 1], rowThreads: x * wg };
 }
 
+/** A texture bound to a `texture_2d<f32>` of a kernel. */
+export interface TextureBinding {
+  readonly textureView: GPUTextureView;
+}
+
+/** A tensor's elements as rgba32float texels of a W-wide 2-D texture, row-major (see `tempTexture`). */
+export interface TexelTable extends TextureBinding {
+  readonly texture: GPUTexture;
+  /** Texels per texture row. */
+  readonly width: number;
+}
+
 export interface SubmitResult {
   /** GPU time of the submission in nanoseconds where timestamp queries are available. */
   gpuNs?: number;
@@ -77,6 +90,7 @@ export interface SubmitResult {
 type Command =
   | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; paramOffset: number; paramBytes: number }
   | { kind: 'copy'; src: GPUBuffer; dst: GPUBuffer; bytes: number }
+  | { kind: 'texels'; src: GPUBuffer; dst: GPUTexture; width: number; texels: number }
   | { kind: 'read'; tensor: Tensor; resolve: (a: AnyHostArray) => void; reject: (e: unknown) => void };
 
 export class Recorder {
@@ -88,6 +102,7 @@ export class Recorder {
   #paramBytes = 0;
   #submitted = false;
   #temps: Tensor[] = [];
+  #textures: { texture: GPUTexture; bytes: number }[] = [];
 
   constructor(ctx: GpuContext, opts: { label?: string; timing?: boolean } = {}) {
     this.ctx = ctx;
@@ -143,6 +158,36 @@ export class Recorder {
     return t;
   }
 
+  /**
+   * The 32-bit elements of `src` (a multiple of 4 of them) as rgba32float texels of a new
+   * 2-D texture for this recording only: texel k holds elements 4k .. 4k+3, at (k % width,
+   * k / width), copied at this point of the recording. The texture is destroyed, and its bytes
+   * (charged to the recording's pool owner meanwhile) given back, once the work is submitted.
+   * Why: on Mesa's llvmpipe a texel fetch costs a fraction of a storage-buffer load (measured
+   * ~10x less per element), so a kernel that reads a large tensor several times reads it here.
+   */
+  tempTexture(src: Tensor, label = 'texels'): TexelTable {
+    this.#assertOpen();
+    src.assertLive();
+    const texels = src.bindingBytes / 16;
+    const maxDim = this.ctx.limit('maxTextureDimension2D');
+    // Rows of whole 256-byte multiples (copyBufferToTexture's bytesPerRow), at most 8192 texels.
+    const width = Math.max(16, Math.floor(Math.min(8192, maxDim) / 16) * 16);
+    const height = Math.max(1, Math.ceil(texels / width));
+    if (!Number.isInteger(texels) || height > maxDim) {
+      throw new LimitError(label, `${src} cannot be laid out as rgba32float texels of a ${width}-wide texture (${texels} texels, maxTextureDimension2D ${maxDim})`);
+    }
+    const texture = this.ctx.device.createTexture({
+      label: `${this.label}/${label}`, size: [width, height], format: 'rgba32float',
+      usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
+    });
+    const bytes = width * height * 16;
+    this.ctx.pool.charge(`recorder:${this.label}`, bytes);
+    this.#textures.push({ texture, bytes });
+    this.#commands.push({ kind: 'texels', src: src.buffer, dst: texture, width, texels });
+    return { texture, textureView: texture.createView(), width };
+  }
+
   /** Copy a tensor's elements into another of at least the same byte length. */
   copy(src: Tensor, dst: Tensor): void {
     this.#assertOpen();
@@ -182,7 +227,7 @@ export class Recorder {
     try {
       pipelines = await Promise.all(commands.map((c) => (c.kind === 'dispatch' ? c.pipeline : null)));
     } catch (e) {
-      for (const t of this.#temps.splice(0)) t.release();
+      this.#releaseTemps();
       return fail(e);
     }
 
@@ -245,7 +290,9 @@ export class Recorder {
         const pipeline = pipelines[ci]!;
         const entries: GPUBindGroupEntry[] = [];
         c.spec.bindings.forEach((b, i) => {
-          if (b) entries.push({ binding: i, resource: b instanceof Tensor ? { buffer: b.buffer, size: b.bindingBytes } : { buffer: b } });
+          if (!b) return;
+          const resource = b instanceof Tensor ? { buffer: b.buffer, size: b.bindingBytes } : 'textureView' in b ? b.textureView : { buffer: b };
+          entries.push({ binding: i, resource });
         });
         if (c.paramBytes > 0) {
           entries.push({ binding: c.spec.bindings.length, resource: { buffer: uniform!.buffer, offset: c.paramOffset, size: c.paramBytes } });
@@ -259,6 +306,13 @@ export class Recorder {
       } else if (c.kind === 'copy') {
         endPass();
         enc.copyBufferToBuffer(c.src, 0, c.dst, 0, c.bytes);
+      } else if (c.kind === 'texels') {
+        endPass();
+        const rowBytes = 16 * c.width;
+        const full = Math.floor(c.texels / c.width);
+        const rest = c.texels - full * c.width;
+        if (full > 0) enc.copyBufferToTexture({ buffer: c.src, bytesPerRow: rowBytes }, { texture: c.dst }, [c.width, full]);
+        if (rest > 0) enc.copyBufferToTexture({ buffer: c.src, offset: full * rowBytes, bytesPerRow: rowBytes }, { texture: c.dst, origin: [0, full] }, [rest, 1]);
       } else {
         endPass();
         enc.copyBufferToBuffer(c.tensor.buffer, 0, staging[readIndex++].buffer, 0, c.tensor.bindingBytes);
@@ -274,7 +328,7 @@ export class Recorder {
       enc.copyBufferToBuffer(queryBuf.buffer, 0, queryRead.buffer, 0, 16);
     }
     device.queue.submit([enc.finish()]);
-    for (const t of this.#temps.splice(0)) t.release();
+    this.#releaseTemps();
     const validation = await device.popErrorScope();
     const oom = await device.popErrorScope();
 
@@ -335,6 +389,15 @@ export class Recorder {
     }
     cleanup();
     return result;
+  }
+
+  /** Scratch tensors back to the pool and scratch textures destroyed (safe after the submit, by queue order). */
+  #releaseTemps(): void {
+    for (const t of this.#temps.splice(0)) t.release();
+    for (const { texture, bytes } of this.#textures.splice(0)) {
+      texture.destroy();
+      this.ctx.pool.uncharge(`recorder:${this.label}`, bytes);
+    }
   }
 
   #countPasses(): number {

@@ -11,10 +11,12 @@
  * The loss variant is a plain-data `PolicyLossSpec` (what src/algorithms produces); each variant
  * is a row of the MODES table, never a branch here.
  *
- * The main pass has two layouts (PolicyLossTuning.layout): a workgroup per row reducing through
- * workgroup memory (real GPUs, and any V), or an invocation per row over vec4s with no barrier
- * (the default on software adapters when V is a multiple of 4). Both are deterministic; they may
- * differ from each other in the last bits.
+ * The main pass has three layouts (PolicyLossTuning.layout): a workgroup per row reducing through
+ * workgroup memory (real GPUs, and any V); an invocation per row over vec4s with no barrier
+ * (software adapters, V a multiple of 4); and the same reading the logits through a temporary
+ * texture copy (llvmpipe, where texel fetches cost a fraction of storage-buffer loads; the
+ * texture, N·V·4 bytes, is charged to the recording's pool owner until the submit). All are
+ * deterministic; the first two may differ in the last bits, the last two are bitwise equal.
  *
  * Sequence-mean counts tokens per sequence in one workgroup at O(S·N) (no atomics); fine for S
  * sequences of a batch, slow for S in the thousands.
@@ -24,7 +26,7 @@
  * NaN loss, gradient row and total unless that token is masked (weight 0).
  */
 import { ConfigError, ShapeError } from '../errors.ts';
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { type DispatchSpec, grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { dims, expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, expectShape, LLVMPIPE_LOOP_LIMIT } from '../gpu/checks.ts';
 
@@ -150,35 +152,41 @@ export interface PolicyLossTuning {
   /**
    * 'groups': a workgroup per row, its threads striding the row and reducing through workgroup
    * memory (real GPUs; any V). 'rows': an invocation per row, vec4 loads and stores, no barriers
-   * (software adapters; V a multiple of 4). Default: 'rows' on software adapters when V % 4 = 0.
+   * (software adapters; V a multiple of 4). 'texture': 'rows' reading the logits through a
+   * texture copy, a fraction of the cost of storage-buffer loads on llvmpipe (V a multiple of 4;
+   * a temporary texture of the logits' size). Default: 'texture' on llvmpipe, 'rows' on other
+   * software adapters, where V allows; else 'groups'.
    */
-  layout?: 'groups' | 'rows';
-  /** 'groups': threads per row (power of two ≤ 256); 'rows': rows per workgroup. */
+  layout?: Layout;
+  /** 'groups': threads per row (power of two ≤ 256); 'rows', 'texture': rows per workgroup. */
   rowThreads?: number;
 }
 
+type Layout = 'groups' | 'rows' | 'texture';
+const LAYOUTS: readonly Layout[] = ['groups', 'rows', 'texture'];
+
 interface Launch {
-  layout: 'groups' | 'rows';
+  layout: Layout;
   wg: number;
 }
 
-/** Loop iterations of one main_rows invocation: V/4 in each of its two passes. */
+/** Loop iterations of one main_rows / main_tex invocation: V/4 in each of its two passes. */
 const rowsIterations = (v: number) => v / 2;
 
 /** How the main pass is laid out for this adapter and vocabulary. */
 function launch(rec: Recorder, v: number, tuning: PolicyLossTuning): Launch {
-  const soft = rec.ctx.isSoftware;
-  // 'rows' by default on software adapters, where V allows it and the row's loops stay within
-  // llvmpipe's per-invocation loop limit (V up to ~129k; larger vocabularies take 'groups').
+  const { isSoftware: soft, kind } = rec.ctx;
+  // An invocation per row needs V % 4 = 0, and its loops must stay within llvmpipe's
+  // per-invocation loop limit (V up to ~129k; larger vocabularies take 'groups').
   const rowsFit = v % 4 === 0 && rowsIterations(v) <= LLVMPIPE_LOOP_LIMIT - 1000;
-  const layout = tuning.layout ?? (soft && rowsFit ? 'rows' : 'groups');
-  if (layout !== 'groups' && layout !== 'rows') throw new ConfigError('tuning.layout', `must be 'groups' or 'rows', got ${String(layout)}`);
-  if (layout === 'rows') {
-    if (v % 4 !== 0) throw new ConfigError('tuning.layout', `'rows' needs V a multiple of 4, got V=${v}`);
-    expectLoopBudget(KERNEL, rec.ctx, rowsIterations(v), `layout 'rows' at V=${v}`);
+  const layout = tuning.layout ?? (soft && rowsFit ? (kind === 'llvmpipe' ? 'texture' : 'rows') : 'groups');
+  if (!LAYOUTS.includes(layout)) throw new ConfigError('tuning.layout', `must be one of ${LAYOUTS.join(', ')}, got ${String(layout)}`);
+  if (layout !== 'groups') {
+    if (v % 4 !== 0) throw new ConfigError('tuning.layout', `'${layout}' needs V a multiple of 4, got V=${v}`);
+    expectLoopBudget(KERNEL, rec.ctx, rowsIterations(v), `layout '${layout}' at V=${v}`);
   }
-  // 'rows': rows per workgroup, one llvmpipe SIMD row of 8 lanes; 'groups': threads per row.
-  const wg = tuning.rowThreads ?? (layout === 'rows' || soft ? 8 : 256);
+  // 'rows', 'texture': rows per workgroup, one llvmpipe SIMD row of 8 lanes; 'groups': threads per row.
+  const wg = tuning.rowThreads ?? (layout !== 'groups' || soft ? 8 : 256);
   if (!Number.isInteger(Math.log2(wg)) || wg > 256) throw new ConfigError('tuning.rowThreads', `must be a power of two ≤ 256, got ${wg}`);
   return { layout, wg };
 }
@@ -243,28 +251,33 @@ export function policyLoss(
   const old = inputs.oldLogprobs && mode.needs.includes('oldLogprobs') ? inputs.oldLogprobs : weights;
   const adv = inputs.advantages && mode.needs.includes('advantages') ? inputs.advantages : weights;
   const ref = inputs.refLogprobs && mode.needs.includes('refLogprobs') ? inputs.refLogprobs : weights;
-  const rows = layout === 'rows';
-  const { workgroups, rowThreads } = grid1d(rec.ctx, n, rows ? wg : 1);
+  const perRow = layout !== 'groups';
+  const { workgroups, rowThreads } = grid1d(rec.ctx, n, perRow ? wg : 1);
+  const table = layout === 'texture' ? rec.tempTexture(logits, 'policy_loss logits') : null;
   const params = () => new Params(16).u32(n).u32(v).u32(s).u32(mode.id).u32(AGGREGATIONS[spec.aggregation]).u32(rowThreads)
-    .f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN);
+    .f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN).u32(table?.width ?? 0);
   const single = { RWG: 256 }; // prepare and stats: one workgroup over all tokens
   // Binding table of the kernel: 0 logits, 1 targets, 2 scratch, 3 dlogits, 4 logprobs, 5 entropy,
-  // 6 loss, 7 stats, 8 weights, 9 seq_ids, 10 old, 11 adv, 12 ref, and for main_rows* 13 logits and
-  // 14 dlogits as vec4s in place of 0 and 3; params at 15, after every storage slot.
+  // 6 loss, 7 stats, 8 weights, 9 seq_ids, 10 old, 11 adv, 12 ref; for main_rows* 13 logits and
+  // 14 dlogits as vec4s in place of 0 and 3; for main_tex 14 dlogits (or the logits, in place)
+  // and 15 the logits' texture; params at 16, after every other slot.
   const none = null;
+  const pad = [none, none, none] as const;
   rec.dispatch({
     kernel: KERNEL, entryPoint: 'prepare', constants: single, params: params(), workgroups: [1],
-    bindings: [none, none, out.scratch, none, none, none, none, none, weights, seqIds, old, adv, ref, none, none],
+    bindings: [none, none, out.scratch, none, none, none, none, none, weights, seqIds, old, adv, ref, ...pad],
   });
   const perToken = [out.logprobs, out.entropy, out.loss, none, none, none, none, none, none];
+  const main: Record<Layout, { entry: string; bindings: DispatchSpec['bindings'] }> = {
+    groups: { entry: inPlace ? 'main_inplace' : 'main', bindings: [logits, targets, out.scratch, inPlace ? none : out.dlogits, ...perToken, ...pad] },
+    rows: { entry: inPlace ? 'main_rows_inplace' : 'main_rows', bindings: [none, targets, out.scratch, none, ...perToken, logits, inPlace ? none : out.dlogits, none] },
+    texture: { entry: 'main_tex', bindings: [none, targets, out.scratch, none, ...perToken, none, out.dlogits, table] },
+  };
   rec.dispatch({
-    kernel: KERNEL, entryPoint: `${rows ? 'main_rows' : 'main'}${inPlace ? '_inplace' : ''}`, constants: { WG: wg }, params: params(), workgroups,
-    bindings: rows
-      ? [none, targets, out.scratch, none, ...perToken, logits, inPlace ? none : out.dlogits]
-      : [logits, targets, out.scratch, inPlace ? none : out.dlogits, ...perToken, none, none],
+    kernel: KERNEL, entryPoint: main[layout].entry, constants: { WG: wg }, params: params(), workgroups, bindings: main[layout].bindings,
   });
   rec.dispatch({
     kernel: KERNEL, entryPoint: 'stats', constants: single, params: params(), workgroups: [1],
-    bindings: [none, none, out.scratch, none, out.logprobs, out.entropy, out.loss, out.stats, none, none, none, none, none, none, none],
+    bindings: [none, none, out.scratch, none, out.logprobs, out.entropy, out.loss, out.stats, none, none, none, none, none, ...pad],
   });
 }

@@ -29,6 +29,19 @@ describe('bucketBytes', () => {
 });
 
 describe('BufferPool accounting', () => {
+  it('charges memory it did not hand out (textures) to an owner until uncharged; uncharging more refuses', () => {
+    const pool = new BufferPool(fakeDevice());
+    pool.acquire(1000, 'rec', 'b'); // 1024
+    pool.charge('rec', 5000);
+    expect(pool.owner('rec')).toEqual({ currentBytes: 6024, peakBytes: 6024, buffers: 1 });
+    expect(pool.stats()).toMatchObject({ liveBytes: 6024, peakLiveBytes: 6024, liveBuffers: 1 });
+    pool.uncharge('rec', 5000);
+    expect(pool.owner('rec')).toEqual({ currentBytes: 1024, peakBytes: 6024, buffers: 1 });
+    expect(pool.stats()).toMatchObject({ liveBytes: 1024, peakLiveBytes: 6024 });
+    expect(() => pool.uncharge('rec', 5000)).toThrow(ReleasedError);
+    expect(() => pool.uncharge('nobody', 1)).toThrow(ReleasedError);
+  });
+
   it('tracks current and peak bytes per owner and pool-wide through allocate/release patterns', () => {
     const dev = fakeDevice();
     const pool = new BufferPool(dev);

@@ -193,12 +193,14 @@ export const policyLossCases: GpuCase[] = [
     },
   },
   {
-    name: 'policy_loss: both layouts of the main pass (workgroup per row; invocation per row over vec4s) match the reference and tfjs; masked, NaN, in place, bitwise',
+    name: 'policy_loss: every layout of the main pass (workgroup per row; invocation per row over vec4s, from the buffer or a texture) matches the reference and tfjs; masked, NaN, in place, bitwise',
     async fn(ctx) {
       const worst: Record<string, number> = {};
-      // V a multiple of 4 (the vec4 layout's condition), odd N.
-      const shapes: [number, number][] = [[3, 4], [9, 36], [13, 260], [5, 4100]];
-      for (const layout of ['groups', 'rows'] as const) {
+      // V a multiple of 4 (the vec4 layouts' condition), odd N; [9, 4100] spans more than one
+      // 8192-texel row of the texture layout, with rows that straddle two and a partial last row.
+      const shapes: [number, number][] = [[3, 4], [9, 36], [13, 260], [9, 4100]];
+      const byLayout: Record<string, GpuResult> = {};
+      for (const layout of ['groups', 'rows', 'texture'] as const) {
         for (const [si, [n, v]] of shapes.entries()) {
           const fx = fixture(300 + si, n, v);
           for (const [ki, kind] of KINDS.entries()) {
@@ -225,6 +227,23 @@ export const policyLossCases: GpuCase[] = [
           assert.strictEqual(firstBitDiff(a[k], b[k]), -1, `${layout} ${k}: run 1 vs run 2`);
           assert.strictEqual(firstBitDiff(a[k], c[k]), -1, `${layout} ${k}: out of place vs in place`);
         }
+        byLayout[layout] = a;
+      }
+      // The texture is charged to the recording's pool owner until the submit.
+      const fx3 = fixture(312, 3, 8);
+      const t = (a: Float32Array | Int32Array, shape: number[]) => tensorFrom(ctx, a, shape, { owner: 'policy-case' });
+      const inputs = { logits: t(fx3.logits, [3, 8]), targets: t(fx3.targets, [3]), weights: t(fx3.weights, [3]) };
+      const e = (shape: number[]) => emptyTensor(ctx, shape, 'f32', { owner: 'policy-case' });
+      const out = { dlogits: e([3, 8]), logprobs: e([3]), entropy: e([3]), loss: e([3]), stats: e([POLICY_STATS_SIZE]), scratch: e([policyLossScratchSize(3)]) };
+      const rec = new Recorder(ctx, { label: 'policy tex' });
+      policyLoss(rec, out, inputs, { kind: 'cross_entropy', aggregation: 'sum' }, { layout: 'texture' });
+      assert.isAtLeast(ctx.pool.owner('recorder:policy tex').currentBytes, 3 * 8 * 4, 'texture charged while recorded');
+      await rec.submit();
+      assert.strictEqual(ctx.pool.owner('recorder:policy tex').currentBytes, 0, 'texture given back at submit');
+      for (const x of [...Object.values(inputs), ...Object.values(out)]) x.release();
+      // The texture layout is the rows layout with other loads: the same arithmetic, bitwise.
+      for (const k of ['dlogits', 'logprobs', 'entropy', 'loss', 'stats'] as const) {
+        assert.strictEqual(firstBitDiff(byLayout.rows[k], byLayout.texture[k]), -1, `${k}: texture vs rows`);
       }
       console.log(`policy_loss layouts worst errors: ${Object.entries(worst).map(([k, e]) => `${k} ${e.toExponential(1)}`).join(', ')}`);
     },
@@ -252,7 +271,8 @@ export const policyLossCases: GpuCase[] = [
       assert.throws(() => policyLoss(rec, { ...out, loss: out.entropy }, { logits, targets, weights }, ce), ShapeError, /must not alias/);
       assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, { kind: 'ppo', aggregation: 'sum', clipLow: 1.5, clipHigh: 0.2 }), ConfigError, /clipLow/);
       assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, ce, { layout: 'rows' }), ConfigError, /tuning\.layout.*'rows' needs V a multiple of 4, got V=5/);
-      assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, ce, { layout: 'diagonal' as 'rows' }), ConfigError, /must be 'groups' or 'rows', got diagonal/);
+      assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, ce, { layout: 'texture' }), ConfigError, /'texture' needs V a multiple of 4, got V=5/);
+      assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, ce, { layout: 'diagonal' as 'rows' }), ConfigError, /must be one of groups, rows, texture, got diagonal/);
       if (ctx.kind === 'llvmpipe') {
         // An invocation per row would loop past llvmpipe's per-invocation limit (a shape-only view).
         const wide = new Tensor(ctx, logits.buffer, [n, 140000], 'f32', 'case', 'wide');
