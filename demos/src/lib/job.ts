@@ -96,7 +96,8 @@ export function jobOptions(s: DemoSettings): JobOptions {
     lr: 5e-3,
     // The tiny model needs ~50 warm-start steps at this rate before its answers start to score
     // (calculator: SFT loss ~0.35 per action token, a few easy tasks right; llvmpipe, 2 cores).
-    warmStart: s.warmstart > 0 ? { steps: s.warmstart, demos: 256, batchSize: 16, lr: 2e-2 } : null,
+    // Games are long sequences (a whole Nim game, ~400 byte tokens): half the batch.
+    warmStart: s.warmstart > 0 ? { steps: s.warmstart, demos: 256, batchSize: s.env === 'nim' ? 8 : 16, lr: 2e-2 } : null,
     evalEpisodes: s.evalEpisodes, temperature: 1, maxNewTokens: env.maxNewTokens, rows: 8, maxGradNorm: 1,
   };
 }

@@ -22,7 +22,7 @@ import { SharePanel } from '../lib/shares.ts';
 
 const app = document.getElementById('app')!;
 const q = query();
-const base: DemoSettings = parseSettings(q, { env: 'nim', algo: 'grpo', model: 'tiny-gpt2', steps: 10, warmstart: 40, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 0 });
+const base: DemoSettings = parseSettings(q, { env: 'nim', algo: 'grpo', model: 'tiny-gpt2', steps: 6, warmstart: 20, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 0 });
 let algoA = parseSettings((k) => (k === 'algo' ? q('algoA') : null), base).algo;
 let algoB = parseSettings((k) => (k === 'algo' ? q('algoB') : null), { ...base, algo: 'rloo' }).algo;
 let agents: DemoJob[] = [];
@@ -47,7 +47,9 @@ function draw(): void {
       ${status.ok ? '' : html`<p class="error">${status.message}</p>`}
       <p class="about">Nim: piles of objects, each move takes one or more from one pile, whoever takes the last object wins. Each agent is a
       tiny model from scratch, warm-started on demonstration games and then trained by RL against a player of random legal moves; an
-      illegal move loses the game. Both runs share the device through the scheduler.</p>
+      illegal move loses the game. Both runs share the device through the scheduler. Nim games are long sequences: on a software
+      adapter the defaults take several minutes and leave the win rates near zero; on a GPU, raise the warm-start and RL steps
+      (<code>arena.html?warmstart=200&amp;steps=40</code>) for them to move.</p>
       <form class="settings" @submit=${start}>
         <label>agent A ${algoSelect('algoA', algoA, (v) => (algoA = v))}</label>
         <label>agent B ${algoSelect('algoB', algoB, (v) => (algoB = v))}</label>
