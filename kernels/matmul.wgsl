@@ -17,6 +17,7 @@
 //                loop over the SIMD lanes costing tens of cycles whatever its width, while
 //                arithmetic is nearly free, so loads per multiply-add is what counts; the textbook
 //                shared-memory kernel loses there (its barriers are coroutine switches).
+//   main_tex   — main reading A and B through texture copies (llvmpipe; see the section below).
 //   main_tiled — the textbook kernel for real GPUs: the workgroup stages a BK-deep slice of op(A)
 //                and op(B) in workgroup memory; each invocation then computes TM×TN outputs strided
 //                by the workgroup size (coalesced loads and stores).
@@ -36,6 +37,8 @@ override MODE_A: u32 = 0u;
 override MODE_B: u32 = 0u;
 override MODE_V: u32 = 0u;
 override HAS_LOWRANK: bool = false;
+// main_tex: log2 of the texels per row of A_tex and B_tex (Recorder.tempTexture: 8192 = 2^13).
+override TEX_SHIFT: u32 = 13u;
 
 const MAX_T: u32 = 16u;
 
@@ -74,7 +77,11 @@ alias BStore4 = vec4<f32>;
 @group(0) @binding(6) var<storage, read> V: array<f32>;
 @group(0) @binding(7) var<storage, read> V4: array<vec4f>;   // the same buffer as V
 @group(0) @binding(8) var<storage, read_write> C: array<f32>;
-@group(0) @binding(9) var<uniform> p: Params;
+// main_tex: A and B as texels of 4 consecutive elements, texel t at (t % 2^TEX_SHIFT, t >> TEX_SHIFT)
+// (rgba32float; B rgba16float when stored in f16: the fetch widens exactly, as f32(·) does).
+@group(0) @binding(9) var A_tex: texture_2d<f32>;
+@group(0) @binding(10) var B_tex: texture_2d<f32>;
+@group(0) @binding(11) var<uniform> p: Params;
 
 fn a_at(base: u32, m: u32, k: u32) -> f32 { return A[base + m * p.a_sm + k * p.a_sk]; }
 fn b_at(base: u32, k: u32, n: u32) -> f32 { return f32(B[base + k * p.b_sk + n * p.b_sn]); }
@@ -233,6 +240,108 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
     }
   }
   if (HAS_LOWRANK) {   // a second loop, not a branch in the first: llvmpipe runs both sides of an if
+    for (var r = 0u; r < p.R; r += 4u) {
+      panel_v(&pb, n0, r);
+      for (var i = 0u; i < TM; i++) { fma_row(&acc, row_u(m0 + i, r), &pb, i); }
+    }
+  }
+  store_tile(&acc, batch * p.c_bstride, m0, 1u, n0, 1u);
+}
+
+// ---- main_tex: main with A and B read through textures ----
+// On Mesa's llvmpipe a storage-buffer load runs a loop over the SIMD lanes with a bounds check per
+// component, while a texel fetch is a plain gather: several times cheaper per element (measured).
+// The host copies A and B into textures first (Recorder.tempTexture). Below are main's loaders
+// with each A4/B4 element a texel and each scalar A/B element a component of one; the indices,
+// clamps, zeros past K and the fma order are main's, so the results are bitwise main's.
+
+fn texel(t: texture_2d<f32>, i: u32) -> vec4f {
+  return textureLoad(t, vec2u(i & ((1u << TEX_SHIFT) - 1u), i >> TEX_SHIFT), 0);
+}
+
+fn a_tex_at(base: u32, m: u32, k: u32) -> f32 {
+  let e = base + m * p.a_sm + k * p.a_sk;
+  return texel(A_tex, e / 4u)[e % 4u];
+}
+
+fn b_tex_at(base: u32, k: u32, n: u32) -> f32 {
+  let e = base + k * p.b_sk + n * p.b_sn;
+  return texel(B_tex, e / 4u)[e % 4u];
+}
+
+fn panel_b_tex(pb: ptr<function, array<vec4f, MAX_T>>, base: u32, n0: u32, k: u32) {
+  if (MODE_B == 1u) {
+    for (var j = 0u; j < TN; j++) {
+      (*pb)[j] = texel(B_tex, (base + min(n0 + j, p.N - 1u) * p.b_sn + k) / 4u);
+    }
+  } else if (MODE_B == 2u) {
+    for (var q = 0u; q < TN / 4u; q++) {
+      let n = min(n0 + 4u * q, p.N - 4u);
+      for (var kk = 0u; kk < 4u; kk++) {
+        let t = select(vec4f(0.0), texel(B_tex, (base + min(k + kk, p.K - 1u) * p.b_sk + n) / 4u), k + kk < p.K);
+        (*pb)[4u * q][kk] = t.x;
+        (*pb)[4u * q + 1u][kk] = t.y;
+        (*pb)[4u * q + 2u][kk] = t.z;
+        (*pb)[4u * q + 3u][kk] = t.w;
+      }
+    }
+  } else {
+    for (var j = 0u; j < TN; j++) {
+      let n = min(n0 + j, p.N - 1u);
+      for (var kk = 0u; kk < 4u; kk++) {
+        (*pb)[j][kk] = select(0.0, b_tex_at(base, min(k + kk, p.K - 1u), n), k + kk < p.K);
+      }
+    }
+  }
+}
+
+fn row_a_tex(base: u32, m: u32, k: u32) -> vec4f {
+  let mr = min(m, p.M - 1u);
+  var a: vec4f;
+  if (MODE_A == 1u) {
+    a = texel(A_tex, (base + mr * p.a_sm + k) / 4u);
+  } else {
+    for (var kk = 0u; kk < 4u; kk++) {
+      a[kk] = select(0.0, a_tex_at(base, mr, min(k + kk, p.K - 1u)), k + kk < p.K);
+    }
+  }
+  return a;
+}
+
+fn block_a_tex(blk: ptr<function, array<vec4f, 4>>, base: u32, m: u32, k: u32) {
+  let mq = min(m, p.M - 4u);
+  for (var kk = 0u; kk < 4u; kk++) {
+    let t = select(vec4f(0.0), texel(A_tex, (base + min(k + kk, p.K - 1u) * p.a_sk + mq) / 4u), k + kk < p.K);
+    (*blk)[0][kk] = t.x;
+    (*blk)[1][kk] = t.y;
+    (*blk)[2][kk] = t.z;
+    (*blk)[3][kk] = t.w;
+  }
+}
+
+@compute @workgroup_size(WG_X, WG_Y, 1)
+fn main_tex(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let batch = wid.z + p.wg_off_z;
+  let n0 = ((wid.x + p.wg_off_x) * WG_X + lid.x) * TN;
+  let m0 = ((wid.y + p.wg_off_y) * WG_Y + lid.y) * TM;
+  let abase = batch * p.a_bstride;
+  let bbase = batch * p.b_bstride;
+
+  var acc: array<array<f32, MAX_T>, MAX_T>;
+  var pb: array<vec4f, MAX_T>;
+  for (var k = 0u; k < p.K; k += 4u) {
+    panel_b_tex(&pb, bbase, n0, k);
+    if (MODE_A == 2u) {
+      for (var i = 0u; i < TM; i += 4u) {
+        var blk: array<vec4f, 4>;
+        block_a_tex(&blk, abase, m0 + i, k);
+        for (var r = 0u; r < 4u; r++) { fma_row(&acc, blk[r], &pb, i + r); }
+      }
+    } else {
+      for (var i = 0u; i < TM; i++) { fma_row(&acc, row_a_tex(abase, m0 + i, k), &pb, i); }
+    }
+  }
+  if (HAS_LOWRANK) {   // U and V (rank ≤ 64) from their buffers, as in main
     for (var r = 0u; r < p.R; r += 4u) {
       panel_v(&pb, n0, r);
       for (var i = 0u; i < TM; i++) { fma_row(&acc, row_u(m0 + i, r), &pb, i); }

@@ -81,6 +81,15 @@ export interface TexelTable extends TextureBinding {
   readonly width: number;
 }
 
+/**
+ * Texels per row of a `tempTexture`: rows of whole 256-byte multiples (copyBufferToTexture's
+ * bytesPerRow, for 16- and 8-byte texels), at most 8192 texels — 8192 on every adapter, as WebGPU
+ * guarantees maxTextureDimension2D ≥ 8192.
+ */
+export function texelTableWidth(ctx: GpuContext): number {
+  return Math.max(32, Math.floor(Math.min(8192, ctx.limit('maxTextureDimension2D')) / 32) * 32);
+}
+
 export interface SubmitResult {
   /** GPU time of the submission in nanoseconds where timestamp queries are available. */
   gpuNs?: number;
@@ -90,7 +99,7 @@ export interface SubmitResult {
 type Command =
   | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; paramOffset: number; paramBytes: number }
   | { kind: 'copy'; src: GPUBuffer; dst: GPUBuffer; bytes: number }
-  | { kind: 'texels'; src: GPUBuffer; dst: GPUTexture; width: number; texels: number }
+  | { kind: 'texels'; src: GPUBuffer; dst: GPUTexture; width: number; texels: number; texelBytes: number }
   | { kind: 'read'; tensor: Tensor; resolve: (a: AnyHostArray) => void; reject: (e: unknown) => void };
 
 export class Recorder {
@@ -159,32 +168,35 @@ export class Recorder {
   }
 
   /**
-   * The 32-bit elements of `src` (a multiple of 4 of them) as rgba32float texels of a new
-   * 2-D texture for this recording only: texel k holds elements 4k .. 4k+3, at (k % width,
-   * k / width), copied at this point of the recording. The texture is destroyed, and its bytes
-   * (charged to the recording's pool owner meanwhile) given back, once the work is submitted.
+   * The elements of `src` (f32 or other 32-bit types: a multiple of 4 of them; f16: as many as its
+   * binding holds, a multiple of 4) as texels of a new 2-D texture for this recording only,
+   * rgba32float (rgba16float for f16, whose values a texel fetch widens to f32 exactly): texel k
+   * holds elements 4k .. 4k+3, at (k % width, k / width), copied at this point of the recording.
+   * The width is `texelTableWidth(ctx)`. The texture is destroyed, and its bytes (charged to the
+   * recording's pool owner meanwhile) given back, once the work is submitted.
    * Why: on Mesa's llvmpipe a texel fetch costs a fraction of a storage-buffer load (measured
    * ~10x less per element), so a kernel that reads a large tensor several times reads it here.
    */
   tempTexture(src: Tensor, label = 'texels'): TexelTable {
     this.#assertOpen();
     src.assertLive();
-    const texels = src.bindingBytes / 16;
+    const half = src.dtype === 'f16';
+    const texelBytes = half ? 8 : 16;
+    const texels = src.bindingBytes / texelBytes;
     const maxDim = this.ctx.limit('maxTextureDimension2D');
-    // Rows of whole 256-byte multiples (copyBufferToTexture's bytesPerRow), at most 8192 texels.
-    const width = Math.max(16, Math.floor(Math.min(8192, maxDim) / 16) * 16);
+    const width = texelTableWidth(this.ctx);
     const height = Math.max(1, Math.ceil(texels / width));
     if (!Number.isInteger(texels) || height > maxDim) {
-      throw new LimitError(label, `${src} cannot be laid out as rgba32float texels of a ${width}-wide texture (${texels} texels, maxTextureDimension2D ${maxDim})`);
+      throw new LimitError(label, `${src} cannot be laid out as ${half ? 'rgba16float' : 'rgba32float'} texels of a ${width}-wide texture (${texels} texels, maxTextureDimension2D ${maxDim})`);
     }
     const texture = this.ctx.device.createTexture({
-      label: `${this.label}/${label}`, size: [width, height], format: 'rgba32float',
+      label: `${this.label}/${label}`, size: [width, height], format: half ? 'rgba16float' : 'rgba32float',
       usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
     });
-    const bytes = width * height * 16;
+    const bytes = width * height * texelBytes;
     this.ctx.pool.charge(`recorder:${this.label}`, bytes);
     this.#textures.push({ texture, bytes });
-    this.#commands.push({ kind: 'texels', src: src.buffer, dst: texture, width, texels });
+    this.#commands.push({ kind: 'texels', src: src.buffer, dst: texture, width, texels, texelBytes });
     return { texture, textureView: texture.createView(), width };
   }
 
@@ -308,7 +320,7 @@ export class Recorder {
         enc.copyBufferToBuffer(c.src, 0, c.dst, 0, c.bytes);
       } else if (c.kind === 'texels') {
         endPass();
-        const rowBytes = 16 * c.width;
+        const rowBytes = c.texelBytes * c.width;
         const full = Math.floor(c.texels / c.width);
         const rest = c.texels - full * c.width;
         if (full > 0) enc.copyBufferToTexture({ buffer: c.src, bytesPerRow: rowBytes }, { texture: c.dst }, [c.width, full]);

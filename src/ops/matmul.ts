@@ -11,10 +11,15 @@
  *
  * The tile configuration comes from `matmulConfigFor(ctx)` (register tiles on CPU rasterizers,
  * shared-memory tiles on real GPUs) unless `config` overrides it, so a benchmark can try variants.
+ * On llvmpipe the register kernel reads A and B through texture copies made for the recording
+ * (`reads: 'texture'`, entry main_tex): same sums in the same order, bitwise the buffer path's
+ * results, a fraction of the load cost there. The textures (A's and B's bytes, 8192 texels wide)
+ * are charged to the recording's pool owner until the submit; an operand too large for one falls
+ * back to the buffer path.
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { type DispatchSpec, Params, type Recorder } from '../gpu/recorder.ts';
+import { type DispatchSpec, Params, type Recorder, texelTableWidth } from '../gpu/recorder.ts';
 import { Tensor } from '../gpu/tensor.ts';
 import { expectLoopBudget } from '../gpu/checks.ts';
 
@@ -31,6 +36,12 @@ export interface MatmulConfig {
   wgY: number;
   /** 'tiled' only: depth of the K slice staged in workgroup memory. */
   bk: number;
+  /**
+   * 'register' only: where A and B are read from — their storage buffers ('buffer', the default),
+   * or texture copies made for the recording ('texture': texel fetches are far cheaper than buffer
+   * loads on llvmpipe; bitwise the same results). Operands too large for a texture use 'buffer'.
+   */
+  reads?: 'buffer' | 'texture';
 }
 
 /**
@@ -44,7 +55,9 @@ export interface MatmulConfig {
 export function matmulConfigFor(ctx: GpuContext, dims?: { M: number; N: number; K: number }): MatmulConfig {
   if (ctx.isSoftware) {
     const big = dims !== undefined && dims.M >= 256 && dims.N >= 256;
-    return { kernel: 'register', tm: 16, tn: big ? 16 : 8, wgX: 8, wgY: 1, bk: 16 };
+    const cfg: MatmulConfig = { kernel: 'register', tm: 16, tn: big ? 16 : 8, wgX: 8, wgY: 1, bk: 16 };
+    if (ctx.kind === 'llvmpipe') cfg.reads = 'texture';
+    return cfg;
   }
   return { ...HARDWARE_MATMUL_CONFIG };
 }
@@ -164,8 +177,20 @@ function chunks(groups: number, max: number): [number, number][] {
   return out;
 }
 
-/** A validated product, ready to record: the dispatches matmul() would make. */
-export type MatmulPlan = DispatchSpec[];
+/**
+ * A validated product, ready to record: the dispatches matmul() would make, and the operands to
+ * copy into textures first (bound at `binding` of every dispatch; 'texture' reads only).
+ */
+export interface MatmulPlan {
+  readonly dispatches: readonly DispatchSpec[];
+  readonly textures: readonly { binding: number; tensor: Tensor; label: string }[];
+}
+
+/** Whether `t`'s elements fit one texture of Recorder.tempTexture (4 elements a texel). */
+function fitsTexture(ctx: GpuContext, t: Tensor): boolean {
+  const width = texelTableWidth(ctx);
+  return Number.isInteger(Math.log2(width)) && Math.ceil(Math.ceil(t.size / 4) / width) <= ctx.limit('maxTextureDimension2D');
+}
 
 /**
  * Validates a product and works out its dispatches without recording anything, so callers that
@@ -173,7 +198,7 @@ export type MatmulPlan = DispatchSpec[];
  */
 export function planMatmul(ctx: GpuContext, c: Tensor, a: Tensor, b: Tensor, opts: MatmulOptions = {}): MatmulPlan {
   const { batch, M, N, K, aBatch, bBatch } = matmulDims(c, a, b, opts);
-  if (M === 0 || N === 0 || batch === 0) return [];
+  if (M === 0 || N === 0 || batch === 0) return { dispatches: [], textures: [] };
   const cfg = opts.config ?? matmulConfigFor(ctx, { M, N, K });
   const op = opts.opName ?? KERNEL;
   checkConfig(op, ctx, cfg);
@@ -213,9 +238,17 @@ export function planMatmul(ctx: GpuContext, c: Tensor, a: Tensor, b: Tensor, opt
   const v4 = (t: Tensor) => (tiled ? null : vec4View(t));
   const u = lr ? lr.u : a;
   const v = lr ? lr.v : a;
-  const bindings = [a, v4(a), b, v4(b), opts.bias ?? a, u, v, v4(v), c];
-  const kernel = b.dtype === 'f16' ? 'matmul_f16' : KERNEL;
-  const plan: MatmulPlan = [];
+  const tex = !tiled && cfg.reads === 'texture' && fitsTexture(ctx, a) && fitsTexture(ctx, b);
+  if (tex) constants.TEX_SHIFT = Math.log2(texelTableWidth(ctx));
+  // Binding table: 0 A, 1 A4, 2 B, 3 B4, 4 bias, 5 U, 6 V, 7 V4, 8 C, 9 A's texture, 10 B's texture
+  // (placed by recordMatmul), params at 11. main_tex reads neither A nor B from buffers.
+  const bindings = tex
+    ? [null, null, null, null, opts.bias ?? a, u, v, v4(v), c, null, null]
+    : [a, v4(a), b, v4(b), opts.bias ?? a, u, v, v4(v), c, null, null];
+  // main_tex never touches B's storage type (the fetch widens f16 texels): one pipeline for both.
+  const kernel = b.dtype === 'f16' && !tex ? 'matmul_f16' : KERNEL;
+  const entryPoint = tiled ? 'main_tiled' : tex ? 'main_tex' : 'main';
+  const dispatches: DispatchSpec[] = [];
   for (const [oz, nz] of chunks(batch, maxWg)) {
     for (const [oy, ny] of chunks(gy, maxWg)) {
       for (const [ox, nx] of chunks(gx, maxWg)) {
@@ -228,11 +261,12 @@ export function planMatmul(ctx: GpuContext, c: Tensor, a: Tensor, b: Tensor, opt
           .f32(opts.alpha ?? 1).f32(lr ? lr.scale : 0)
           .u32((opts.bias ? 1 : 0) | (opts.accumulate ? 2 : 0))
           .u32(ox).u32(oy).u32(oz);
-        plan.push({ kernel, entryPoint: tiled ? 'main_tiled' : 'main', constants, bindings, params, workgroups: [nx, ny, nz] });
+        dispatches.push({ kernel, entryPoint, constants, bindings, params, workgroups: [nx, ny, nz] });
       }
     }
   }
-  return plan;
+  const textures = tex ? [{ binding: 9, tensor: vec4View(a), label: `${op} a` }, { binding: 10, tensor: vec4View(b), label: `${op} b` }] : [];
+  return { dispatches, textures };
 }
 
 function checkConfig(op: string, ctx: GpuContext, cfg: MatmulConfig): void {
@@ -249,7 +283,16 @@ function checkConfig(op: string, ctx: GpuContext, cfg: MatmulConfig): void {
 
 /** Record a plan made by planMatmul. */
 export function recordMatmul(rec: Recorder, plan: MatmulPlan): void {
-  for (const d of plan) rec.dispatch(d);
+  if (plan.textures.length === 0) {
+    for (const d of plan.dispatches) rec.dispatch(d);
+    return;
+  }
+  const tables = plan.textures.map((t) => [t.binding, rec.tempTexture(t.tensor, t.label)] as const);
+  for (const d of plan.dispatches) {
+    const bindings: DispatchSpec['bindings'][number][] = [...d.bindings];
+    for (const [i, table] of tables) bindings[i] = table;
+    rec.dispatch({ ...d, bindings });
+  }
 }
 
 /**

@@ -3,6 +3,7 @@
  * run by both GPU suites: forward (y and the saved u) and every gradient (dx, dA, dB, dW, db) vs the
  * CPU reference and vs tfjs autograd (tf.grads of Σ y·G), ranks 1, 7, 64 on odd shapes including
  * one row, an f16 base W where shader-f16 exists, accumulate modes, bitwise-identical reruns,
+ * texture-read matmuls bitwise equal to buffer-read ones,
  * and typed errors naming the kernel and the shapes.
  */
 import { assert } from 'chai';
@@ -154,6 +155,22 @@ export const loraLinearCases: GpuCase[] = [
         const r1 = await gpuLora(ctx, d, v, cfg);
         const r2 = await gpuLora(ctx, d, v, cfg);
         for (const k of KEYS) assert.strictEqual(firstBitDiff(r1[k], r2[k]), -1, `${k} differs between runs (${name})`);
+      }
+    },
+  },
+  {
+    name: 'lora_linear: texture reads of the matmuls (llvmpipe default) give bitwise the buffer path (f32 and f16 W)',
+    async fn(ctx) {
+      const buf: MatmulConfig = { kernel: 'register', tm: 16, tn: 8, wgX: 8, wgY: 1, bk: 16, reads: 'buffer' };
+      const tex: MatmulConfig = { ...buf, reads: 'texture' };
+      for (const [N, In, Out, R] of SHAPES.slice(1)) {
+        const d = { N, In, Out, R };
+        const v = inputs(26, d);
+        for (const wBits of ctx.hasF16 ? [undefined, toF16(v.w).bits] : [undefined]) {
+          const want = await gpuLora(ctx, d, v, buf, { wBits });
+          const got = await gpuLora(ctx, d, v, tex, { wBits });
+          for (const k of KEYS) assert.strictEqual(firstBitDiff(got[k], want[k]), -1, `${k}: texture vs buffer reads${wBits ? ' (f16 W)' : ''} ${tag(d)}`);
+        }
       }
     },
   },

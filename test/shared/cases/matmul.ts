@@ -3,14 +3,15 @@
  * CPU reference and vs tfjs (tf.matMul; the backward products vs tf.grads) on shapes that divide
  * no tile (M, N or K = 1 included), all four transpose combinations, batches with a broadcast
  * operand, bias, alpha and accumulate, f16 B where the device has shader-f16, bitwise-identical
- * reruns, and typed errors naming the kernel and shapes.
+ * reruns, texture reads (main_tex) bitwise equal to buffer reads, and typed errors naming the
+ * kernel and shapes.
  */
 import { assert } from 'chai';
 import { LimitError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { Tensor } from '../../../src/gpu/tensor.ts';
-import { type MatmulConfig, matmul, matmulConfigFor, type MatmulOptions } from '../../../src/ops/matmul.ts';
+import { type MatmulConfig, matmul, matmulConfigFor, type MatmulOptions, planMatmul } from '../../../src/ops/matmul.ts';
 import { matmulRef } from '../../../src/ops/matmul.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
@@ -196,6 +197,54 @@ export const matmulCases: GpuCase[] = [
         assert.strictEqual(firstBitDiff(r1, r2), -1, `rerun differs (${name})`);
         if (name === 'default') assertClose(r1, tfMatmul(p, a, b), TOL_TF, `matmul vs tfjs ${tag(p)}`);
       }
+    },
+  },
+  {
+    name: 'matmul: texture reads (main_tex) are bitwise equal to buffer reads (transposes, batch, bias, accumulate, low rank, f16 B)',
+    async fn(ctx) {
+      const rng = new Rng(7, 7);
+      // A tile that divides everything below and one that divides nothing; A of the last problem
+      // spans several texture rows (over 8192 texels).
+      const tiles: MatmulConfig[] = [{ kernel: 'register', tm: 16, tn: 8, wgX: 8, wgY: 1, bk: 16 }, { kernel: 'register', tm: 12, tn: 4, wgX: 4, wgY: 2, bk: 16 }];
+      const problems = [...SHAPES_ALL_TRANS.flatMap(([M, N, K]) => TRANS.map(([ta, tb]) => problem(M, N, K, ta, tb))),
+        problem(7, 1, 100), problem(33, 100, 7, false, true, 3, 1), problem(64, 48, 96, true, false, 1, 4), problem(300, 40, 260, true, false)];
+      for (const [ti, buf] of tiles.entries()) {
+        const tex: MatmulConfig = { ...buf, reads: 'texture' };
+        for (const p of ti === 0 ? problems : problems.slice(0, 4)) {
+          const { a, b } = operands(8, p);
+          const extra = p.M === 64 ? { bias: rng.normalArray(p.N), c0: rng.normalArray(p.batch * p.M * p.N), alpha: -0.75 } : {};
+          const want = await gpuMatmul(ctx, p, a, b, buf, extra);
+          const got = await gpuMatmul(ctx, p, a, b, tex, extra);
+          assert.strictEqual(firstBitDiff(got, want), -1, `texture vs buffer reads (tile ${buf.tm}x${buf.tn}) ${tag(p)}`);
+          assertClose(got, refMatmul(p, a, b, extra), TOL_REF, `texture reads vs ref ${tag(p)}`);
+          if (ctx.hasF16 && ti === 0 && p.batch === 1) {
+            const h = toF16(b);
+            const half = await gpuMatmul(ctx, p, a, h.bits, tex, extra);
+            assert.strictEqual(firstBitDiff(half, await gpuMatmul(ctx, p, a, h.bits, buf, extra)), -1, `f16 B: texture vs buffer reads ${tag(p)}`);
+          }
+        }
+      }
+      // The low-rank term (U, V from their buffers), V stored either way.
+      for (const transV of [false, true]) {
+        const [M, N, K, R] = [33, 40, 36, 7];
+        const ta = up(ctx, rng.normalArray(M * K), [M, K], 'a'), tb = up(ctx, rng.normalArray(N * K), [N, K], 'b');
+        const tu = up(ctx, rng.normalArray(M * R), [M, R], 'u'), tv = up(ctx, rng.normalArray(R * N), transV ? [N, R] : [R, N], 'v');
+        const tc = empty(ctx, [M, N], 'f32', 'c');
+        const lowRank = { u: tu, v: tv, transV, scale: 0.5 };
+        const outs: Float32Array[] = [];
+        for (const cfg of [tiles[0], { ...tiles[0], reads: 'texture' as const }]) {
+          const [c] = await run<Float32Array>(ctx, [tc], (rec) => matmul(rec, tc, ta, tb, { transB: true, lowRank, config: cfg }));
+          outs.push(c);
+        }
+        assert.strictEqual(firstBitDiff(outs[1], outs[0]), -1, `low rank (transV ${transV}): texture vs buffer reads`);
+        releaseAll(ta, tb, tu, tv, tc);
+      }
+      // The texture path is the one taken (not a silent fallback), and the default on llvmpipe only.
+      const a = empty(ctx, [8, 8], 'f32', 'a'), b = empty(ctx, [8, 8], 'f32', 'b'), c = empty(ctx, [8, 8], 'f32', 'c');
+      const entry = (cfg?: MatmulConfig) => planMatmul(ctx, c, a, b, { config: cfg }).dispatches[0].entryPoint;
+      assert.strictEqual(entry({ ...tiles[0], reads: 'texture' }), 'main_tex');
+      assert.strictEqual(entry(), ctx.kind === 'llvmpipe' ? 'main_tex' : ctx.isSoftware ? 'main' : 'main_tiled');
+      releaseAll(a, b, c);
     },
   },
   {
