@@ -3,12 +3,13 @@
  * flag or a missing value is an error). Pure: no I/O, so it is unit-tested in Node and used by the
  * Deno entry point alike. Each flag is documented once, in FLAGS; `--help` prints them.
  *
- * Defaults are the zero-config run: gpt2-1m from scratch on `calculator`, a full-parameter SFT
- * warm start on the environment's demonstrations, then LoRA GRPO — sized from measurements on a
- * 2-core machine's software WebGPU adapter (llvmpipe, shared with other jobs: an SFT step of 32
- * demonstrations took 26–48 s, a rollout of 16 episodes 68–147 s), so that the default run stays
- * near ten minutes there. That budget is far too small for RL to show; raise --steps,
- * --warmstart-steps, --groups on a real GPU.
+ * Defaults are the zero-config run: gpt2-100k (2 layers, C=64, byte tokens) from scratch on
+ * `calculator`, a full-parameter SFT warm start on 4096 generated demonstrations (200 steps of 32,
+ * cosine learning rate peaking at 1e-2: a model this small learns to copy the expression into the
+ * tool call and the tool's result into the answer after ~150–200 such steps, measured), then
+ * LoRA GRPO (20 steps of 8 tasks × 4 attempts), with 128 held-out episodes evaluated after SFT and
+ * after RL. Sized for a 2-core machine's software WebGPU adapter (llvmpipe); a GPU runs it in a
+ * fraction of the time.
  */
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors.ts';
@@ -27,19 +28,19 @@ interface FlagDoc {
 export const DEFAULTS = {
   env: 'calculator' as EnvName,
   algo: 'grpo' as Algo,
-  model: 'gpt2-1m',
-  steps: 6,
+  model: 'gpt2-100k',
+  steps: 20,
   seed: 0,
-  groups: 4,
+  groups: 8,
   groupSize: 4,
-  lr: 2e-3,
+  lr: 5e-3,
   loraRank: 8,
   loraAlpha: 16,
   loraTargets: ['q', 'k', 'v', 'o', 'up', 'down'] as LoraTarget[],
-  warmstartSteps: 16,
-  warmstartDemos: 1024,
-  warmstartLr: 3e-3,
-  evalEpisodes: 32,
+  warmstartSteps: 200,
+  warmstartDemos: 4096,
+  warmstartLr: 1e-2,
+  evalEpisodes: 128,
   temperature: 1,
 } as const;
 

@@ -5,7 +5,8 @@
  * src/runtime/rl_job.ts through the in-process service (LocalService: the Tinker-style clients
  * over the engine on this thread), shows progress on stderr, prints a summary table, and writes
  * the run folder: metrics.jsonl (one line per step, as it happens), summary.json, the trained
- * tensors (adapter.safetensors; a PEFT export for LoRA runs under peft/) and curve.svg — and, for
+ * tensors (adapter.safetensors; for LoRA runs a PEFT export under peft/ and the base it belongs to
+ * as a Hugging Face folder under base/) and curve.svg — and, for
  * `--resume DIR --steps N` (resume.ts), run.json and checkpoints/. A device lost mid-run is replaced
  * and the job resumes from its last checkpoint (runtime/recovery.ts).
  * `--self-check` keeps the old device check (one kernel against its CPU reference) and nothing else.
@@ -22,6 +23,8 @@ import { loraSpecs, parameterSpecs } from '../model/params.ts';
 import { exportPeftAdapter } from '../model/peft.ts';
 import { preset } from '../model/presets.ts';
 import { writeSafetensors } from '../model/safetensors_write.ts';
+import { configToHf } from '../model/hf_config.ts';
+import { exportHfWeights } from '../model/weight_names.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import { add } from '../ops/add.ts';
 import { addRef } from '../ops/add.ref.ts';
@@ -78,6 +81,14 @@ async function writeWeights(dir: string, r: JobResult): Promise<string[]> {
     await writeFile(join(pdir, 'adapter_config.json'), JSON.stringify(peft.adapterConfig, null, 2) + '\n');
     await writeFile(join(pdir, 'adapter_model.safetensors'), writeSafetensors(peft.tensors, { metadata: peft.metadata }));
     files.push(`${pdir}/`);
+    if (r.trained.base) {
+      // The base the adapter belongs to, as a Hugging Face folder: PEFT loads peft/ on top of it.
+      const bdir = join(dir, 'base');
+      await mkdir(bdir, { recursive: true });
+      await writeFile(join(bdir, 'config.json'), JSON.stringify(configToHf(cfg), null, 2) + '\n');
+      await writeFile(join(bdir, 'model.safetensors'), writeSafetensors(exportHfWeights(cfg, r.trained.base), { metadata: { format: 'pt' } }));
+      files.push(`${bdir}/`);
+    }
   }
   return files;
 }

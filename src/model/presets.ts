@@ -3,6 +3,8 @@
  *
  *   tiny-gpt2      22,248     tests: odd sizes (C=24, Hq=3, D=8, F=96), byte vocab, tied
  *   tiny-llama     21,464     tests: C=24, Hq=6 over Hkv=2 (GQA), D=4, F=40, q/k/v bias (Qwen2-like), untied head
+ *   gpt2-100k      124,864    the default agent of `npm run train` (2 layers, C=64, 128 positions):
+ *                             small enough for a software adapter to warm-start and train in minutes
  *   gpt2-1m        1,057,536  demo, byte vocab, 256 positions
  *   llama-1m       956,160    demo, byte vocab
  *   gpt2-10m       10,111,040 demo, byte vocab, 512 positions
@@ -34,6 +36,7 @@ const B = BYTE_VOCAB_SIZE;
 export const PRESETS = Object.freeze({
   'tiny-gpt2': gpt2('tiny-gpt2', B, 2, 24, 3, 64),
   'tiny-llama': llama('tiny-llama', { V: B, L: 2, C: 24, Hq: 6, Hkv: 2, D: 4, F: 40, P: 64, theta: 10000, eps: 1e-5, tied: false, qkvBias: true }),
+  'gpt2-100k': gpt2('gpt2-100k', B, 2, 64, 4, 128),
   'gpt2-1m': gpt2('gpt2-1m', B, 5, 128, 4, 256),
   'llama-1m': llama('llama-1m', { V: B, L: 5, C: 128, Hq: 4, Hkv: 2, D: 32, F: 352, P: 256, theta: 10000, eps: 1e-5, tied: true, qkvBias: false }),
   'gpt2-10m': gpt2('gpt2-10m', B, 8, 320, 5, 512),

@@ -11,7 +11,7 @@
 import { Agent } from '../env/agent.ts';
 import { groupEpisodes, type EpisodeSpec } from '../env/batch.ts';
 import { replayDemonstrations, replayTurnBasedDemonstrations } from '../env/demos.ts';
-import { calculatorEnv } from '../env/envs/calculator.ts';
+import { type CalculatorOptions, calculatorEnv } from '../env/envs/calculator.ts';
 import { guessNumberEnv } from '../env/envs/guess_number.ts';
 import { nimEnv, nimRandomPolicy } from '../env/envs/nim.ts';
 import { rolloutTurnBased } from '../env/multiagent.ts';
@@ -35,6 +35,9 @@ export type JobEnv =
  * trained from scratch on byte tokens and learn the tool syntax from the demonstrations; a constant
  * tool description would more than double every sequence (prefill, SFT and RL steps alike).
  */
+/** The calculator tasks of the built-in job (see jobEnv). */
+export const CALCULATOR_JOB: CalculatorOptions = Object.freeze({ easyFraction: 0.3, demoToolRate: 0.5, hardA: [10, 99] as const, hardB: [2, 9] as const });
+
 export const JOB_FORMAT: PromptFormat = plainFormat({ describeTools: false });
 
 /**
@@ -45,7 +48,10 @@ export const JOB_FORMAT: PromptFormat = plainFormat({ describeTools: false });
 export function jobEnv(name: string): JobEnv {
   switch (name) {
     case 'calculator':
-      return { name, kind: 'single', spec: calculatorEnv(), maxTurns: 3, maxNewTokens: 36, format: JOB_FORMAT }; // <tool>calculator: 999*99</tool>: 31 bytes
+      // 30% one-digit tasks, 70% products of a 2-digit and a 1-digit number (3-digit answers a
+      // small model copies reliably once it has learned to copy); demonstrations call the tool
+      // half of the time and guess otherwise, so RL has to learn when the tool pays off.
+      return { name, kind: 'single', spec: calculatorEnv(CALCULATOR_JOB), maxTurns: 3, maxNewTokens: 36, format: JOB_FORMAT }; // <tool>calculator: 999*99</tool>: 31 bytes
     case 'guess-number':
       return { name, kind: 'single', spec: guessNumberEnv(), maxTurns: 6, maxNewTokens: 24, format: JOB_FORMAT }; // <answer>32</answer>: 19 bytes
     case 'nim':

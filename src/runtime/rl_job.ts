@@ -135,7 +135,13 @@ export interface JobSummary {
 
 export interface JobResult extends JobSummary {
   /** The trained tensors: the LoRA adapter's, or every parameter (full). */
-  readonly trained: { readonly cfg: ModelConfig; readonly lora: LoraConfig | null; readonly tensors: HostParams };
+  readonly trained: {
+    readonly cfg: ModelConfig;
+    readonly lora: LoraConfig | null;
+    readonly tensors: HostParams;
+    /** LoRA runs: the base the adapter was trained on (the warm-started model, or the from-scratch init). */
+    readonly base?: HostParams;
+  };
 }
 
 /** The JSON-safe part of a result. */
@@ -365,7 +371,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
     o.onPhase?.('eval-after', {});
     const after = o.evalEpisodes > 0 ? await evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent) : { success: 0, meanReward: 0 };
     await sampler.close();
-    return finish({ rewardCurve, lossCurve, sftLossCurve, before, after, trained: { cfg, lora: o.lora, tensors: await policy.weights() } });
+    return finish({ rewardCurve, lossCurve, sftLossCurve, before, after, trained: { cfg, lora: o.lora, tensors: await policy.weights(), ...(o.lora ? { base: base ?? (await service.modelWeights(modelId)) } : {}) } });
   } finally {
     for (const cl of toDispose) await cl.close();
     await service.releaseModel(modelId).catch(() => {});
