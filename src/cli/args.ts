@@ -4,12 +4,13 @@
  * Deno entry point alike. Each flag is documented once, in FLAGS; `--help` prints them.
  *
  * Defaults are the zero-config run: gpt2-100k (2 layers, C=64, byte tokens) from scratch on
- * `calculator`, a full-parameter SFT warm start on 4096 generated demonstrations (200 steps of 32,
+ * `calculator`, a full-parameter SFT warm start on 4096 generated demonstrations (300 steps of 32,
  * cosine learning rate peaking at 1e-2: a model this small learns to copy the expression into the
  * tool call and the tool's result into the answer after ~150–200 such steps, measured), then
- * LoRA GRPO (20 steps of 8 tasks × 4 attempts), with 128 held-out episodes evaluated after SFT and
- * after RL. Sized for a 2-core machine's software WebGPU adapter (llvmpipe); a GPU runs it in a
- * fraction of the time.
+ * LoRA GRPO (20 steps of 16 tasks × 4 attempts at 5e-3), with 128 held-out episodes evaluated
+ * after SFT and after RL. Sized for a 2-core machine's software WebGPU adapter (llvmpipe): about
+ * 6–7 minutes there, held-out success 0.51 → 0.86 (seed 0, measured); a GPU runs it in a fraction
+ * of the time.
  */
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors.ts';
@@ -31,16 +32,18 @@ export const DEFAULTS = {
   model: 'gpt2-100k',
   steps: 20,
   seed: 0,
-  groups: 8,
+  groups: 16,
   groupSize: 4,
   lr: 5e-3,
   loraRank: 8,
   loraAlpha: 16,
   loraTargets: ['q', 'k', 'v', 'o', 'up', 'down'] as LoraTarget[],
-  warmstartSteps: 200,
+  warmstartSteps: 300,
   warmstartDemos: 4096,
   warmstartLr: 1e-2,
   evalEpisodes: 128,
+  /** Checkpoint interval (steps of each phase; a phase's last step always saves). */
+  checkpointEvery: 25,
   temperature: 1,
 } as const;
 
@@ -63,7 +66,7 @@ export const FLAGS = {
   json: { type: 'string', value: 'FILE', help: 'write the run summary as JSON to FILE' },
   out: { type: 'string', value: 'DIR', help: 'run folder: metrics.jsonl, checkpoints, adapter, curve.svg (default runs/<env>-<algo>-s<seed>/)' },
   resume: { type: 'string', value: 'DIR', help: 'continue the run in DIR from its last checkpoint up to --steps (required); its other settings come from DIR/run.json' },
-  'checkpoint-every': { type: 'string', value: 'N', help: 'save a checkpoint every N steps of each phase (default 1)' },
+  'checkpoint-every': { type: 'string', value: 'N', help: 'save a checkpoint every N steps of each phase, and at its last step (default 25)' },
   quiet: { type: 'boolean', short: 'q', help: 'print nothing but errors (and the files asked for)' },
   'self-check': { type: 'boolean', help: 'only acquire the device and check one kernel against its CPU reference' },
 } as const satisfies Record<string, FlagDoc>;

@@ -156,7 +156,7 @@ async function main(argv: string[]): Promise<number> {
       result = await runTrainingRecovering(source, {
         ...job,
         // A checkpoint waits for the metrics lines before it, so metrics.jsonl always covers it.
-        checkpoint: { ...checkpoints.checkpointing(opts.checkpointEvery ?? 1, from), save: async (c) => (await pending, await checkpoints.save(c)) },
+        checkpoint: { ...checkpoints.checkpointing(opts.checkpointEvery ?? DEFAULTS.checkpointEvery, from), save: async (c) => (await pending, await checkpoints.save(c)) },
         onPhase: (phase, d) => {
           if (phase === 'warmstart') progress.phase('sft', d.steps ?? 0);
           else if (phase === 'rl') progress.phase(job.algo, d.steps ?? 0);
