@@ -114,37 +114,35 @@ export function packDatums(datums: readonly Datum[], options: PackOptions): Pack
   const scaleOf = new Map(datums.map((d, i) => [d, scales[i]] as const));
   const has = (k: 'returnsT' | 'oldValuesT' | 'refLogprobsT') => datums.length > 0 && datums.every((d) => d[k] !== undefined);
 
-  // Rows: one unit each, or with concat first fit of the datums in shuffled order.
-  let rowList: Datum[][];
+  // Units of rows: a datum's or a pair's rows; with concat, rows filled first fit in shuffled order.
+  let rowUnits: Datum[][][];
   if (options.concat) {
-    rowList = [];
+    const rows: Datum[][] = [];
     const free: number[] = [];
     for (const [d] of grouped) {
       const n = d.targetsT.length;
       const r = free.findIndex((f) => f >= n);
       if (r < 0) {
-        rowList.push([d]);
+        rows.push([d]);
         free.push(T - n);
       } else {
-        rowList[r].push(d);
+        rows[r].push(d);
         free[r] -= n;
       }
     }
+    rowUnits = rows.map((row) => [row]);
   } else {
-    rowList = grouped.flatMap((u) => u.map((d) => [d]));
+    rowUnits = grouped.map((u) => u.map((d) => [d]));
   }
   // Greedy fill of batches; a pair that does not fit the rest of a batch starts the next one.
   const layout: Datum[][][] = [];
   let current: Datum[][] = [];
-  for (let i = 0; i < rowList.length; ) {
-    const d0 = rowList[i][0];
-    const unit = !options.concat && d0.pair !== undefined ? 2 : 1;
-    if (current.length + unit > B) {
+  for (const unit of rowUnits) {
+    if (current.length + unit.length > B) {
       layout.push(current);
       current = [];
     }
-    current.push(...rowList.slice(i, i + unit));
-    i += unit;
+    current.push(...unit);
   }
   if (current.length > 0) layout.push(current);
 

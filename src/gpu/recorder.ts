@@ -256,8 +256,9 @@ export class Recorder {
     let queryBuf: ReturnType<typeof this.ctx.pool.acquire> | null = null;
     let queryRead: ReturnType<typeof this.ctx.readbackPool.acquire> | null = null;
     const profiler = this.ctx.hasTimestamps ? this.ctx.profiler : null;
-    const profiled = profiler ? commands.flatMap((c, ci) => (c.kind === 'dispatch' ? [ci] : [])) : [];
-    const profSlot = new Map(profiled.map((ci, k) => [ci, k] as const));
+    // The profiled dispatches in order: dispatch k's pass writes timestamps 2k and 2k + 1.
+    const profiled = profiler ? commands.flatMap((c) => (c.kind === 'dispatch' ? [c.spec] : [])) : [];
+    let profK = 0;
     const passCount = profiler ? profiled.length : this.#countPasses();
     let profQuery: GPUQuerySet | null = null;
     let profBuf: ReturnType<typeof this.ctx.pool.acquire> | null = null;
@@ -286,7 +287,7 @@ export class Recorder {
     commands.forEach((c, ci) => {
       if (c.kind === 'dispatch') {
         if (profQuery) {
-          const k = profSlot.get(ci)!;
+          const k = profK++;
           endPass();
           pass = enc.beginComputePass({ label: `${this.label} ${c.spec.kernel}`, timestampWrites: { querySet: profQuery, beginningOfPassWriteIndex: 2 * k, endOfPassWriteIndex: 2 * k + 1 } });
         } else if (!pass) {
@@ -378,8 +379,7 @@ export class Recorder {
         const t = new BigUint64Array(profRead.buffer.getMappedRange(0, bytes).slice(0));
         profRead.buffer.unmap();
         this.ctx.readbackPool.release(profRead.buffer);
-        profiled.forEach((ci, k) => {
-          const spec = (commands[ci] as Extract<Command, { kind: 'dispatch' }>).spec;
+        profiled.forEach((spec, k) => {
           const [x, y = 1, z = 1] = spec.workgroups;
           const name = spec.entryPoint ? `${spec.kernel}:${spec.entryPoint}` : spec.kernel;
           const detail = profiler.detailed ? ` ${JSON.stringify(spec.constants ?? {})} wg=${x}x${y}x${z}` : '';
