@@ -13,7 +13,7 @@
  */
 import { css, html, LitElement, type PropertyValues, unsafeCSS } from 'lit';
 import uplotCss from 'uplot/dist/uPlot.min.css?inline';
-import { Curve } from './lib/curve.ts';
+import { type Curve, trainingCurve } from './lib/curve.ts';
 import { DemoJob, parseSettings } from './lib/job.ts';
 import { errorText, pageService } from './lib/service.ts';
 import { checkWebGpu } from './lib/webgpu.ts';
@@ -152,15 +152,7 @@ export class WebtinkerDemo extends LitElement {
     this.dataset.state = this.state;
     const el = this.renderRoot.querySelector<HTMLElement>('.curve');
     if (el && !this.#curve) {
-      this.#curve = new Curve(el, {
-        xLabel: 'step',
-        height: 160,
-        series: [
-          { label: 'SFT loss', scale: 'loss', color: '#c0392b' },
-          { label: 'RL mean reward', scale: 'reward', color: '#2471a3' },
-        ],
-        ranges: { reward: [0, 1] },
-      });
+      this.#curve = trainingCurve(el, { height: 160 });
     }
   }
 

@@ -92,3 +92,17 @@ export class Curve {
     this.plot.destroy();
   }
 }
+
+/** The SFT-loss / RL-reward curve of a training run (and RL success, where asked), as every page draws it. */
+export function trainingCurve(el: HTMLElement, o: { success?: boolean; height?: number } = {}): Curve {
+  return new Curve(el, {
+    xLabel: 'step',
+    ...(o.height !== undefined ? { height: o.height } : {}),
+    series: [
+      { label: 'SFT loss', scale: 'loss', color: '#c0392b' },
+      { label: 'RL mean reward', scale: 'reward', color: '#2471a3' },
+      ...(o.success ? [{ label: 'RL success', scale: 'reward', color: '#27ae60' }] : []),
+    ],
+    ranges: { reward: [0, 1] },
+  });
+}

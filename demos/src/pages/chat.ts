@@ -9,7 +9,7 @@
 import { html, render } from 'lit';
 import { ENV_NAMES, type JobEnv, jobEnv, type ModelConfig, type SampleFn, type WorkerService } from '../../../src/mod.ts';
 import { DemoStore, type SavedRun } from '../lib/adapters.ts';
-import { Curve } from '../lib/curve.ts';
+import { type Curve, trainingCurve } from '../lib/curve.ts';
 import { DEMO_ALGOS, DemoJob, type DemoSettings, parseSettings } from '../lib/job.ts';
 import { errorText, fmtSeconds, pageService, pageShell, query } from '../lib/page.ts';
 import { SharePanel } from '../lib/shares.ts';
@@ -222,15 +222,7 @@ async function example(): Promise<void> {
 }
 
 draw();
-curve = new Curve(document.getElementById('curve')!, {
-  xLabel: 'step',
-  height: 160,
-  series: [
-    { label: 'SFT loss', scale: 'loss', color: '#c0392b' },
-    { label: 'RL mean reward', scale: 'reward', color: '#2471a3' },
-  ],
-  ranges: { reward: [0, 1] },
-});
+curve = trainingCurve(document.getElementById('curve')!, { height: 160 });
 try {
   runs = await store.list();
 } catch (e) {

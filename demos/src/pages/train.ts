@@ -8,7 +8,7 @@
 import { html, render } from 'lit';
 import { ENV_NAMES, jobEnv, type StepMetrics, type WorkerService } from '../../../src/mod.ts';
 import { DemoStore, download, type SavedRun } from '../lib/adapters.ts';
-import { Curve } from '../lib/curve.ts';
+import { type Curve, trainingCurve } from '../lib/curve.ts';
 import { DEMO_ALGOS, DEMO_MODELS, DemoJob, type DemoSettings, parseSettings } from '../lib/job.ts';
 import { errorText, fmtPct, fmtSeconds, pageService, pageShell, query } from '../lib/page.ts';
 import { type ShareGroup, SharePanel } from '../lib/shares.ts';
@@ -225,14 +225,6 @@ function deleteRun(name: string): Promise<void> {
 }
 
 draw();
-curve = new Curve(document.getElementById('curve')!, {
-  xLabel: 'step',
-  series: [
-    { label: 'SFT loss', scale: 'loss', color: '#c0392b' },
-    { label: 'RL mean reward', scale: 'reward', color: '#2471a3' },
-    { label: 'RL success', scale: 'reward', color: '#27ae60' },
-  ],
-  ranges: { reward: [0, 1] },
-});
+curve = trainingCurve(document.getElementById('curve')!, { success: true });
 await refresh();
 if (status.ok && query()('autostart') === '1') document.getElementById('start')!.click();
