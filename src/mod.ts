@@ -221,7 +221,10 @@ export type {
 export { ALGOS, runTraining, summaryOf } from './runtime/rl_job.ts';
 export type { Algo, JobOptions, JobResult, JobSummary, StepMetrics } from './runtime/rl_job.ts';
 export { ENV_NAMES, jobEnv } from './runtime/evaluate.ts';
-export type { EnvName, JobEnv } from './runtime/evaluate.ts';
+export type { EnvName, JobEnv, JobEnvLimits } from './runtime/evaluate.ts';
+// One call from an environment to a trained adapter, with `npm run train`'s defaults.
+export { jobOptions, train, TRAIN_DEFAULTS } from './runtime/train.ts';
+export type { TrainSettings } from './runtime/train.ts';
 
 // Checkpoints, recovery, published adapters, non-finite steps and the metrics stream of jobs.
 export { JobCheckpointer } from './runtime/job_checkpoint.ts';

@@ -3,14 +3,9 @@
  * flag or a missing value is an error). Pure: no I/O, so it is unit-tested in Node and used by the
  * Deno entry point alike. Each flag is documented once, in FLAGS; `--help` prints them.
  *
- * Defaults are the zero-config run: gpt2-100k (2 layers, C=64, byte tokens) from scratch on
- * `calculator`, a full-parameter SFT warm start on 4096 generated demonstrations (300 steps of 32,
- * cosine learning rate peaking at 1e-2: a model this small learns to copy the expression into the
- * tool call and the tool's result into the answer after ~150–200 such steps, measured), then
- * LoRA GRPO (20 steps of 16 tasks × 4 attempts at 5e-3), with 128 held-out episodes evaluated
- * after SFT and after RL. Sized for a 2-core machine's software WebGPU adapter (llvmpipe): about
- * 6–7 minutes there, held-out success 0.51 → 0.86 (seed 0, measured); a GPU runs it in a fraction
- * of the time.
+ * Defaults are the library's (TRAIN_DEFAULTS in src/runtime/train.ts: the zero-config run, sized
+ * for a 2-core machine's software WebGPU adapter — about 8–9 minutes there, held-out success
+ * 0.52 → 0.87 with seed 0, measured; a GPU runs it in a fraction of the time).
  */
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors.ts';
@@ -18,6 +13,7 @@ import { LORA_TARGETS, type LoraTarget } from '../model/config.ts';
 import { PRESETS } from '../model/presets.ts';
 import { ALGOS, type Algo } from '../runtime/rl_job.ts';
 import { ENV_NAMES, type EnvName } from '../runtime/evaluate.ts';
+import { TRAIN_DEFAULTS } from '../runtime/train.ts';
 
 interface FlagDoc {
   type: 'string' | 'boolean';
@@ -26,25 +22,11 @@ interface FlagDoc {
   help: string;
 }
 
+/** The library's defaults (TRAIN_DEFAULTS), plus the CLI's checkpoint interval. */
 export const DEFAULTS = {
-  env: 'calculator' as EnvName,
-  algo: 'grpo' as Algo,
-  model: 'gpt2-100k',
-  steps: 20,
-  seed: 0,
-  groups: 16,
-  groupSize: 4,
-  lr: 5e-3,
-  loraRank: 8,
-  loraAlpha: 16,
-  loraTargets: ['q', 'k', 'v', 'o', 'up', 'down'] as LoraTarget[],
-  warmstartSteps: 300,
-  warmstartDemos: 4096,
-  warmstartLr: 1e-2,
-  evalEpisodes: 128,
+  ...TRAIN_DEFAULTS,
   /** Checkpoint interval (steps of each phase; a phase's last step always saves). */
   checkpointEvery: 25,
-  temperature: 1,
 } as const;
 
 export const FLAGS = {

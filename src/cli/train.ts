@@ -18,52 +18,39 @@ import { WebtinkerError } from '../errors.ts';
 import { acquireGpu, type GpuContext } from '../gpu/device.ts';
 import { Recorder } from '../gpu/recorder.ts';
 import { emptyTensor, tensorFrom } from '../gpu/tensor.ts';
-import type { LoraConfig } from '../model/config.ts';
 import { loraSpecs, parameterSpecs } from '../model/params.ts';
 import { exportPeftAdapter } from '../model/peft.ts';
-import { preset } from '../model/presets.ts';
 import { writeSafetensors } from '../model/safetensors_write.ts';
 import { configToHf } from '../model/hf_config.ts';
 import { exportHfWeights } from '../model/weight_names.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import { add } from '../ops/add.ts';
 import { addRef } from '../ops/add.ref.ts';
-import { jobEnv } from '../runtime/evaluate.ts';
 import { LocalService } from '../runtime/local_service.ts';
 import { LocalServiceSource, runTrainingRecovering } from '../runtime/recovery.ts';
 import { type JobOptions, type JobResult, summaryOf } from '../runtime/rl_job.ts';
+import { jobOptions } from '../runtime/train.ts';
 import { Rng } from '../util/rng.ts';
 import { DEFAULTS, defaultOutDir, parseTrainArgs, type TrainOptions, trainHelp } from './args.ts';
 import { progressBar, quietProgress } from './progress.ts';
 import { learningCurveSvg, metricsLine, summaryTable } from './report.ts';
 import { metricsBefore, prepareRunFolder, resumedOptions } from './resume.ts';
 
-/** The job a parsed command line asks for. */
+/** The job a parsed command line asks for (train.ts's jobOptions: the library's defaults fill the rest). */
 export function jobOptionsFrom(opts: TrainOptions): Omit<JobOptions, 'onStep' | 'onPhase'> {
-  const model = preset(opts.model);
-  const lora: LoraConfig | null = opts.full
-    ? null
-    : { rank: opts.loraRank, alpha: 2 * opts.loraRank, targets: model.family === 'gpt2' ? opts.loraTargets.filter((t) => t !== 'gate') : opts.loraTargets };
-  const env = jobEnv(opts.env);
-  return {
-    env,
+  return jobOptions({
+    env: opts.env,
     algo: opts.algo,
-    model,
-    lora,
+    model: opts.model,
+    lora: opts.full ? null : { rank: opts.loraRank, targets: opts.loraTargets },
     steps: opts.steps,
     seed: opts.seed,
     groups: opts.groups,
     groupSize: opts.groupSize,
     lr: opts.lr,
-    warmStart: opts.warmstart && opts.warmstartSteps > 0
-      ? { steps: opts.warmstartSteps, demos: DEFAULTS.warmstartDemos, batchSize: 32, lr: DEFAULTS.warmstartLr }
-      : null,
+    warmStart: opts.warmstart && opts.warmstartSteps > 0 ? { steps: opts.warmstartSteps } : null,
     evalEpisodes: opts.evalEpisodes,
-    temperature: DEFAULTS.temperature,
-    maxNewTokens: env.maxNewTokens,
-    rows: 16,
-    maxGradNorm: 1,
-  };
+  });
 }
 
 /** Writes the trained tensors: ours as safetensors, plus PEFT's files for LoRA runs. */

@@ -27,8 +27,22 @@ export type EnvName = (typeof ENV_NAMES)[number];
 
 /** A job's environment: single-agent (tools, multi-turn) or a turn-based game against a scripted seat. */
 export type JobEnv =
-  | { readonly name: string; readonly kind: 'single'; readonly spec: EnvSpec; readonly maxTurns: number; readonly maxNewTokens: number; readonly format?: PromptFormat }
-  | { readonly name: string; readonly kind: 'game'; readonly spec: TurnBasedEnvSpec; readonly maxTurns: number; readonly maxNewTokens: number; readonly format?: PromptFormat };
+  | ({ readonly kind: 'single'; readonly spec: EnvSpec } & JobEnvLimits)
+  | ({ readonly kind: 'game'; readonly spec: TurnBasedEnvSpec } & JobEnvLimits);
+
+/** What every job environment states besides its spec. */
+export interface JobEnvLimits {
+  readonly name: string;
+  readonly maxTurns: number;
+  /** Token limit of one action. */
+  readonly maxNewTokens: number;
+  readonly format?: PromptFormat;
+  /**
+   * Positions a whole episode needs (byte tokens, with room for sampled actions); a from-scratch
+   * model's context is raised to it (`jobOptions`). Absent: the model's own.
+   */
+  readonly context?: number;
+}
 
 /**
  * The prompt format of the built-in jobs: plain text without the tool list. Their models are
@@ -51,12 +65,12 @@ export function jobEnv(name: string): JobEnv {
       // 30% one-digit tasks, 70% products of a 2-digit and a 1-digit number (3-digit answers a
       // small model copies reliably once it has learned to copy); demonstrations call the tool
       // half of the time and guess otherwise, so RL has to learn when the tool pays off.
-      return { name, kind: 'single', spec: calculatorEnv(CALCULATOR_JOB), maxTurns: 3, maxNewTokens: 36, format: JOB_FORMAT }; // <tool>calculator: 999*99</tool>: 31 bytes
+      return { name, kind: 'single', spec: calculatorEnv(CALCULATOR_JOB), maxTurns: 3, maxNewTokens: 36, format: JOB_FORMAT, context: 128 }; // <tool>calculator: 999*99</tool>: 31 bytes
     case 'guess-number':
-      return { name, kind: 'single', spec: guessNumberEnv(), maxTurns: 6, maxNewTokens: 24, format: JOB_FORMAT }; // <answer>32</answer>: 19 bytes
+      return { name, kind: 'single', spec: guessNumberEnv(), maxTurns: 6, maxNewTokens: 24, format: JOB_FORMAT, context: 384 }; // <answer>32</answer>: 19 bytes; demonstrations: median 263, max 317 tokens
     case 'nim':
       // The learner is player 1; player 2 plays uniformly random legal moves.
-      return { name, kind: 'game', spec: nimEnv(), maxTurns: 16, maxNewTokens: 24, format: JOB_FORMAT }; // <answer>3 5</answer>: 20 bytes
+      return { name, kind: 'game', spec: nimEnv(), maxTurns: 16, maxNewTokens: 24, format: JOB_FORMAT, context: 512 }; // <answer>3 5</answer>: 20 bytes; demonstrations: median 283, max 508 tokens
     default:
       throw new ConfigError('env', `unknown environment "${name}" (known: ${ENV_NAMES.join(', ')})`);
   }

@@ -1,0 +1,187 @@
+/**
+ * `train(settings)`: one call from an environment to a trained adapter. It fills every setting the
+ * caller leaves out with the defaults of `npm run train` (the same values: the CLI builds its job
+ * with `jobOptions` too), acquires the WebGPU device unless given a service, and runs the job
+ * runner (`runTraining`: SFT warm start on the environment's demonstrations, held-out evaluation,
+ * RL, evaluation again) in-process.
+ *
+ * The environment is a built-in name, a JobEnv, or any single-agent `EnvSpec` (tools and
+ * multi-turn dialogue included): a newcomer's environment needs nothing else from the runtime.
+ */
+import { ConfigError } from '../errors.ts';
+import { acquireGpu } from '../gpu/device.ts';
+import type { EnvSpec } from '../env/types.ts';
+import type { PromptFormat } from '../env/format.ts';
+import { ByteTokenizer } from '../model/tokenizer/byte.ts';
+import { LORA_TARGETS, type LoraConfig, type LoraTarget, type ModelConfig } from '../model/config.ts';
+import { preset, PRESETS } from '../model/presets.ts';
+import type { ServiceClient } from './clients.ts';
+import { ENV_NAMES, type EnvName, JOB_FORMAT, type JobEnv, jobEnv } from './evaluate.ts';
+import { LocalService } from './local_service.ts';
+import { type Algo, ALGOS, type JobOptions, type JobResult, runTraining } from './rl_job.ts';
+
+/**
+ * The zero-config job (what `npm run train` runs with no flags): gpt2-100k (2 layers, C=64, byte
+ * tokens) from scratch on `calculator`, a full-parameter SFT warm start on 4096 generated
+ * demonstrations (300 steps of 32, cosine learning rate peaking at 1e-2: a model this small learns
+ * to copy the expression into the tool call and the tool's result into the answer after ~150–200
+ * such steps, measured), then LoRA GRPO (20 steps of 16 tasks × 4 attempts at 5e-3), with 128
+ * held-out episodes evaluated after SFT and after RL.
+ */
+export const TRAIN_DEFAULTS = Object.freeze({
+  env: 'calculator' as EnvName,
+  algo: 'grpo' as Algo,
+  model: 'gpt2-100k',
+  steps: 20,
+  seed: 0,
+  groups: 16,
+  groupSize: 4,
+  lr: 5e-3,
+  loraRank: 8,
+  loraTargets: Object.freeze(['q', 'k', 'v', 'o', 'up', 'down']) as readonly LoraTarget[],
+  warmstartSteps: 300,
+  warmstartDemos: 4096,
+  warmstartBatch: 32,
+  warmstartLr: 1e-2,
+  evalEpisodes: 128,
+  temperature: 1,
+  rows: 16,
+  maxGradNorm: 1,
+  /** Turn and per-action token limits of an EnvSpec given without them. */
+  maxTurns: 1,
+  maxNewTokens: 32,
+});
+
+/** What `train` and `jobOptions` take; everything but `env` is optional. */
+export interface TrainSettings {
+  /** A built-in environment's name, a job environment, or any single-agent EnvSpec. */
+  readonly env: EnvName | JobEnv | EnvSpec;
+  readonly algo?: Algo;
+  /** A preset name, or a config (from scratch; its maxSeqLen is raised to what the episodes need). */
+  readonly model?: string | ModelConfig;
+  /** RL steps (for 'sft': SFT steps). */
+  readonly steps?: number;
+  readonly seed?: number;
+  readonly groups?: number;
+  readonly groupSize?: number;
+  readonly lr?: number;
+  /** LoRA of the RL job (alpha defaults to 2·rank); null: full-parameter RL. */
+  readonly lora?: { readonly rank?: number; readonly alpha?: number; readonly targets?: readonly LoraTarget[] } | null;
+  /** The SFT warm start; null: none (RL from the from-scratch model). */
+  readonly warmStart?: { readonly steps?: number; readonly demos?: number; readonly batchSize?: number; readonly lr?: number; readonly schedule?: 'constant' | 'cosine' } | null;
+  readonly evalEpisodes?: number;
+  readonly temperature?: number;
+  /** Turn limit of an EnvSpec's episodes (built-ins bring their own). */
+  readonly maxTurns?: number;
+  /** Token limit of one action. */
+  readonly maxNewTokens?: number;
+  /** Prompt format of an EnvSpec's episodes (default: plain text, no tool list). */
+  readonly format?: PromptFormat;
+  readonly rows?: number;
+  readonly maxGradNorm?: number;
+  readonly onStep?: JobOptions['onStep'];
+  readonly onPhase?: JobOptions['onPhase'];
+  readonly checkpoint?: JobOptions['checkpoint'];
+  readonly id?: string;
+}
+
+function isJobEnv(e: TrainSettings['env']): e is JobEnv {
+  return typeof e === 'object' && e !== null && 'kind' in e && 'spec' in e;
+}
+
+function jobEnvOf(s: TrainSettings): JobEnv {
+  const e = s.env;
+  if (typeof e === 'string') {
+    if (!(ENV_NAMES as readonly string[]).includes(e)) throw new ConfigError('env', `unknown environment "${e}" (known: ${ENV_NAMES.join(', ')})`);
+    const env = jobEnv(e);
+    return s.maxNewTokens !== undefined || s.maxTurns !== undefined ? { ...env, maxTurns: s.maxTurns ?? env.maxTurns, maxNewTokens: s.maxNewTokens ?? env.maxNewTokens } : env;
+  }
+  if (isJobEnv(e)) return e;
+  if (typeof e !== 'object' || e === null || typeof e.create !== 'function' || typeof e.name !== 'string') {
+    throw new ConfigError('env', 'expected an environment name, a JobEnv or an EnvSpec ({ name, create() })');
+  }
+  const maxTurns = s.maxTurns ?? TRAIN_DEFAULTS.maxTurns;
+  const maxNewTokens = s.maxNewTokens ?? TRAIN_DEFAULTS.maxNewTokens;
+  return { name: e.name, kind: 'single', spec: e, maxTurns, maxNewTokens, format: s.format ?? JOB_FORMAT };
+}
+
+function int(field: string, v: number, min: number): number {
+  if (!Number.isInteger(v) || v < min) throw new ConfigError(field, `expected an integer ≥ ${min}, got ${v}`);
+  return v;
+}
+
+function pos(field: string, v: number): number {
+  if (!Number.isFinite(v) || v <= 0) throw new ConfigError(field, `expected a positive number, got ${v}`);
+  return v;
+}
+
+/**
+ * The job runner's options for `settings`, defaults filled in. A from-scratch model's context is
+ * raised to what the environment's episodes need (`JobEnv.context`: guess-number and nim episodes
+ * run longer than gpt2-100k's 128 positions).
+ */
+export function jobOptions(s: TrainSettings): JobOptions {
+  const env = jobEnvOf(s);
+  const algo = s.algo ?? TRAIN_DEFAULTS.algo;
+  if (!(ALGOS as readonly string[]).includes(algo)) throw new ConfigError('algo', `expected one of ${ALGOS.join(', ')}, got "${algo}"`);
+  const m = s.model ?? TRAIN_DEFAULTS.model;
+  if (typeof m === 'string' && !Object.hasOwn(PRESETS, m)) throw new ConfigError('model', `unknown preset "${m}" (known: ${Object.keys(PRESETS).join(', ')})`);
+  const base = typeof m === 'string' ? preset(m) : m;
+  const model: ModelConfig = (env.context ?? 0) > base.maxSeqLen ? { ...base, maxSeqLen: env.context! } : base;
+  let lora: LoraConfig | null = null;
+  if (s.lora !== null) {
+    const rank = int('lora.rank', s.lora?.rank ?? TRAIN_DEFAULTS.loraRank, 1);
+    const targets = (s.lora?.targets ?? TRAIN_DEFAULTS.loraTargets).filter((t) => model.family !== 'gpt2' || t !== 'gate');
+    for (const t of targets) if (!LORA_TARGETS.includes(t)) throw new ConfigError('lora.targets', `unknown target "${t}" (known: ${LORA_TARGETS.join(', ')})`);
+    lora = { rank, alpha: pos('lora.alpha', s.lora?.alpha ?? 2 * rank), targets };
+  }
+  const w = s.warmStart;
+  const warmStart = w === null || (w?.steps ?? TRAIN_DEFAULTS.warmstartSteps) === 0 ? null : {
+    steps: int('warmStart.steps', w?.steps ?? TRAIN_DEFAULTS.warmstartSteps, 1),
+    demos: int('warmStart.demos', w?.demos ?? TRAIN_DEFAULTS.warmstartDemos, 1),
+    batchSize: int('warmStart.batchSize', w?.batchSize ?? TRAIN_DEFAULTS.warmstartBatch, 1),
+    lr: pos('warmStart.lr', w?.lr ?? TRAIN_DEFAULTS.warmstartLr),
+    ...(w?.schedule ? { schedule: w.schedule } : {}),
+  };
+  return {
+    env,
+    algo,
+    model,
+    lora,
+    steps: int('steps', s.steps ?? TRAIN_DEFAULTS.steps, 0),
+    seed: int('seed', s.seed ?? TRAIN_DEFAULTS.seed, 0),
+    groups: int('groups', s.groups ?? TRAIN_DEFAULTS.groups, 1),
+    groupSize: int('groupSize', s.groupSize ?? TRAIN_DEFAULTS.groupSize, 1),
+    lr: pos('lr', s.lr ?? TRAIN_DEFAULTS.lr),
+    warmStart,
+    evalEpisodes: int('evalEpisodes', s.evalEpisodes ?? TRAIN_DEFAULTS.evalEpisodes, 0),
+    temperature: pos('temperature', s.temperature ?? TRAIN_DEFAULTS.temperature),
+    maxNewTokens: int('maxNewTokens', env.maxNewTokens, 1),
+    rows: int('rows', s.rows ?? TRAIN_DEFAULTS.rows, 1),
+    maxGradNorm: pos('maxGradNorm', s.maxGradNorm ?? TRAIN_DEFAULTS.maxGradNorm),
+    ...(s.onStep ? { onStep: s.onStep } : {}),
+    ...(s.onPhase ? { onPhase: s.onPhase } : {}),
+    ...(s.checkpoint ? { checkpoint: s.checkpoint } : {}),
+    ...(s.id ? { id: s.id } : {}),
+  };
+}
+
+/**
+ * Trains an agent on `settings.env` and returns the result (curves, held-out success before and
+ * after RL, the trained tensors). Without `service` it acquires the WebGPU device, runs an
+ * in-process LocalService on it and releases both at the end; with one (a LocalService, or a
+ * WorkerService's client in a page) the job runs there, beside its other jobs.
+ */
+export async function train(settings: TrainSettings & { readonly service?: ServiceClient }): Promise<JobResult> {
+  const options = jobOptions(settings);
+  if (settings.service) return runTraining(settings.service, options);
+  const ctx = await acquireGpu({ label: 'train' });
+  const tok = new ByteTokenizer();
+  const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 });
+  try {
+    return await runTraining(service, options);
+  } finally {
+    await service.close();
+    ctx.destroy();
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * `train()`, the one-call API, on the README's own environment (demos/own_env.ts: reverse three
+ * letters): with a service on the suite's device, and without one (train acquires and releases its
+ * own device). Deno suite only, like the job runner's case: a few SFT steps and 2 RL steps of a
+ * tiny model, so the figures asserted are the run's shape and that SFT lowers the loss.
+ */
+import { assert } from 'chai';
+import { reverseEnv } from '../../../demos/own_env.ts';
+import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
+import { LocalService } from '../../../src/runtime/local_service.ts';
+import { summaryOf } from '../../../src/runtime/rl_job.ts';
+import { train, type TrainSettings } from '../../../src/runtime/train.ts';
+import type { GpuCase } from '../register.ts';
+
+const small: TrainSettings = {
+  env: reverseEnv, model: 'tiny-gpt2', lora: { rank: 2, targets: ['q', 'v'] }, steps: 2, seed: 3, groups: 2, groupSize: 2, lr: 1e-2,
+  warmStart: { steps: 8, demos: 64, batchSize: 8, lr: 1e-2, schedule: 'constant' }, evalEpisodes: 4, rows: 8, maxNewTokens: 12,
+};
+
+export const trainApiCases: GpuCase[] = [
+  {
+    name: 'train(): the README environment through a given service — SFT lowers its loss, 2 GRPO steps, LoRA tensors back',
+    async fn(ctx) {
+      const service = new LocalService(ctx, { decode: (ids) => new ByteTokenizer().decode(ids) });
+      try {
+        const phases: string[] = [];
+        const r = await train({ ...small, service, onPhase: (p) => phases.push(p) });
+        const s = summaryOf(r);
+        assert.include(s, { env: 'reverse', algo: 'grpo', seed: 3, steps: 2, trainable: 'lora', warmStartSteps: 8, evalEpisodes: 4 });
+        assert.deepEqual(phases, ['warmstart', 'eval-before', 'rl', 'eval-after']);
+        assert.lengthOf(s.sftLossCurve, 8);
+        assert.isBelow(s.sftLossCurve[7], s.sftLossCurve[0] * 0.8, `SFT loss ${s.sftLossCurve.map((x) => x.toFixed(3)).join(' ')}`);
+        assert.lengthOf(s.rewardCurve, 2);
+        for (const x of [...s.rewardCurve, ...s.lossCurve, s.successBefore, s.successAfter]) assert.isTrue(Number.isFinite(x));
+        assert.deepEqual(r.trained.lora, { rank: 2, alpha: 4, targets: ['q', 'v'] });
+        assert.isTrue(Object.keys(r.trained.tensors).length > 0 && Object.keys(r.trained.tensors).every((k) => k.includes('lora_')));
+      } finally {
+        await service.close();
+      }
+    },
+  },
+  {
+    name: 'train(): without a service it acquires its own device and gives it back',
+    async fn() {
+      const r = await train({ ...small, warmStart: null, steps: 1, evalEpisodes: 0 });
+      assert.include(summaryOf(r), { env: 'reverse', warmStartSteps: 0, steps: 1 });
+      assert.lengthOf(r.rewardCurve, 1);
+      assert.isTrue(Number.isFinite(r.lossCurve[0]));
+    },
+  },
+];
