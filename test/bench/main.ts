@@ -1,8 +1,10 @@
 /**
  * `npm run bench [-- --only PART] [--quick] [--json FILE]` — the benchmarks, under Deno's WebGPU.
  *
- * Parts: kernels (ours beside tfjs-backend-webgpu and jax-js), scheduler (the runtime's scheduler
- * with the engine in the GPU worker), and later model, paper.
+ * Parts: kernels (ours beside tfjs-backend-webgpu and jax-js), model (training steps, decoding and
+ * LoRA vs full memory of the whole engine beside the tfjs reference model and jax-js), scheduler (the runtime's scheduler
+ * with the engine in the GPU worker), algorithms (issue 5's guess-number run of grpo, ppo, rloo and
+ * dpo from one warm start), and later paper.
  * Prints a table per part, writes the JSON when asked, and regenerates the sections of the parts
  * that ran in BENCHMARKS.md (a `--quick` smoke run writes it only when `--markdown` names a file).
  * Exit status: 0; 1 when a part failed or implementations disagree numerically; 2 on bad flags.
@@ -11,7 +13,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release } from 'node:os';
 import { type BenchArgs, BenchArgsError, benchHelp, IMPLEMENTED_PARTS, PARTS, parseBenchArgs } from './args.ts';
 import type { Impl, ImplName } from './impl.ts';
+import { ALGORITHMS_QUICK, ALGORITHMS_RUN, algorithmsMarkdown, runAlgorithms } from './algorithms.ts';
 import { kernelsMarkdown, runKernels } from './kernels.ts';
+import { modelMarkdown, runModel } from './model.ts';
 import { type AdapterInfo, type MachineInfo, measuredLine, renderHeader, type RunInfo, updateMarkdown } from './markdown.ts';
 import { Ours } from './ours.ts';
 import { runScheduler, schedulerMarkdown } from './scheduler.ts';
@@ -103,12 +107,29 @@ async function main(args: BenchArgs): Promise<number> {
           failed = true;
           for (const f of rep.failures) console.error(`bench: ${f}`);
         }
+      } else if (part === 'model') {
+        const rep = await runModel({ quick: args.quick, log, ctx: ours.ctx });
+        json.model_results = rep.results;
+        json.model_checks = rep.checks;
+        json.memory = rep.memory;
+        sectionMakers.set('model', () => modelMarkdown(rep, measuredLine(run), args.quick));
+        if (rep.failures.length) {
+          failed = true;
+          for (const f of rep.failures) console.error(`bench: ${f}`);
+        }
       } else if (part === 'scheduler') {
         const rep = await runScheduler({ quick: args.quick, log });
         json.scheduler = rep.scheduler;
         json.scheduler_details = rep.details;
         json.scheduler_targets = rep.targets;
         sectionMakers.set('scheduler', () => schedulerMarkdown(rep, measuredLine(run), args.quick));
+      } else if (part === 'algorithms') {
+        const rep = await runAlgorithms(args.quick ? ALGORITHMS_QUICK : ALGORITHMS_RUN, log);
+        json.algorithms = {
+          env: rep.settings.env, model: rep.settings.model, seed: rep.settings.seed, steps: rep.settings.steps, met: rep.met,
+          results: Object.fromEntries(rep.results.map((r) => [r.algo, { first: r.first, last: r.last, gain: r.gain, met: r.met, rewardCurve: r.rewardCurve, successBefore: r.successBefore, successAfter: r.successAfter, seconds: r.seconds }])),
+        };
+        sectionMakers.set('algorithms', () => algorithmsMarkdown(rep, measuredLine(run), args.quick));
       } else {
         throw new Error(`part ${part} is not implemented yet`);
       }

@@ -1,5 +1,6 @@
 // The pure parts of the benchmark harness (test/bench): statistics, result rows, flags, markdown.
 // No GPU and no timing assertions: the clock is a fake one.
+import { ALGORITHMS_QUICK, algorithmsMarkdown, rewardGain } from '../../test/bench/algorithms.ts';
 import { describe, expect, it } from 'vitest';
 import { BenchArgsError, benchHelp, parseBenchArgs } from '../../test/bench/args.ts';
 import { CHECK_CASES, flops, makeInputs, OUTPUT_NAMES, TIMED_CASES } from '../../test/bench/cases.ts';
@@ -134,7 +135,7 @@ describe('bench result rows (the JSON of issue 3)', () => {
 describe('bench flags', () => {
   it('runs every implemented part by default and writes BENCHMARKS.md', () => {
     const a = parseBenchArgs([]);
-    expect(a.parts).toEqual(['kernels', 'scheduler']);
+    expect(a.parts).toEqual(['kernels', 'model', 'scheduler', 'algorithms']);
     expect(a.markdown).toBe('BENCHMARKS.md');
     expect(a.quick).toBe(false);
     expect(a.json).toBeUndefined();
@@ -154,7 +155,8 @@ describe('bench flags', () => {
   it('refuses unknown flags, unknown parts, and names a part that has no code yet', () => {
     expect(() => parseBenchArgs(['--fast'])).toThrow(BenchArgsError);
     expect(() => parseBenchArgs(['--only', 'nope'])).toThrow(/unknown part "nope"/);
-    for (const p of ['model', 'paper']) expect(() => parseBenchArgs(['--only', p])).toThrow(`part ${p} is not implemented yet`);
+    expect(() => parseBenchArgs(['--only', 'paper'])).toThrow('part paper is not implemented yet');
+    expect(parseBenchArgs(['--only', 'model']).parts).toEqual(['model']);
     expect(() => parseBenchArgs(['--only', 'kernels,paper'])).toThrow('part paper is not implemented yet');
     expect(() => parseBenchArgs(['--json'])).toThrow(BenchArgsError);
     expect(() => parseBenchArgs(['extra'])).toThrow(BenchArgsError);
@@ -164,7 +166,7 @@ describe('bench flags', () => {
   it('documents every flag and part in --help', () => {
     const h = benchHelp();
     for (const f of ['--only', '--quick', '--filter', '--json', '--markdown', '--no-markdown', '--help']) expect(h).toContain(f);
-    for (const p of ['kernels', 'model', 'scheduler', 'paper']) expect(h).toContain(p);
+    for (const p of ['kernels', 'model', 'scheduler', 'algorithms', 'paper']) expect(h).toContain(p);
   });
 });
 
@@ -201,5 +203,30 @@ describe('BENCHMARKS.md generation', () => {
 
   it('escapes pipes in table cells', () => {
     expect(markdownTable(['a', 'b'], [['x|y', 'z']])).toBe('| a | b |\n|---|---|\n| x\\|y | z |');
+  });
+});
+
+describe('algorithms part', () => {
+  it('compares the mean reward of the first and last windows against issue 5’s +0.1', () => {
+    const curve = [0.1, 0.2, 0.1, 0.2, 0.5, 0.3, 0.3, 0.4];
+    const g = rewardGain(curve, 2);
+    expect(g.first).toBeCloseTo(0.15, 12);
+    expect(g.last).toBeCloseTo(0.35, 12);
+    expect(g.gain).toBeCloseTo(0.2, 12);
+    expect(g.met).toBe(true);
+    expect(rewardGain([0.3, 0.3, 0.35, 0.35], 2).met).toBe(false);
+    expect(() => rewardGain([0.1, 0.2, 0.3], 2)).toThrow(RangeError);
+  });
+
+  it('renders one row per algorithm with its verdict and block means', () => {
+    const row = (algo: 'grpo' | 'dpo', curve: number[]) => ({ algo, lr: 5e-3, rewardCurve: curve, ...rewardGain(curve, 2), successBefore: 0.25, successAfter: 0.5, rewardBefore: 0.1, rewardAfter: 0.3, seconds: 12.5 });
+    const md = algorithmsMarkdown({
+      settings: { ...ALGORITHMS_QUICK, maxSeqLen: 384 }, warmStartSeconds: 30, sftLossCurve: [1, 0.5],
+      results: [row('grpo', [0, 0.1, 0.3, 0.4]), row('dpo', [0.2, 0.2, 0.2, 0.2])], met: false,
+    }, '_measured_', true);
+    expect(md).toContain('## Algorithms');
+    expect(md).toMatch(/\| grpo \| 0\.005 \| 0\.050 \| 0\.350 \| \+0\.300 \| yes \| 0\.250 → 0\.500 \| 0\.05 0\.35 \|/);
+    expect(md).toMatch(/\| dpo \| 0\.005 \| 0\.200 \| 0\.200 \| \+0\.000 \| \*\*no\*\* \|/);
+    expect(md).toContain('Quick run');
   });
 });

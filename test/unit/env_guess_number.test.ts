@@ -36,6 +36,49 @@ describe('guess-number environment', () => {
     expect(await env.step(`${wrong}`)).toMatchObject({ reward: 0, done: true, observation: `Out of guesses; it was ${secret}.` });
   });
 
+  it('names the interval still possible when asked (showInterval), narrowing only', async () => {
+    const env = guessNumberEnv({ low: 1, high: 16, maxGuesses: 5, showInterval: true }).create();
+    const seed = [...Array(200).keys()].find((k) => secretNumber(k, 1, 16) === 11)!;
+    await env.reset(seed);
+    expect((await env.step('<answer>8</answer>')).observation).toBe('Higher than 8, so 9 to 16. 4 left.');
+    expect((await env.step('<answer>14</answer>')).observation).toBe('Lower than 14, so 9 to 13. 3 left.');
+    // A guess outside the interval tells nothing new: the interval stays.
+    expect((await env.step('<answer>3</answer>')).observation).toBe('Higher than 3, so 9 to 13. 2 left.');
+    expect((await env.step('<answer>12</answer>')).observation).toBe('Lower than 12, so 9 to 11. 1 left.');
+    expect(await env.step('<answer>11</answer>')).toMatchObject({ done: true, reward: 0.2 });
+  });
+
+  it('demonstrations that ignore feedback pick their off-midpoint guesses from the whole range', () => {
+    const opts = { low: 1, high: 16, maxGuesses: 5, demoMidpointRate: 0.5, demoIgnoreFeedback: true };
+    const demos = guessNumberDemonstrations(300, new Rng(3), opts);
+    let outside = 0;
+    for (const d of demos) {
+      const secret = secretNumber(d.seed, 1, 16);
+      let lo = 1, hi = 16;
+      for (const a of d.actions) {
+        const g = Number(/\d+/.exec(a)![0]);
+        expect(g).toBeGreaterThanOrEqual(1);
+        expect(g).toBeLessThanOrEqual(16);
+        if (g < lo || g > hi) outside++;
+        if (g < secret) lo = Math.max(lo, g + 1);
+        else if (g > secret) hi = Math.min(hi, g - 1);
+      }
+      expect(d.actions.length).toBeLessThanOrEqual(5);
+    }
+    expect(outside).toBeGreaterThan(50);
+    // Without the option every guess stays inside the interval.
+    for (const d of guessNumberDemonstrations(100, new Rng(3), { ...opts, demoIgnoreFeedback: false })) {
+      const secret = secretNumber(d.seed, 1, 16);
+      let lo = 1, hi = 16;
+      for (const a of d.actions) {
+        const g = Number(/\d+/.exec(a)![0]);
+        expect(g >= lo && g <= hi).toBe(true);
+        if (g < secret) lo = g + 1;
+        else hi = g - 1;
+      }
+    }
+  });
+
   it('accepts a bare number as well as the answer tag', () => {
     expect([parseGuess('<answer> 12 </answer>'), parseGuess(' 7 '), parseGuess('seven'), parseGuess('1.5'), parseGuess('')]).toEqual([12, 7, null, null, null]);
   });

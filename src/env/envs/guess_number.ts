@@ -6,8 +6,11 @@
  * and gets a reminder of the format.
  *
  * Demonstrations are noisy binary searches: each guess is the midpoint of the interval still
- * possible with probability `demoMidpointRate`, else a uniform pick inside it — good enough to warm
- * start, with room for RL to improve. Departure from the classic game: a bare number without the
+ * possible with probability `demoMidpointRate`, else a uniform pick inside it (or, with
+ * `demoIgnoreFeedback`, anywhere in the whole range: a guess that wastes what the answers said) —
+ * good enough to warm start, with room for RL to improve. With `showInterval` each answer also
+ * names the numbers still possible ("Higher than 8, so 9 to 16."), which a small model can use
+ * without tracking every earlier answer. Departure from the classic game: a bare number without the
  * tags is accepted too, because small models drop tags early in training and the reward, not a
  * parse error, should teach the format.
  */
@@ -20,13 +23,17 @@ export interface GuessNumberOptions {
   readonly high?: number;
   readonly maxGuesses?: number;
   readonly demoMidpointRate?: number;
+  /** Demonstrations' non-midpoint guesses ignore the answers so far (uniform over the whole range). Default false. */
+  readonly demoIgnoreFeedback?: boolean;
+  /** Each higher/lower answer also names the interval still possible. Default false. */
+  readonly showInterval?: boolean;
 }
 
 type Full = Required<GuessNumberOptions>;
 const SECRET_STREAM = 0x9e55;
 
 function fullOptions(o: GuessNumberOptions): Full {
-  const full = { low: 1, high: 32, maxGuesses: 6, demoMidpointRate: 0.75, ...o };
+  const full = { low: 1, high: 32, maxGuesses: 6, demoMidpointRate: 0.75, demoIgnoreFeedback: false, showInterval: false, ...o };
   if (!Number.isInteger(full.low) || !Number.isInteger(full.high) || full.high < full.low) throw new RangeError(`guess-number: bad range [${full.low}, ${full.high}]`);
   if (!Number.isInteger(full.maxGuesses) || full.maxGuesses < 1) throw new RangeError(`guess-number: maxGuesses must be >= 1, got ${full.maxGuesses}`);
   return full;
@@ -53,6 +60,9 @@ class GuessNumberEnvironment implements Environment {
   readonly #o: Full;
   #secret = 0;
   #guesses = 0;
+  /** The interval still possible given the answers so far. */
+  #lo = 0;
+  #hi = 0;
 
   constructor(o: Full) {
     this.#o = o;
@@ -61,6 +71,8 @@ class GuessNumberEnvironment implements Environment {
   async reset(seed: number): Promise<string> {
     this.#secret = secretNumber(seed, this.#o.low, this.#o.high);
     this.#guesses = 0;
+    this.#lo = this.#o.low;
+    this.#hi = this.#o.high;
     return `Guess my number from ${this.#o.low} to ${this.#o.high} in at most ${this.#o.maxGuesses} guesses. Reply <answer>N</answer>.`;
   }
 
@@ -75,7 +87,10 @@ class GuessNumberEnvironment implements Environment {
     if (guess === null || guess < low || guess > high) {
       return { observation: `Invalid guess. Reply <answer>N</answer> with N from ${low} to ${high}. ${left} left.`, reward: 0, done: false, info: { ...info, invalid: true } };
     }
-    return { observation: `${guess < this.#secret ? 'Higher' : 'Lower'} than ${guess}. ${left} left.`, reward: 0, done: false, info };
+    if (guess < this.#secret) this.#lo = Math.max(this.#lo, guess + 1);
+    else this.#hi = Math.min(this.#hi, guess - 1);
+    const interval = this.#o.showInterval ? (this.#lo === this.#hi ? `, so ${this.#lo}` : `, so ${this.#lo} to ${this.#hi}`) : '';
+    return { observation: `${guess < this.#secret ? 'Higher' : 'Lower'} than ${guess}${interval}. ${left} left.`, reward: 0, done: false, info };
   }
 }
 
@@ -89,11 +104,13 @@ export function guessNumberDemonstrations(n: number, rng: Rng, options: GuessNum
     let hi = o.high;
     const actions: string[] = [];
     while (actions.length < o.maxGuesses) {
-      const guess = rng.nextFloat() < o.demoMidpointRate ? Math.floor((lo + hi) / 2) : lo + rng.nextInt(hi - lo + 1);
+      const guess = rng.nextFloat() < o.demoMidpointRate
+        ? Math.floor((lo + hi) / 2)
+        : o.demoIgnoreFeedback ? o.low + rng.nextInt(o.high - o.low + 1) : lo + rng.nextInt(hi - lo + 1);
       actions.push(formatAnswer(String(guess)));
       if (guess === secret) break;
-      if (guess < secret) lo = guess + 1;
-      else hi = guess - 1;
+      if (guess < secret) lo = Math.max(lo, guess + 1);
+      else hi = Math.min(hi, guess - 1);
     }
     return { seed, actions };
   });
