@@ -20,11 +20,13 @@ import { type Impl, type Prepared, watchErrors } from '../impl.ts';
 /** One iteration: from the uploaded inputs to the output tensors (kept, the caller disposes them). */
 type Step = () => tf.Tensor[];
 
-function backend(): WebGPUBackend {
+/** The tfjs webgpu backend (after `TfjsPeer.init`). */
+export function backend(): WebGPUBackend {
   return tf.backend() as unknown as WebGPUBackend;
 }
 
-async function finish(): Promise<void> {
+/** Submit tfjs's pending work and wait until the GPU has finished it (nothing is read back). */
+export async function finish(): Promise<void> {
   const b = backend();
   // submitQueue() finishes the open encoder (there may be none, or an open compute pass).
   b.ensureCommandEncoderReady();
