@@ -36,7 +36,7 @@ export type { JobKind, JobSpec, JobState, JobStats, PriorityClass, SchedulerEven
 export { AdmissionError, JobCancelledError, JobStateError } from './runtime/errors.ts';
 export { GpuClient, WorkerCrashedError } from './runtime/gpu_client.ts';
 export type { GpuClientEvent, GpuClientOptions } from './runtime/gpu_client.ts';
-export type { GpuWorkerApi, WorkerEvent, WorkerInitOptions } from './runtime/protocol.ts';
+export type { AdapterStoreSpec, GpuWorkerApi, WorkerEvent, WorkerInitOptions } from './runtime/protocol.ts';
 export {
   AdapterStore,
   CheckpointStore,
@@ -192,15 +192,30 @@ export type { EngineSampleFnOptions } from './model/sample_fn.ts';
 // Tinker-style clients.
 export { LocalService } from './runtime/local_service.ts';
 export type { LocalServiceOptions } from './runtime/local_service.ts';
+export { fullTrainingOptions, loraTrainingOptions } from './runtime/clients.ts';
 export type {
   CreateModelOptions,
+  FullTrainingOptions,
   HostParams,
+  LoraTrainingOptions,
   OptimStepResult,
   SamplingClient,
   ServiceClient,
   TrainingClient,
   TrainingClientOptions,
 } from './runtime/clients.ts';
+export { makeSampleCall } from './runtime/sample_call.ts';
+export type {
+  EngineSample,
+  EngineSampleResult,
+  ModelInput,
+  SampleCall,
+  SampledSequence,
+  SampleResponse,
+  SamplerSettings,
+  SamplingParams,
+  StopReason,
+} from './runtime/sample_call.ts';
 
 // Matmul and LoRA linear kernels.
 export { HARDWARE_MATMUL_CONFIG, matmul, matmulConfigFor, planMatmul, recordMatmul } from './ops/matmul.ts';
@@ -233,7 +248,7 @@ export { isGpuLoss, LocalServiceSource, runTrainingRecovering, workerServiceSour
 export type { RecoveringOptions, RecoveryEvent, ServiceSource } from './runtime/recovery.ts';
 export { DeviceLostError, NonFiniteStepsError } from './runtime/errors.ts';
 export { AdapterRegistry } from './runtime/adapter_registry.ts';
-export type { AdapterRegistryOptions, PublishedAdapter, RegistryStats } from './runtime/adapter_registry.ts';
+export type { AdapterRegistryOptions, PublishedAdapter, RegistryModel, RegistryStats } from './runtime/adapter_registry.ts';
 export type { JobStatus } from './runtime/worker_service.ts';
 export { jsonLine, kvMetricsSink, MetricsStream, readKvMetrics, spread, stepLossStats } from './runtime/metrics.ts';
 export type { MetricsSink, StepLossStats } from './runtime/metrics.ts';

@@ -22,7 +22,7 @@
 import { ConfigError } from '../errors.ts';
 import type { SampleFn, SampleRequest, SampleResult } from '../env/types.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { generate, type GenerateOptions } from './generate.ts';
+import { type FinishReason, generate, type GenerateOptions } from './generate.ts';
 import { weightsCtx } from './infer_block.ts';
 import type { ModelConfig } from './config.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
@@ -41,6 +41,11 @@ export interface EngineSampleFnOptions {
   readonly chunk?: number;
   /** Most sequences per generate() call. Default 64. */
   readonly maxBatch?: number;
+  /**
+   * Results also say why each sequence ended (`stopReason`: 'stop' for a stop token or string,
+   * 'length' for maxTokens or the context). Off by default: results stay the env contract's fields.
+   */
+  readonly stopReasons?: boolean;
   /** Which log-probs the results carry. Default 'policy'. */
   readonly logprobs?: 'policy' | 'sampling';
   /** Owner of the generation buffers in the pool. Default 'sample'. */
@@ -103,7 +108,7 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
   };
 
   return async (requests: readonly SampleRequest[]): Promise<readonly SampleResult[]> => {
-    const results: SampleResult[] = new Array(requests.length);
+    const results: (SampleResult & { stopReason?: FinishReason })[] = new Array(requests.length);
     const groups = new Map<string, number[]>();
     requests.forEach((r, i) => {
       if (r.promptTokens.length > maxSeqLen) {
@@ -111,7 +116,7 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
       }
       if (!Number.isInteger(r.maxTokens) || r.maxTokens < 0) throw new ConfigError(`requests[${i}].maxTokens`, `must be a non-negative integer, got ${r.maxTokens}`);
       if (Math.min(r.maxTokens, maxSeqLen - r.promptTokens.length) === 0) {
-        results[i] = { tokens: [], logprobs: [] };
+        results[i] = { tokens: [], logprobs: [], ...(opts.stopReasons ? { stopReason: 'length' as const } : {}) };
         return;
       }
       const k = groupKey(r);
@@ -139,7 +144,11 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
           ...(opts.quantum ? { quantum: opts.quantum } : {}),
         });
         idx.forEach((i, j) => {
-          results[i] = { tokens: res.tokens[j], logprobs: opts.logprobs === 'sampling' ? res.samplingLogprobs[j] : res.logprobs[j] };
+          results[i] = {
+            tokens: res.tokens[j],
+            logprobs: opts.logprobs === 'sampling' ? res.samplingLogprobs[j] : res.logprobs[j],
+            ...(opts.stopReasons ? { stopReason: res.finishReasons[j] } : {}),
+          };
         });
       }
     }

@@ -7,16 +7,20 @@
  */
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
-import type { SampleFn, SampleRequest, SampleResult } from '../env/types.ts';
+import type { SampleRequest, SampleResult } from '../env/types.ts';
+import { ConfigError } from '../errors.ts';
 import type { GenerateOptions } from '../model/generate.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { OwnerStats } from '../gpu/pool.ts';
-import type { LoraConfig, ModelConfig } from '../model/config.ts';
+import { LORA_TARGETS, type LoraConfig, type LoraTarget, type ModelConfig } from '../model/config.ts';
+import { blockLinears } from '../model/params.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
 import type { ForwardBackwardResult, LogprobsResult, Trainable, TrainerState } from '../model/trainer.ts';
 import type { PublishedAdapter } from './adapter_registry.ts';
+import type { EngineSampleResult, SampleCall, SamplerSettings } from './sample_call.ts';
 
 export type { ForwardBackwardResult, LogprobsResult, OptimStepOptions, PublishedAdapter, Trainable, TrainerState };
+export type { ModelInput, SampleCall, SampledSequence, SampleResponse, SamplerSettings, SamplingParams, StopReason } from './sample_call.ts';
 
 /** Wraps one decode chunk's GPU work (generate's `quantum` hook). */
 export type ChunkQuantum = NonNullable<GenerateOptions['quantum']>;
@@ -76,11 +80,12 @@ export interface TrainingClient {
   /** The trained tensors: the adapter's (lora) or every parameter (all). */
   weights(): Promise<HostParams>;
   /**
-   * Publish the job's LoRA adapter as the next version of `name` in the service (a LoRA job only):
-   * inference clients asking for `name` get it from their next request on, the base untouched.
-   * (Optional in the interface so wrappers written before it keep compiling; both services have it.)
+   * Publish the job's LoRA adapter as the next version of `name` in the service (a LoRA job only;
+   * a full-parameter job gets a ConfigError): inference clients asking for `name` get it from
+   * their next request on, the base untouched. With an adapter store the version is durable
+   * before this resolves.
    */
-  saveWeightsForSampler?(name: string): Promise<PublishedAdapter>;
+  saveWeightsForSampler(name: string): Promise<PublishedAdapter>;
   /** Exact-resume state: trained tensors, AdamW moments, step counters. */
   saveState(): Promise<TrainerState>;
   loadState(state: TrainerState): Promise<void>;
@@ -93,13 +98,18 @@ export interface SamplingClient {
   readonly modelId: string;
   readonly adapterId: string | null;
   readonly version: number;
-  /** The agent layer's sampling contract (src/env/types.ts). */
-  readonly sample: SampleFn;
+  /**
+   * `sample(requests)`: the agent layer's SampleFn (src/env/types.ts); `sample(prompt, n, params)`:
+   * Tinker's form → `{ sequences: [{ tokens, logprobs, stopReason }] }` (sample_call.ts).
+   */
+  readonly sample: SampleCall;
   /**
    * `sample` with each decode chunk's GPU work run through `quantum` (a scheduler's turn), so other
    * jobs use the device between chunks — how the GPU worker makes decode chunks scheduler quanta.
    */
   readonly sampleInQuanta?: (requests: readonly SampleRequest[], quantum: ChunkQuantum) => Promise<readonly SampleResult[]>;
+  /** The engine call both forms of `sample` end in, with call-wide settings (in-process clients; the GPU worker's entry). */
+  readonly sampleWith?: (requests: readonly SampleRequest[], settings: SamplerSettings, quantum?: ChunkQuantum) => Promise<readonly EngineSampleResult[]>;
   close(): Promise<void>;
 }
 
@@ -110,6 +120,10 @@ export interface ServiceClient {
   modelWeights(modelId: string): Promise<HostParams>;
   releaseModel(modelId: string): Promise<void>;
   createTrainingClient(opts: TrainingClientOptions): Promise<TrainingClient>;
+  /** Tinker's front door: a LoRA training client on `modelId` (loraTrainingOptions). */
+  createLoraTrainingClient(modelId: string, opts: LoraTrainingOptions): Promise<TrainingClient>;
+  /** Tinker's front door: a full-parameter training client on `modelId` (fullTrainingOptions). */
+  createFullTrainingClient(modelId: string, opts?: FullTrainingOptions): Promise<TrainingClient>;
   /**
    * Sampling from a base model with published adapters chosen per request: `adapterId` is `name`
    * (the latest version when the request is served) or `name@v`; none is the base. Results carry
@@ -128,4 +142,75 @@ export interface ServiceClient {
   /** Pool accounting of the device. */
   memory(): Promise<{ liveBytes: number; peakLiveBytes: number; owners: Record<string, OwnerStats> }>;
   close(): Promise<void>;
+}
+
+// ─── Tinker's front doors to createTrainingClient, shared by every service ───
+
+export interface LoraTrainingOptions {
+  /** LoRA rank R ≥ 1. */
+  rank: number;
+  /** α > 0 (update scale α / R). Default 2·R, as `npm run train`. */
+  alpha?: number;
+  /** Target modules. Default: every linear of a block (attention and MLP), as Tinker. */
+  targets?: readonly LoraTarget[];
+  /** Seed of the adapter init. Default 0. */
+  seed?: number;
+  /** Job id. */
+  id?: string;
+}
+
+export interface FullTrainingOptions {
+  /** Seed of the value head init (and the job's stream). Default 0. */
+  seed?: number;
+  id?: string;
+  /** Train a value head beside the policy (PPO). */
+  valueHead?: boolean;
+}
+
+function checkKeys(what: string, o: object, known: readonly string[]): void {
+  for (const k of Object.keys(o)) if (!known.includes(k)) throw new ConfigError(k, `unknown field of ${what} (known: ${known.join(', ')})`);
+}
+
+function checkCommon(modelId: unknown, o: { seed?: unknown; id?: unknown }): void {
+  if (typeof modelId !== 'string' || modelId.length === 0) throw new ConfigError('modelId', `must be a model id from createModel, got ${String(modelId)}`);
+  if (o.seed !== undefined && !(typeof o.seed === 'number' && Number.isInteger(o.seed) && o.seed >= 0 && o.seed < 2 ** 32)) throw new ConfigError('seed', `must be an integer in [0, 2^32), got ${String(o.seed)}`);
+  if (o.id !== undefined && (typeof o.id !== 'string' || o.id.length === 0)) throw new ConfigError('id', `must be a non-empty string, got ${String(o.id)}`);
+}
+
+/**
+ * createLoraTrainingClient's options as createTrainingClient's: checked (ConfigError naming the
+ * field), with Tinker's defaults filled in from the base's config `cfg`. The LoRA config itself is
+ * checked again against the model by the engine (validateLora).
+ */
+export function loraTrainingOptions(modelId: string, cfg: ModelConfig, opts: LoraTrainingOptions): TrainingClientOptions {
+  if (typeof opts !== 'object' || opts === null) throw new ConfigError('rank', 'createLoraTrainingClient needs { rank }');
+  checkKeys('createLoraTrainingClient options', opts, ['rank', 'alpha', 'targets', 'seed', 'id']);
+  checkCommon(modelId, opts);
+  const { rank } = opts;
+  if (typeof rank !== 'number' || !Number.isSafeInteger(rank) || rank < 1) throw new ConfigError('rank', `must be a positive integer, got ${String(rank)}`);
+  const alpha = opts.alpha ?? 2 * rank;
+  if (typeof alpha !== 'number' || !Number.isFinite(alpha) || alpha <= 0) throw new ConfigError('alpha', `must be a positive number, got ${String(alpha)}`);
+  const targets = opts.targets ?? blockLinears(cfg);
+  if (!Array.isArray(targets) || targets.length === 0 || targets.some((t) => !(LORA_TARGETS as readonly string[]).includes(t))) {
+    throw new ConfigError('targets', `must be a non-empty array of ${LORA_TARGETS.join('|')}, got ${JSON.stringify(targets)}`);
+  }
+  return {
+    modelId, trainable: 'lora', lora: { rank, alpha, targets: [...targets] },
+    ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
+    ...(opts.id !== undefined ? { id: opts.id } : {}),
+  };
+}
+
+/** createFullTrainingClient's options as createTrainingClient's (checked; ConfigError naming the field). */
+export function fullTrainingOptions(modelId: string, opts: FullTrainingOptions = {}): TrainingClientOptions {
+  if (typeof opts !== 'object' || opts === null) throw new ConfigError('opts', 'must be an object');
+  checkKeys('createFullTrainingClient options', opts, ['seed', 'id', 'valueHead']);
+  checkCommon(modelId, opts);
+  if (opts.valueHead !== undefined && typeof opts.valueHead !== 'boolean') throw new ConfigError('valueHead', `must be a boolean, got ${String(opts.valueHead)}`);
+  return {
+    modelId, trainable: 'all',
+    ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
+    ...(opts.id !== undefined ? { id: opts.id } : {}),
+    ...(opts.valueHead ? { valueHead: true } : {}),
+  };
 }

@@ -21,11 +21,14 @@ import { addRef } from '../ops/add.ref.ts';
 import { Rng } from '../util/rng.ts';
 import { ConfigError } from '../errors.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
-import type { SampleRequest, SampleResult } from '../env/types.ts';
+import type { SampleRequest } from '../env/types.ts';
+import type { EngineSampleResult, SamplerSettings } from './sample_call.ts';
 import type { ChunkQuantum, HostParams, SamplingClient, TrainingClient } from './clients.ts';
 import { asDeviceLoss } from './device_loss.ts';
 import { LocalService } from './local_service.ts';
-import type { ChunkGate, GpuWorkerApi, SamplerInfo, SelfCheckResult, ServiceInitOptions, WorkerEvent, WorkerInitOptions } from './protocol.ts';
+import { AdapterStore } from './store/adapter_store.ts';
+import { IdbKv } from './store/idb_kv.ts';
+import type { AdapterStoreSpec, ChunkGate, GpuWorkerApi, SamplerInfo, SelfCheckResult, ServiceInitOptions, WorkerEvent, WorkerInitOptions } from './protocol.ts';
 
 let ctx: GpuContext | null = null;
 let service: LocalService | null = null;
@@ -74,10 +77,27 @@ async function decoderFor(t: ServiceInitOptions['tokenizer']): Promise<((ids: re
   throw new ConfigError('tokenizer', `unknown tokenizer kind ${JSON.stringify((t as { kind: unknown }).kind)}`);
 }
 
-/** A fresh service on the current device; the old one's objects are dropped (released if the device lives). */
-async function resetService(): Promise<void> {
+/** The adapter store a spec names (the file backend imported lazily, so browser bundles never load node:fs). */
+async function openAdapterStore(spec: AdapterStoreSpec | undefined): Promise<AdapterStore | undefined> {
+  if (!spec) return undefined;
+  if (spec.kind === 'indexeddb') return new AdapterStore(new IdbKv(spec.db ?? 'webtinker'));
+  if (spec.kind === 'files') {
+    if (typeof spec.dir !== 'string' || spec.dir.length === 0) throw new ConfigError('adapterStore.dir', 'must be a directory path');
+    const { FileKv } = await import('./store/fs_kv.ts');
+    return new AdapterStore(new FileKv(spec.dir));
+  }
+  throw new ConfigError('adapterStore.kind', `unknown store kind ${JSON.stringify((spec as { kind: unknown }).kind)} (known: indexeddb, files)`);
+}
+
+/**
+ * A fresh service on the current device; the old one's objects are dropped (released if the device
+ * lives). After a device loss (`keepAdapters`) the new service takes over the old one's published
+ * adapter versions: their host copies survive the loss.
+ */
+async function resetService(keepAdapters = false): Promise<void> {
   const c = device();
   const decode = await decoderFor(serviceOpts.tokenizer);
+  const adapterStore = await openAdapterStore(serviceOpts.adapterStore);
   const old = service;
   const oldJobs = [...jobs.values()];
   const oldSamplers = [...samplers.values()];
@@ -93,7 +113,9 @@ async function resetService(): Promise<void> {
     ...(serviceOpts.chunk !== undefined ? { chunk: serviceOpts.chunk } : {}),
     ...(serviceOpts.maxResidentAdapters !== undefined ? { maxResidentAdapters: serviceOpts.maxResidentAdapters } : {}),
     ...(serviceOpts.keepAdapterVersions !== undefined ? { keepAdapterVersions: serviceOpts.keepAdapterVersions } : {}),
+    ...(adapterStore ? { adapterStore } : {}),
   });
+  if (keepAdapters && old) service.adapters.adopt(old.adapters);
 }
 
 function svc(): LocalService {
@@ -132,10 +154,10 @@ const hostArrays = (p: HostParams) => Object.values(p);
  * (the gate), then runs in the call lane and ends its turn — so between two chunks the page may run
  * another job's quantum here (an interactive request ahead of a long rollout).
  */
-async function sampleInChunks(samplerId: string, requests: SampleRequest[], gate: Comlink.Remote<ChunkGate>): Promise<SampleResult[]> {
+async function sampleInChunks(samplerId: string, requests: SampleRequest[], gate: Comlink.Remote<ChunkGate>, settings: SamplerSettings): Promise<EngineSampleResult[]> {
   try {
     const s = sampler(samplerId);
-    if (!s.sampleInQuanta) throw new ConfigError('samplerId', `sampler "${samplerId}" cannot sample in chunk quanta`);
+    if (!s.sampleWith) throw new ConfigError('samplerId', `sampler "${samplerId}" cannot sample in chunk quanta`);
     const quantum: ChunkQuantum = async (work) => {
       const end = (await gate()) as unknown as Comlink.Remote<() => void>; // a proxy of the page's function
       try {
@@ -145,7 +167,7 @@ async function sampleInChunks(samplerId: string, requests: SampleRequest[], gate
         end[Comlink.releaseProxy]();
       }
     };
-    return [...(await s.sampleInQuanta(requests, quantum))];
+    return [...(await s.sampleWith(requests, settings, quantum))];
   } finally {
     gate[Comlink.releaseProxy]();
   }
@@ -162,7 +184,7 @@ const api: GpuWorkerApi = {
       // A device after a loss: a new, empty service. Calls still queued for the dead device fail on
       // their own; the new service does not wait behind them.
       lane = Promise.resolve();
-      await serial(resetService);
+      await serial(() => resetService(true));
     }
     return c.adapter;
   },
@@ -170,7 +192,7 @@ const api: GpuWorkerApi = {
   serviceInit(opts: ServiceInitOptions = {}) {
     return serial(async () => {
       serviceOpts = { ...opts };
-      await resetService();
+      await resetService(false);
     });
   },
 
@@ -269,13 +291,19 @@ const api: GpuWorkerApi = {
     });
   },
 
-  sample(samplerId, requests, gate) {
-    if (!gate) return serial(async () => [...(await sampler(samplerId).sample(requests))]);
-    return sampleInChunks(samplerId, requests, gate as unknown as Comlink.Remote<ChunkGate>);
+  sample(samplerId, requests, gate, settings = {}) {
+    if (!gate) {
+      return serial(async () => {
+        const s = sampler(samplerId);
+        if (!s.sampleWith) throw new ConfigError('samplerId', `sampler "${samplerId}" has no engine call`);
+        return [...(await s.sampleWith(requests, settings))];
+      });
+    }
+    return sampleInChunks(samplerId, requests, gate as unknown as Comlink.Remote<ChunkGate>, settings);
   },
 
   publishAdapter(jobId, name) {
-    return serial(() => job(jobId).saveWeightsForSampler!(name));
+    return serial(() => job(jobId).saveWeightsForSampler(name));
   },
 
   createInferenceSampler(samplerId, modelId) {

@@ -16,15 +16,21 @@ import { ConfigError } from '../errors.ts';
 import type { SampleRequest } from '../env/types.ts';
 import { AdapterRegistry, type PublishedAdapter, registrySample } from './adapter_registry.ts';
 import { NonFiniteStepsError } from './errors.ts';
-import type {
-  ChunkQuantum,
-  CreateModelOptions,
-  HostParams,
-  OptimStepResult,
-  SamplingClient,
-  ServiceClient,
-  TrainingClient,
-  TrainingClientOptions,
+import type { AdapterStore } from './store/adapter_store.ts';
+import { makeSampleCall, type SamplerSettings } from './sample_call.ts';
+import {
+  type ChunkQuantum,
+  type CreateModelOptions,
+  type FullTrainingOptions,
+  fullTrainingOptions,
+  type LoraTrainingOptions,
+  loraTrainingOptions,
+  type HostParams,
+  type OptimStepResult,
+  type SamplingClient,
+  type ServiceClient,
+  type TrainingClient,
+  type TrainingClientOptions,
 } from './clients.ts';
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
@@ -45,6 +51,12 @@ export interface LocalServiceOptions {
   maxResidentAdapters?: number;
   /** Host copies of published versions kept per name (default 2). */
   keepAdapterVersions?: number;
+  /**
+   * Where published adapter versions are also written (durable before saveWeightsForSampler
+   * resolves), and where inference requests for versions this service does not hold — published
+   * by an earlier service on the same store — are looked up (adapter_registry.ts).
+   */
+  adapterStore?: AdapterStore;
 }
 
 function withoutValueHead(p: HostParams): HostParams {
@@ -68,6 +80,7 @@ export class LocalService implements ServiceClient {
     this.adapters = new AdapterRegistry(ctx, {
       ...(options.maxResidentAdapters !== undefined ? { maxResident: options.maxResidentAdapters } : {}),
       ...(options.keepAdapterVersions !== undefined ? { keepVersions: options.keepAdapterVersions } : {}),
+      ...(options.adapterStore ? { store: options.adapterStore } : {}),
     });
   }
 
@@ -87,6 +100,11 @@ export class LocalService implements ServiceClient {
     const params = opts.params ?? initParameters(cfg, opts.seed ?? 0);
     this.#models.set(id, BaseModel.upload(this.ctx, cfg, params, { owner: `model:${id}`, f16: Boolean(opts.f16) }));
     return Promise.resolve(id);
+  }
+
+  /** The config of a loaded base model. */
+  modelConfig(modelId: string): ModelConfig {
+    return this.#model(modelId).cfg;
   }
 
   modelWeights(modelId: string): Promise<HostParams> {
@@ -125,6 +143,24 @@ export class LocalService implements ServiceClient {
     }
   }
 
+  /** Tinker's front door: a LoRA training client (clients.ts, loraTrainingOptions). */
+  createLoraTrainingClient(modelId: string, opts: LoraTrainingOptions): Promise<TrainingClient> {
+    try {
+      return this.createTrainingClient(loraTrainingOptions(modelId, this.#model(modelId).cfg, opts));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** Tinker's front door: a full-parameter training client (clients.ts, fullTrainingOptions). */
+  createFullTrainingClient(modelId: string, opts: FullTrainingOptions = {}): Promise<TrainingClient> {
+    try {
+      return this.createTrainingClient(fullTrainingOptions(modelId, opts));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
   createSamplingClient(modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }): Promise<SamplingClient> {
     const model = this.#model(modelId);
     const a = adapter
@@ -139,34 +175,45 @@ export class LocalService implements ServiceClient {
    */
   createInferenceClient(modelId: string): Promise<SamplingClient> {
     const model = this.#model(modelId);
-    const sampleInQuanta = (requests: readonly SampleRequest[], quantum?: ChunkQuantum) =>
-      registrySample(this.adapters, modelId, requests, (adapters) => engineSampleFn({ ...this.#sampleOptions(modelId, model, quantum), adapters }));
-    return Promise.resolve({ modelId, adapterId: null, version: 0, sample: (r) => sampleInQuanta(r), sampleInQuanta, close: () => Promise.resolve() });
+    const sampleWith = (requests: readonly SampleRequest[], settings: SamplerSettings, quantum?: ChunkQuantum) =>
+      registrySample(this.adapters, { id: modelId, cfg: model.cfg }, requests, (adapters) => engineSampleFn({ ...this.#sampleOptions(modelId, model, settings, quantum), adapters }));
+    return Promise.resolve({
+      modelId, adapterId: null, version: 0,
+      sample: makeSampleCall(sampleWith),
+      sampleInQuanta: (r, quantum) => sampleWith(r, {}, quantum),
+      sampleWith,
+      close: () => Promise.resolve(),
+    });
   }
 
-  #sampleOptions(modelId: string, weights: BaseModel, quantum?: ChunkQuantum): EngineSampleFnOptions {
+  #sampleOptions(modelId: string, weights: BaseModel, settings: SamplerSettings, quantum?: ChunkQuantum): EngineSampleFnOptions {
     return {
       weights,
       ...(this.options.decode ? { decode: this.options.decode } : {}),
       ...(this.options.chunk !== undefined ? { chunk: this.options.chunk } : {}),
       owner: `sample:${modelId}`,
       ...(quantum ? { quantum } : {}),
+      ...(settings.topK !== undefined ? { topK: settings.topK } : {}),
+      ...(settings.topP !== undefined ? { topP: settings.topP } : {}),
+      ...(settings.seed !== undefined ? { seed: settings.seed } : {}),
+      ...(settings.stopReasons ? { stopReasons: true } : {}),
     };
   }
 
   /** A sampling client over given weights; `onClose` frees what the snapshot owns. */
   sampler(modelId: string, weights: BaseModel, adapter: AdapterWeights | null, version: number, onClose: () => void): SamplingClient {
     const resolve = adapter ? (id: string) => (id === adapter.id ? adapter : undefined) : undefined;
-    const make = (quantum?: ChunkQuantum) => engineSampleFn({ ...this.#sampleOptions(modelId, weights, quantum), ...(resolve ? { adapters: resolve } : {}) });
-    const fn = make();
     // Requests without an adapter id get this client's adapter: a sampling client *is* a policy.
     const own = (reqs: readonly SampleRequest[]) => (adapter ? reqs.map((r) => (r.adapterId === undefined ? { ...r, adapterId: adapter.id } : r)) : reqs);
+    const sampleWith = (reqs: readonly SampleRequest[], settings: SamplerSettings, quantum?: ChunkQuantum) =>
+      engineSampleFn({ ...this.#sampleOptions(modelId, weights, settings, quantum), ...(resolve ? { adapters: resolve } : {}) })(own(reqs));
     return {
       modelId,
       adapterId: adapter?.id ?? null,
       version,
-      sample: (reqs) => fn(own(reqs)),
-      sampleInQuanta: (reqs, quantum) => make(quantum)(own(reqs)),
+      sample: makeSampleCall(sampleWith),
+      sampleInQuanta: (reqs, quantum) => sampleWith(reqs, {}, quantum),
+      sampleWith,
       close: () => Promise.resolve(onClose()),
     };
   }

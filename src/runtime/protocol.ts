@@ -6,7 +6,7 @@
  */
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
-import type { SampleRequest, SampleResult } from '../env/types.ts';
+import type { SampleRequest } from '../env/types.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { OwnerStats, PoolStats } from '../gpu/pool.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
@@ -14,6 +14,7 @@ import type { OptimStepOptions } from '../model/optimizer.ts';
 import type { ForwardBackwardResult, LogprobsResult, Trainable, TrainerState } from '../model/trainer.ts';
 import type { PublishedAdapter, RegistryStats } from './adapter_registry.ts';
 import type { CreateModelOptions, HostParams, OptimStepResult, TrainingClientOptions } from './clients.ts';
+import type { EngineSampleResult, SamplerSettings } from './sample_call.ts';
 
 export interface WorkerInitOptions {
   label?: string;
@@ -58,7 +59,16 @@ export type ServiceTokenizer =
   | { kind: 'byte' }
   | { kind: 'hf'; tokenizerJson: string; tokenizerConfig?: string };
 
+/**
+ * Where the worker opens the adapter store its published versions are written to (a KvStore cannot
+ * cross to the worker): IndexedDB database `db` (browsers; default "webtinker"), or files under
+ * `dir` (Deno).
+ */
+export type AdapterStoreSpec = { kind: 'indexeddb'; db?: string } | { kind: 'files'; dir: string };
+
 export interface ServiceInitOptions {
+  /** Persist published adapter versions there, and find earlier ones (adapter_registry.ts). */
+  adapterStore?: AdapterStoreSpec;
   tokenizer?: ServiceTokenizer;
   /** Decode steps per GPU submission inside one generate() call. */
   chunk?: number;
@@ -120,8 +130,9 @@ export interface ServiceWorkerApi {
   /**
    * Sample; with a `gate` (a proxied ChunkGate), each decode chunk waits for the page's scheduler to
    * grant it a quantum, and the worker's call lane is taken per chunk, not for the whole call.
+   * `settings`: the call's sampler filters and key, and whether results say why they stopped.
    */
-  sample(samplerId: string, requests: SampleRequest[], gate?: ChunkGate): Promise<SampleResult[]>;
+  sample(samplerId: string, requests: SampleRequest[], gate?: ChunkGate, settings?: SamplerSettings): Promise<EngineSampleResult[]>;
   /** Publish job `jobId`'s LoRA adapter as the next version of `name` (adapter_registry.ts). */
   publishAdapter(jobId: string, name: string): Promise<PublishedAdapter>;
   /** A sampler over a base model whose requests name published adapters per request. */

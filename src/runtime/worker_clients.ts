@@ -6,7 +6,7 @@
 import * as Comlink from 'comlink';
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
-import type { SampleRequest, SampleResult } from '../env/types.ts';
+import type { SampleRequest } from '../env/types.ts';
 import { WebtinkerError } from '../errors.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
@@ -25,8 +25,9 @@ import type {
 } from './clients.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { GpuClient, GpuClientOptions } from './gpu_client.ts';
-import type { ChunkGate, GpuWorkerApi, SamplerInfo, ServiceTokenizer } from './protocol.ts';
+import type { AdapterStoreSpec, ChunkGate, GpuWorkerApi, SamplerInfo, ServiceTokenizer } from './protocol.ts';
 import type { JobKind, JobStats, PriorityClass, Scheduler } from './scheduler.ts';
+import { type EngineSampleResult, makeSampleCall, type SampleCall, type SamplerSettings } from './sample_call.ts';
 import type { WorkerService } from './worker_service.ts';
 
 // ─── Options, events and status of the WorkerService (worker_service.ts) ───
@@ -51,6 +52,12 @@ export interface WorkerServiceOptions {
   maxResidentAdapters?: number;
   /** Host copies of published versions kept per name (default 2). */
   keepAdapterVersions?: number;
+  /**
+   * The worker writes published adapter versions there (durable before saveWeightsForSampler
+   * resolves) and finds earlier ones there — after a worker restart, or in a new service on the
+   * same store. Default: none (published versions live in the worker's memory).
+   */
+  adapterStore?: AdapterStoreSpec;
 }
 
 /** How a job is scheduled and what its memory estimate assumes. */
@@ -70,7 +77,8 @@ export interface WorkerTrainingClientOptions extends TrainingClientOptions {
 
 export type WorkerServiceEvent =
   | { type: 'device-lost' | 'worker-crashed'; message: string; lost: { models: string[]; jobs: string[]; samplers: string[] } }
-  | { type: 'recovered'; adapter: AdapterSummary }
+  /** The new device (or worker) is ready; `restored`: the models and sampling clients brought back on it. */
+  | { type: 'recovered'; adapter: AdapterSummary; restored: { models: string[]; samplers: string[] } }
   /** A training step was skipped for a non-finite loss or gradient norm (parameters and moments untouched). */
   | { type: 'step-skipped'; jobId: string; step: number; gradNorm: number; inARow: number; total: number }
   /** A job was paused for an error (its queued calls wait until it is resumed). */
@@ -195,29 +203,70 @@ export class WorkerTrainingClient implements TrainingClient {
   }
 }
 
+/** How a WorkerService makes a sampling client again after a loss (worker_service.ts). */
+export interface Revivable {
+  readonly client: WorkerSamplingClient;
+  readonly modelId: string;
+  readonly cfg: ModelConfig;
+  readonly snapshotParams: number;
+  readonly sch: SamplerScheduleOptions;
+  /** Creates the sampler in the worker under the given id (a quantum of its job). */
+  readonly make: (samplerId: string) => Promise<SamplerInfo>;
+}
+
 export class WorkerSamplingClient implements SamplingClient {
   readonly id: string;
   readonly modelId: string;
   readonly adapterId: string | null;
   readonly version: number;
-  readonly sample: (requests: readonly SampleRequest[]) => Promise<readonly SampleResult[]>;
+  /** Both call forms (sample_call.ts); the Tinker form's settings travel with each batch to the worker. */
+  readonly sample: SampleCall;
+  /** Internal: its scheduler job on the current device (replaced when the service revives it after a loss). */
+  owned: Owned;
+  /** Internal: close() was called (a recovery in progress then does not bring it back). */
+  userClosed = false;
 
-  constructor(readonly service: WorkerService, readonly owned: Owned, info: SamplerInfo, readonly requestsPerQuantum: number, readonly chunkQuanta = true) {
+  /**
+   * `revivable`: the service recreates it after a device loss or a worker crash (createSamplingClient,
+   * createInferenceClient); a batch in flight during the loss is then retried once on the new
+   * device. A training job's snapshot is not revivable: it dies with its job.
+   */
+  constructor(readonly service: WorkerService, owned: Owned, info: SamplerInfo, readonly requestsPerQuantum: number, readonly chunkQuanta = true, readonly revivable = false) {
+    this.owned = owned;
     this.id = info.id;
     this.modelId = info.modelId;
     this.adapterId = info.adapterId;
     this.version = info.version;
-    // All batches of a call are sent at once; the scheduler interleaves their quanta with other jobs'.
-    this.sample = async (requests) => {
-      const parts: Promise<SampleResult[]>[] = [];
-      for (let i = 0; i < requests.length; i += requestsPerQuantum) {
-        const part = requests.slice(i, i + requestsPerQuantum);
-        parts.push(chunkQuanta
-          ? this.#inChunks([...part])
-          : service.quantum(owned, this.id, 'sample', (api) => api.sample(this.id, [...part])));
-      }
-      return (await Promise.all(parts)).flat();
-    };
+    this.sample = makeSampleCall((requests, settings) => this.#sampleWith(requests, settings));
+  }
+
+  /** All batches of a call are sent at once; the scheduler interleaves their quanta with other jobs'. */
+  async #sampleWith(requests: readonly SampleRequest[], settings: SamplerSettings): Promise<EngineSampleResult[]> {
+    const parts: Promise<EngineSampleResult[]>[] = [];
+    for (let i = 0; i < requests.length; i += this.requestsPerQuantum) {
+      const part = [...requests.slice(i, i + this.requestsPerQuantum)];
+      parts.push(this.#retryOnce((o) => this.chunkQuanta
+        ? this.#inChunks(o, part, settings)
+        : this.service.quantum(o, this.id, 'sample', (api) => api.sample(this.id, part, undefined, settings))));
+    }
+    return (await Promise.all(parts)).flat();
+  }
+
+  /**
+   * Run one batch on the current device; when the device (or worker) is lost under it and this
+   * client is revived on the new one, run it once more there — the same requests and seeds give
+   * the same results. Otherwise, or when the retry fails too, the error is passed on.
+   */
+  async #retryOnce<T>(run: (o: Owned) => Promise<T>): Promise<T> {
+    const o = this.owned;
+    try {
+      return await run(o);
+    } catch (e) {
+      if (!this.revivable || this.userClosed || !(e instanceof LostWithDeviceError)) throw e;
+      await this.service.settled().catch(() => {});
+      if (this.owned === o || !this.service.isLive(this.owned)) throw e;
+      return await run(this.owned);
+    }
   }
 
   /**
@@ -225,8 +274,8 @@ export class WorkerSamplingClient implements SamplingClient {
    * each chunk's turn through the gate and ends it when the chunk is done; a worker that dies
    * mid-chunk has its turn ended here, so the scheduler never waits on it.
    */
-  #inChunks(requests: SampleRequest[]): Promise<SampleResult[]> {
-    const { service, owned } = this;
+  #inChunks(owned: Owned, requests: SampleRequest[], settings: SamplerSettings): Promise<EngineSampleResult[]> {
+    const { service } = this;
     const open = new Set<() => void>();
     const gate: ChunkGate = async () => {
       if (!service.isLive(owned)) throw service.lost(this.id);
@@ -244,12 +293,13 @@ export class WorkerSamplingClient implements SamplingClient {
       return Comlink.proxy(end);
     };
     return service.track(owned, this.id, () =>
-      service.gpu.call((api) => api.sample(this.id, requests, Comlink.proxy(gate))).finally(() => {
+      service.gpu.call((api) => api.sample(this.id, requests, Comlink.proxy(gate), settings)).finally(() => {
         for (const end of [...open]) end();
       }));
   }
 
   close(): Promise<void> {
+    this.userClosed = true;
     return this.service.closeOwned(this.owned, this.id, (api) => api.closeSampler(this.id));
   }
 }

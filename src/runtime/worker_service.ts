@@ -34,6 +34,14 @@
  * LostWithDeviceError. New requests wait until the new device is ready (`settled()`) and are served
  * there. The jobs themselves come back through recovery.ts (runTrainingRecovering), which re-runs
  * each from its last checkpoint: the job runner owns its checkpoints, this service does not.
+ * Sampling clients made by createSamplingClient and createInferenceClient do come back: the service
+ * keeps their recipes (the base model's config and host params or seed, the client's adapter
+ * tensors or, for an inference client, nothing — published versions survive a device loss in the
+ * worker, and a worker crash with an adapterStore), and before settled() resolves it recreates,
+ * under their ids, the base models they sample and then the clients ('recovered' names them). A
+ * batch of theirs in flight during the loss is retried once on the new device (same requests, same
+ * seeds: the same results); a failure of the retry, or of the recreation, rejects with
+ * LostWithDeviceError. A training job's snapshot (TrainingClient.samplingClient) dies with its job.
  * Non-finite steps: a skipped optimStep is counted ('step-skipped' event, `status(id)`); the
  * `maxSkippedInARow`-th in a row pauses the job with an error in its stats ('job-paused') and
  * rejects with NonFiniteStepsError; resume() gives it a fresh run of chances.
@@ -43,13 +51,16 @@ import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { estimateTrainingMemory } from '../model/memory.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
 import type { RegistryStats } from './adapter_registry.ts';
-import type { CreateModelOptions, HostParams, OptimStepResult, ServiceClient } from './clients.ts';
+import {
+  type CreateModelOptions, type FullTrainingOptions, fullTrainingOptions, type HostParams, type LoraTrainingOptions, loraTrainingOptions, type OptimStepResult,
+  type ServiceClient,
+} from './clients.ts';
 import { JobStateError, NonFiniteStepsError } from './errors.ts';
 import { GpuClient, type GpuClientEvent } from './gpu_client.ts';
 import type { SamplerInfo, ServiceMemory } from './protocol.ts';
 import { type PriorityClass, Scheduler } from './scheduler.ts';
 import {
-  type Api, estimateSamplingMemory, type JobStatus, LostWithDeviceError, type Owned, type SamplerScheduleOptions, WorkerSamplingClient,
+  type Api, estimateSamplingMemory, type Revivable, type JobStatus, LostWithDeviceError, type Owned, type SamplerScheduleOptions, type ScheduleOptions, WorkerSamplingClient,
   type WorkerServiceEvent, type WorkerServiceOptions, WorkerTrainingClient, type WorkerTrainingClientOptions,
 } from './worker_clients.ts';
 
@@ -68,9 +79,13 @@ export class WorkerService implements ServiceClient {
   #epoch = 0;
   #ready: Promise<void> = Promise.resolve();
   #lostWhy = '';
-  #models = new Map<string, Owned & { cfg: ModelConfig }>();
+  #models = new Map<string, Owned & { cfg: ModelConfig; recipe: CreateModelOptions }>();
   #jobs = new Map<string, Owned>();
   #samplers = new Map<string, Owned>();
+  /** Sampling and inference clients that are recreated after a loss, by sampler id. */
+  #revivable = new Map<string, Revivable>();
+  /** What the last recovery brought back (in its 'recovered' event). */
+  #restored: { models: string[]; samplers: string[] } = { models: [], samplers: [] };
   #listeners = new Set<(e: WorkerServiceEvent) => void>();
   #unsub: (() => void)[] = [];
   #lossWaiters = new Set<() => void>();
@@ -124,6 +139,7 @@ export class WorkerService implements ServiceClient {
         ...(o.chunk !== undefined ? { chunk: o.chunk } : {}),
         ...(o.maxResidentAdapters !== undefined ? { maxResidentAdapters: o.maxResidentAdapters } : {}),
         ...(o.keepAdapterVersions !== undefined ? { keepAdapterVersions: o.keepAdapterVersions } : {}),
+        ...(o.adapterStore ? { adapterStore: o.adapterStore } : {}),
       })
     );
   }
@@ -140,7 +156,13 @@ export class WorkerService implements ServiceClient {
       // The client is recovering already (it sets its recovery before emitting); a crashed worker's
       // replacement also needs the service opened again.
       const recovering = this.gpu.settled();
-      this.#ready = e.type === 'worker-crashed' ? recovering.then(() => this.#serviceInit()) : recovering;
+      // Sampling clients made by createSamplingClient / createInferenceClient come back on the new
+      // device, with the base models they sample (from their recipes); training jobs do not.
+      const revive = [...this.#revivable.values()];
+      const recipes = new Map([...this.#models].map(([id, m]) => [id, { cfg: m.cfg, recipe: m.recipe }]));
+      const epoch = this.#epoch;
+      const reopened = e.type === 'worker-crashed' ? recovering.then(() => this.#serviceInit()) : recovering;
+      this.#ready = reopened.then(() => this.#revive(epoch, revive, recipes));
       this.#ready.catch(() => {});
       const lost = { models: [...this.#models.keys()], jobs: [...this.#jobs.keys()], samplers: [...this.#samplers.keys()] };
       const all = [...this.#samplers.values(), ...this.#jobs.values(), ...this.#models.values()];
@@ -152,7 +174,46 @@ export class WorkerService implements ServiceClient {
       this.#lossWaiters.clear();
       this.#emit({ type: e.type, message: this.#lostWhy, lost });
     } else if (e.type === 'recovered' || e.type === 'restarted') {
-      this.#ready.then(() => this.#emit({ type: 'recovered', adapter: e.adapter }), () => {});
+      this.#ready.then(() => this.#emit({ type: 'recovered', adapter: e.adapter, restored: this.#restored }), () => {});
+    }
+  }
+
+  /**
+   * After a loss (in epoch `epoch`, on the ready new device): recreate the base models the
+   * revivable clients sample, from their recipes and under their ids, then each client's sampler
+   * under its id, and point the clients at them. A client whose model or sampler cannot be made
+   * again stays lost (its calls reject with LostWithDeviceError); a later loss starts over.
+   */
+  async #revive(epoch: number, revive: Revivable[], recipes: Map<string, { cfg: ModelConfig; recipe: CreateModelOptions }>): Promise<void> {
+    const restored = { models: [] as string[], samplers: [] as string[] };
+    this.#restored = restored;
+    const failed = new Set<string>();
+    for (const r of revive) {
+      if (this.#epoch !== epoch || r.client.userClosed || this.#models.has(r.modelId) || failed.has(r.modelId)) continue;
+      const m = recipes.get(r.modelId);
+      try {
+        if (!m) throw new JobStateError(`no recipe for model "${r.modelId}"`);
+        await this.#createModelNow(m.cfg, m.recipe, r.modelId);
+        restored.models.push(r.modelId);
+      } catch {
+        failed.add(r.modelId);
+      }
+    }
+    for (const r of revive) {
+      if (this.#epoch !== epoch || r.client.userClosed || failed.has(r.modelId) || !this.#models.has(r.modelId)) continue;
+      try {
+        const { owned } = await this.#registerSampler(r.client.id, r.cfg, r.snapshotParams, r.sch, r.make);
+        r.client.owned = owned;
+        if (r.client.userClosed) {
+          // Closed while it was being made again: free it at once.
+          await this.closeOwned(owned, r.client.id, (api) => api.closeSampler(r.client.id));
+          continue;
+        }
+        this.#revivable.set(r.client.id, r);
+        restored.samplers.push(r.client.id);
+      } catch {
+        // stays lost
+      }
     }
   }
 
@@ -234,11 +295,19 @@ export class WorkerService implements ServiceClient {
     return m;
   }
 
+  /**
+   * A base model in the worker (a scheduler job of its own holding its bytes). The service keeps
+   * its recipe (`cfg` and `opts`, host params by reference: do not mutate them) so that, after a
+   * device loss or a worker crash, it can be made again for the sampling clients on it.
+   */
   async createModel(cfg: ModelConfig, opts: CreateModelOptions = {}): Promise<string> {
     await this.#ready;
-    const id = opts.id ?? `${cfg.name ?? cfg.family}#${nextId++}`;
+    return await this.#createModelNow(cfg, opts, opts.id ?? `${cfg.name ?? cfg.family}#${nextId++}`);
+  }
+
+  async #createModelNow(cfg: ModelConfig, opts: CreateModelOptions, id: string): Promise<string> {
     if (this.#models.has(id)) throw new JobStateError(`a model "${id}" exists already`);
-    const o = { schedId: `model:${id}`, epoch: this.#epoch, kind: 'model' as const, closed: false, tail: Promise.resolve(), cfg };
+    const o = { schedId: `model:${id}`, epoch: this.#epoch, kind: 'model' as const, closed: false, tail: Promise.resolve(), cfg, recipe: { ...opts, id } };
     await this.scheduler.submit({ id: o.schedId, kind: 'inference', priority: 'normal', memoryBytes: 4 * countParameters(cfg) });
     this.#models.set(id, o);
     try {
@@ -251,11 +320,17 @@ export class WorkerService implements ServiceClient {
     return id;
   }
 
+  /** The config of a loaded base model. */
+  modelConfig(modelId: string): ModelConfig {
+    return this.#model(modelId).cfg;
+  }
+
   async modelWeights(modelId: string): Promise<HostParams> {
     return await this.quantum(this.#model(modelId), modelId, 'modelWeights', (api) => api.modelWeights(modelId));
   }
 
   async releaseModel(modelId: string): Promise<void> {
+    await this.#ready;
     const o = this.#model(modelId);
     await this.quantum(o, modelId, 'releaseModel', (api) => api.releaseModel(modelId));
     this.#models.delete(modelId);
@@ -301,10 +376,29 @@ export class WorkerService implements ServiceClient {
     }
   }
 
+  /** Tinker's front door: a LoRA training job (clients.ts, loraTrainingOptions); `schedule` as createTrainingClient's. */
+  async createLoraTrainingClient(modelId: string, opts: LoraTrainingOptions, schedule?: ScheduleOptions): Promise<WorkerTrainingClient> {
+    return await this.createTrainingClient({ ...loraTrainingOptions(modelId, this.#model(modelId).cfg, opts), ...(schedule ? { schedule } : {}) });
+  }
+
+  /** Tinker's front door: a full-parameter training job (clients.ts, fullTrainingOptions). */
+  async createFullTrainingClient(modelId: string, opts: FullTrainingOptions = {}, schedule?: ScheduleOptions): Promise<WorkerTrainingClient> {
+    return await this.createTrainingClient({ ...fullTrainingOptions(modelId, opts), ...(schedule ? { schedule } : {}) });
+  }
+
   /** Register a sampler job; `make` creates it in the worker (as a quantum of `via`, default the sampler's own job). */
-  async openSampler(cfg: ModelConfig, snapshotParams: number, sch: SamplerScheduleOptions, make: (samplerId: string) => Promise<SamplerInfo>): Promise<WorkerSamplingClient> {
+  async openSampler(cfg: ModelConfig, snapshotParams: number, sch: SamplerScheduleOptions, make: (samplerId: string) => Promise<SamplerInfo>, revive?: { modelId: string }): Promise<WorkerSamplingClient> {
     await this.#ready;
     const id = `sampler-${nextId++}`;
+    const perQuantum = sch.requestsPerQuantum ?? this.options.requestsPerQuantum ?? 4;
+    const { owned, info } = await this.#registerSampler(id, cfg, snapshotParams, sch, make);
+    const client = new WorkerSamplingClient(this, owned, info, perQuantum, sch.chunkQuanta ?? true, revive !== undefined);
+    if (revive) this.#revivable.set(id, { client, modelId: revive.modelId, cfg, snapshotParams, sch, make });
+    return client;
+  }
+
+  /** A sampler's scheduler job, admitted, and the sampler made in the worker by `make`. */
+  async #registerSampler(id: string, cfg: ModelConfig, snapshotParams: number, sch: SamplerScheduleOptions, make: (samplerId: string) => Promise<SamplerInfo>): Promise<{ owned: Owned; info: SamplerInfo }> {
     const perQuantum = sch.requestsPerQuantum ?? this.options.requestsPerQuantum ?? 4;
     const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'sampler', closed: false, tail: Promise.resolve() };
     await this.scheduler.submit({
@@ -316,8 +410,7 @@ export class WorkerService implements ServiceClient {
     });
     this.#samplers.set(id, o);
     try {
-      const info = await make(id);
-      return new WorkerSamplingClient(this, o, info, perQuantum, sch.chunkQuanta ?? true);
+      return { owned: o, info: await make(id) };
     } catch (e) {
       this.#samplers.delete(id);
       this.#end(o, 'cancel');
@@ -325,27 +418,35 @@ export class WorkerService implements ServiceClient {
     }
   }
 
+  /**
+   * A sampler over a base model, optionally with a LoRA adapter given as host tensors (kept by
+   * reference: do not mutate them). It survives a device loss or a worker crash: recreated on the
+   * new device with its base (see the header).
+   */
   async createSamplingClient(modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }, sch: SamplerScheduleOptions = {}): Promise<WorkerSamplingClient> {
     const cfg = this.#model(modelId).cfg;
     const params = adapter ? countLoraParameters(cfg, adapter.lora) : 0;
     return await this.openSampler(cfg, params, sch, (sid) => {
       const o = this.#samplers.get(sid)!;
-      return this.quantum(o, sid, 'createSampler', (api) => api.createSamplingClient(sid, modelId, adapter));
-    });
+      // A fixed adapter id, so requests naming it work the same after a recovery.
+      const a = adapter ? { ...adapter, id: adapter.id ?? `${sid}/adapter` } : undefined;
+      return this.quantum(o, sid, 'createSampler', (api) => api.createSamplingClient(sid, modelId, a));
+    }, { modelId });
   }
 
   /**
    * An inference job over a base model: each request names a published adapter (`name`, the latest
    * version when it is served, or `name@v`) or none; results say which version produced them.
    * Its memory estimate covers the generation of one quantum; resident adapters are charged to the
-   * base (at most maxResidentAdapters of them).
+   * base (at most maxResidentAdapters of them). It survives a device loss or a worker crash (see
+   * the header); published versions survive a device loss, and a worker crash with an adapterStore.
    */
   async createInferenceClient(modelId: string, sch: SamplerScheduleOptions = {}): Promise<WorkerSamplingClient> {
     const cfg = this.#model(modelId).cfg;
     return await this.openSampler(cfg, 0, sch, (sid) => {
       const o = this.#samplers.get(sid)!;
       return this.quantum(o, sid, 'createInferenceSampler', (api) => api.createInferenceSampler(sid, modelId));
-    });
+    }, { modelId });
   }
 
   /** Device time of a client's (or model's) scheduler job and of all jobs so far. */
@@ -414,6 +515,7 @@ export class WorkerService implements ServiceClient {
   /** Internal to the clients: forget a closed object and free its scheduler reservation. */
   closed(o: Owned, id: string): void {
     (o.kind === 'job' ? this.#jobs : this.#samplers).delete(id);
+    if (o.kind === 'sampler') this.#revivable.delete(id);
     this.#end(o, 'finish');
   }
 
@@ -422,6 +524,7 @@ export class WorkerService implements ServiceClient {
    * worker frees the object. Closing again (or after a cancel) waits for that same release.
    */
   closeOwned(o: Owned, id: string, release: (api: Api) => Promise<void>): Promise<void> {
+    if (o.kind === 'sampler') this.#revivable.delete(id);
     if (o.closed) return o.release ?? Promise.resolve();
     this.closed(o, id);
     o.release = o.tail.then(() => (this.isLive(o) ? this.gpu.call(release) : undefined));

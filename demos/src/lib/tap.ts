@@ -15,10 +15,15 @@
  */
 import {
   type CreateModelOptions,
+  type FullTrainingOptions,
+  fullTrainingOptions,
   type HostParams,
   JobCancelledError,
   type LoraConfig,
+  type LoraTrainingOptions,
+  loraTrainingOptions,
   type ModelConfig,
+  type PublishedAdapter,
   type SamplerScheduleOptions,
   type SamplingClient,
   type ServiceClient,
@@ -115,6 +120,14 @@ export class TapService implements ServiceClient {
     return c;
   }
 
+  createLoraTrainingClient(modelId: string, opts: LoraTrainingOptions): Promise<TrainingClient> {
+    return this.createTrainingClient(loraTrainingOptions(modelId, this.inner.modelConfig(modelId), opts));
+  }
+
+  createFullTrainingClient(modelId: string, opts: FullTrainingOptions = {}): Promise<TrainingClient> {
+    return this.createTrainingClient(fullTrainingOptions(modelId, opts));
+  }
+
   async createSamplingClient(modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }): Promise<SamplingClient> {
     this.live('createSamplingClient');
     const s = await this.inner.createSamplingClient(modelId, adapter, { priority: 'normal' });
@@ -208,6 +221,9 @@ export class TapTrainingClient implements TrainingClient {
   }
   weights() {
     return this.inner.weights();
+  }
+  saveWeightsForSampler(name: string): Promise<PublishedAdapter> {
+    return this.inner.saveWeightsForSampler(name);
   }
   saveState() {
     return this.inner.saveState();
