@@ -14,6 +14,7 @@ import { sftDatumsFromPairs } from '../../../src/algorithms/sft.ts';
 import type { SampleRequest } from '../../../src/env/types.ts';
 import { preset } from '../../../src/model/presets.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
+import type { AdapterStoreSpec } from '../../../src/runtime/protocol.ts';
 import { LostWithDeviceError, WorkerService, type WorkerServiceEvent } from '../../../src/runtime/worker_service.ts';
 import type { PlainCase } from './adapter_store.ts';
 
@@ -107,3 +108,41 @@ export const clientRecoveryCases: PlainCase[] = [
     },
   },
 ];
+
+/**
+ * Deno only (a crash drill in a Chromium module Worker would be reported to the page as an error):
+ * the GPU worker crashes; its replacement has no memory of the published versions, which come back
+ * from the adapter store; the inference client is recreated and serves as before.
+ */
+export function clientRecoveryDenoCases(store: () => Promise<AdapterStoreSpec>): PlainCase[] {
+  return [
+    {
+      name: 'client recovery: the GPU worker crashes; an inference client is recreated in the new worker and finds the published versions in the adapter store',
+      async fn() {
+        const service = await WorkerService.start({ tokenizer: { kind: 'byte' }, adapterStore: await store() });
+        try {
+          const modelId = await service.createModel(preset('tiny-gpt2'), { seed: 9, id: 'crash-base' });
+          const job = await service.createLoraTrainingClient(modelId, { rank: 2, targets: ['q'], seed: 3 });
+          const batch = packDatums(sftDatumsFromPairs([{ prompt: '6+1=', completion: '7' }], tok), { rows: 1, seqLen: 12, seed: 1, padId: tok.padId, aggregation: 'token_mean', shuffle: false }).batches[0];
+          await job.forwardBackward(batch, crossEntropyLoss());
+          await job.optimStep({ lr: 0.1 });
+          await job.saveWeightsForSampler('crash-alpha');
+          const inf = await service.createInferenceClient(modelId);
+          const params = { maxTokens: 6, temperature: 1, seed: 2, adapter: 'crash-alpha' };
+          const want = await inf.sample(prompt, 2, params);
+          const events: WorkerServiceEvent[] = [];
+          service.on((e) => events.push(e));
+          void service.gpu.call((api) => new Promise<never>(() => void api.crash())).catch(() => {});
+          await until(() => events.some((e) => e.type === 'worker-crashed'), 'the crash');
+          assert.deepEqual(await inf.sample(prompt, 2, params), want, 'the same version, from the store, samples the same');
+          assert.deepEqual(events.map((e) => e.type), ['worker-crashed', 'recovered']);
+          assert.deepEqual((events[1] as Extract<WorkerServiceEvent, { type: 'recovered' }>).restored, { models: [modelId], samplers: [inf.id] });
+          assert.instanceOf(await rejection(job.weights()), LostWithDeviceError);
+          await inf.close();
+        } finally {
+          await service.close();
+        }
+      },
+    },
+  ];
+}
