@@ -4,6 +4,10 @@
  * Everything crossing these interfaces is plain data, so the same job code runs on the engine in
  * this thread (LocalService) or in the GPU worker behind the scheduler (the worker service);
  * the high-level job runner is built from these calls alone — there is no private back door.
+ * Tinker's names are here too: `createLoraTrainingClient(baseModel, { rank })` and
+ * `createFullTrainingClient` are checked front doors to createTrainingClient (one implementation,
+ * below, for every service), and `SamplingClient.sample(prompt, n, params)` is Tinker's call form
+ * beside the agent layer's `sample(requests)` (sample_call.ts).
  */
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
