@@ -17,18 +17,10 @@ import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
 import type { AdapterStoreSpec } from '../../../src/runtime/protocol.ts';
 import { LostWithDeviceError, WorkerService, type WorkerServiceEvent } from '../../../src/runtime/worker_service.ts';
 import type { PlainCase } from './adapter_store.ts';
+import { rejection } from './helpers.ts';
 
 const tok = new ByteTokenizer();
 const prompt = tok.encode('6+1=');
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 async function until(cond: () => boolean, what: string, ms = 60_000): Promise<void> {
   const t0 = Date.now();

@@ -80,3 +80,13 @@ export function reportErrors(title: string): void {
 export function assertThrowsTyped(fn: () => void, cls: new (...a: never[]) => WebtinkerError, re: RegExp): void {
   assert.throws(fn, cls as unknown as ErrorConstructor, re);
 }
+
+/** The error `p` rejects with (fails the test when it resolves). */
+export async function rejection(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (e) {
+    return e;
+  }
+  assert.fail('expected a rejection');
+}

@@ -18,21 +18,13 @@ import { LocalService } from '../../../src/runtime/local_service.ts';
 import { WorkerService } from '../../../src/runtime/worker_service.ts';
 import { testGpu } from '../gpu.ts';
 import type { PlainCase } from './adapter_store.ts';
+import { rejection } from './helpers.ts';
 
 const tok = new ByteTokenizer();
 const batchOf = () =>
   packDatums(sftDatumsFromPairs([{ prompt: '2+2=', completion: '4' }, { prompt: '3+4=', completion: '7' }], tok), {
     rows: 2, seqLen: 12, seed: 1, padId: tok.padId, aggregation: 'token_mean', shuffle: false,
   }).batches[0];
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 /** What one service's clients sample through Tinker's names (compared across services). */
 interface Trace {

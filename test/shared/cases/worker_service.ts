@@ -21,6 +21,7 @@ import { AdmissionError, JobCancelledError, NonFiniteStepsError } from '../../..
 import type { SchedulerEvent } from '../../../src/runtime/scheduler.ts';
 import { LostWithDeviceError, WorkerService, type WorkerServiceEvent } from '../../../src/runtime/worker_service.ts';
 import type { PlainCase } from './adapter_store.ts';
+import { rejection } from './helpers.ts';
 
 const tok = new ByteTokenizer();
 const pairs = [
@@ -35,15 +36,6 @@ const small = { batch: 3, seqLen: 12 };
 const request = (prompt: string, seed = 1): SampleRequest => ({
   promptTokens: tok.encode(prompt), maxTokens: 3, stopStrings: [], stopTokens: [tok.eosId], temperature: 0, seed,
 });
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 async function withService(fn: (s: WorkerService) => Promise<void>, opts: Parameters<typeof WorkerService.start>[0] = {}): Promise<void> {
   const s = await WorkerService.start({ tokenizer: { kind: 'byte' }, ...opts });
