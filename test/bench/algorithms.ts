@@ -142,7 +142,7 @@ export async function runAlgorithms(s: AlgorithmsSettings, log: (line: string) =
       const t1 = performance.now();
       const r = await runTraining(service, jobOptions({
         ...base, algo, lr, steps: s.steps, id: algo,
-        onStep: (m: StepMetrics) => m.phase === 'rl' && log(`${algo} ${m.step + 1}/${s.steps}: reward ${m.reward?.toFixed(3)} loss ${m.loss.toFixed(4)} (${(m.trainSeconds + m.sampleSeconds).toFixed(1)} s)`),
+        onStep: (m: StepMetrics) => m.phase === 'rl' && log(`${algo} ${m.step + 1}/${s.steps}: reward ${m.reward?.toFixed(3)} loss ${m.loss.toFixed(4)} |g| ${m.gradNorm.toPrecision(3)} entropy ${m.entropy?.toFixed(3) ?? '-'} kl ${m.approxKl?.toPrecision(2) ?? '-'} clip ${m.clipFraction?.toFixed(3) ?? '-'} (${(m.trainSeconds + m.sampleSeconds).toFixed(1)} s)`),
         checkpoint: { every: Number.MAX_SAFE_INTEGER, save: async () => {}, from: warm },
       }));
       const g = rewardGain(r.rewardCurve, s.window);

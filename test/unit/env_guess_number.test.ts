@@ -125,4 +125,27 @@ describe('guess-number environment', () => {
     expect(offMidpoint.length).toBeGreaterThan(30);
     expect(offMidpoint.length).toBeLessThan(100);
   });
+
+  it('demoLinearRate: a share of demonstrations scan upward (1, 2, 3, ...), the rest are exact binary searches', () => {
+    const demos = guessNumberDemonstrations(400, new Rng(5), { low: 1, high: 16, maxGuesses: 5, demoMidpointRate: 1, demoLinearRate: 0.5 });
+    let linear = 0;
+    for (const d of demos) {
+      const secret = secretNumber(d.seed, 1, 16);
+      const guesses = d.actions.map((a) => Number(/\d+/.exec(a)![0]));
+      if (guesses[0] === 1) {
+        linear++;
+        expect(guesses).toEqual(Array.from({ length: Math.min(secret, 5) }, (_, k) => k + 1));
+      } else {
+        let lo = 1, hi = 16;
+        for (const g of guesses) {
+          expect(g).toBe(Math.floor((lo + hi) / 2));
+          if (g < secret) lo = g + 1;
+          else hi = g - 1;
+        }
+      }
+    }
+    expect(linear).toBeGreaterThan(160);
+    expect(linear).toBeLessThan(240);
+    expect(() => guessNumberEnv({ demoLinearRate: 1.5 })).toThrow(/demoLinearRate must be in \[0, 1\], got 1.5/);
+  });
 });

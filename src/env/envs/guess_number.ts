@@ -8,7 +8,11 @@
  * Demonstrations are noisy binary searches: each guess is the midpoint of the interval still
  * possible with probability `demoMidpointRate`, else a uniform pick inside it (or, with
  * `demoIgnoreFeedback`, anywhere in the whole range: a guess that wastes what the answers said) —
- * good enough to warm start, with room for RL to improve. With `showInterval` each answer also
+ * good enough to warm start, with room for RL to improve. With `demoLinearRate` a share of the
+ * demonstrations are linear scans instead (every guess the lowest number still possible): each
+ * episode follows one strategy from its first guess on, so a warm-started policy mixes two
+ * strategies it can carry out — both mere look-ups in what the environment said — and RL has one
+ * decision to learn, that halving pays off (the calculator's tool-or-guess story). With `showInterval` each answer also
  * names the numbers still possible ("Higher than 8, so 9 to 16."), which a small model can use
  * without tracking every earlier answer. Departure from the classic game: a bare number without the
  * tags is accepted too, because small models drop tags early in training and the reward, not a
@@ -25,6 +29,8 @@ export interface GuessNumberOptions {
   readonly demoMidpointRate?: number;
   /** Demonstrations' non-midpoint guesses ignore the answers so far (uniform over the whole range). Default false. */
   readonly demoIgnoreFeedback?: boolean;
+  /** Share of demonstrations that scan upward from the lowest number still possible. Default 0. */
+  readonly demoLinearRate?: number;
   /** Each higher/lower answer also names the interval still possible. Default false. */
   readonly showInterval?: boolean;
 }
@@ -33,9 +39,12 @@ type Full = Required<GuessNumberOptions>;
 const SECRET_STREAM = 0x9e55;
 
 function fullOptions(o: GuessNumberOptions): Full {
-  const full = { low: 1, high: 32, maxGuesses: 6, demoMidpointRate: 0.75, demoIgnoreFeedback: false, showInterval: false, ...o };
+  const full = { low: 1, high: 32, maxGuesses: 6, demoMidpointRate: 0.75, demoIgnoreFeedback: false, demoLinearRate: 0, showInterval: false, ...o };
   if (!Number.isInteger(full.low) || !Number.isInteger(full.high) || full.high < full.low) throw new RangeError(`guess-number: bad range [${full.low}, ${full.high}]`);
   if (!Number.isInteger(full.maxGuesses) || full.maxGuesses < 1) throw new RangeError(`guess-number: maxGuesses must be >= 1, got ${full.maxGuesses}`);
+  for (const k of ['demoMidpointRate', 'demoLinearRate'] as const) {
+    if (!(full[k] >= 0 && full[k] <= 1)) throw new RangeError(`guess-number: ${k} must be in [0, 1], got ${full[k]}`);
+  }
   return full;
 }
 
@@ -103,8 +112,9 @@ export function guessNumberDemonstrations(n: number, rng: Rng, options: GuessNum
     let lo = o.low;
     let hi = o.high;
     const actions: string[] = [];
+    const linear = o.demoLinearRate > 0 && rng.nextFloat() < o.demoLinearRate;
     while (actions.length < o.maxGuesses) {
-      const guess = rng.nextFloat() < o.demoMidpointRate
+      const guess = linear ? lo : rng.nextFloat() < o.demoMidpointRate
         ? Math.floor((lo + hi) / 2)
         : o.demoIgnoreFeedback ? o.low + rng.nextInt(o.high - o.low + 1) : lo + rng.nextInt(hi - lo + 1);
       actions.push(formatAnswer(String(guess)));
