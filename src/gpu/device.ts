@@ -7,7 +7,7 @@
  * and turns device loss and uncaptured errors into events.
  */
 import type { KernelProfiler } from './profiler.ts';
-import { WebGpuUnavailableError } from '../errors.ts';
+import { ConfigError, WebGpuUnavailableError } from '../errors.ts';
 import { BufferPool, BufferUsage } from './pool.ts';
 import { type PipelineCache, pipelineCacheFor } from './pipelines.ts';
 
@@ -38,6 +38,13 @@ export interface AcquireOptions {
   label?: string;
   /** Do not request `shader-f16` even where offered (forces the f32 paths). */
   disableF16?: boolean;
+  /**
+   * Report at most this many bytes as maxStorageBufferBindingSize (a multiple of 4, ≥ 256), so
+   * tests run the paths that bind large tensors a range at a time on tiny models. The device is
+   * still requested with the adapter's own limits; only what `GpuContext.limit` tells the engine
+   * (and so what the Recorder lets a dispatch bind) is lowered.
+   */
+  maxStorageBufferBindingSize?: number;
 }
 
 /** Optional features we request when the adapter offers them. */
@@ -142,9 +149,12 @@ export class GpuContext {
   #lostListeners = new Set<(e: DeviceLostEvent) => void>();
   #errorListeners = new Set<(e: GPUError) => void>();
   #isLost = false;
+  /** Limits reported lower than the device's (AcquireOptions.maxStorageBufferBindingSize). */
+  readonly #caps: Readonly<Record<string, number>>;
 
-  constructor(device: GPUDevice, adapter: AdapterSummary) {
+  constructor(device: GPUDevice, adapter: AdapterSummary, caps: Readonly<Record<string, number>> = {}) {
     this.device = device;
+    this.#caps = { ...caps };
     this.adapter = adapter;
     this.hasF16 = device.features.has('shader-f16');
     this.kind = adapterKind(adapter);
@@ -187,9 +197,11 @@ export class GpuContext {
     return () => this.#errorListeners.delete(f);
   }
 
+  /** The device's limit `name`, or the lower cap the context was acquired with. */
   limit(name: string): number {
     const v = this.adapter.limits[name] ?? (this.device.limits as unknown as Record<string, number>)[name];
-    return v;
+    const cap = this.#caps[name];
+    return cap === undefined ? v : Math.min(v, cap);
   }
 
   /** Destroys the device (every buffer with it). The `lost` promise resolves with reason 'destroyed'. */
@@ -205,6 +217,10 @@ export class GpuContext {
  */
 export async function acquireGpu(opts: AcquireOptions = {}): Promise<GpuContext> {
   const host = detectHost();
+  const cap = opts.maxStorageBufferBindingSize;
+  if (cap !== undefined && !(Number.isSafeInteger(cap) && cap >= 256 && cap % 4 === 0)) {
+    throw new ConfigError('maxStorageBufferBindingSize', `must be an integer ≥ 256 and a multiple of 4, got ${cap}`);
+  }
   const gpu = opts.gpu ?? (globalThis.navigator as Navigator | undefined)?.gpu;
   if (!gpu) throw new WebGpuUnavailableError(`WebGPU is not available here (host: ${host}, navigator.gpu is missing)`, installHint(host));
   let adapter: GPUAdapter | null;
@@ -224,5 +240,5 @@ export async function acquireGpu(opts: AcquireOptions = {}): Promise<GpuContext>
   } catch (cause) {
     throw new WebGpuUnavailableError(`requestDevice failed (host: ${host}, adapter: ${summary.description || summary.vendor}): ${String(cause)}`, installHint(host), { cause });
   }
-  return new GpuContext(device, summary);
+  return new GpuContext(device, summary, cap === undefined ? {} : { maxStorageBufferBindingSize: cap });
 }

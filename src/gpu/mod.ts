@@ -1,6 +1,8 @@
 /** The GPU layer: device, pool, tensors, pipelines, recorder. */
 export { acquireGpu, adapterKind, detectHost, GpuContext, installHint, summarizeAdapter } from './device.ts';
 export type { AcquireOptions, AdapterKind, AdapterSummary, DeviceLostEvent, GpuHost } from './device.ts';
+export { flatChunks, rowChunks, windowOf } from './chunks.ts';
+export type { RowChunk } from './chunks.ts';
 export { BufferPool, bucketBytes, BufferUsage } from './pool.ts';
 export type { OwnerStats, PoolStats } from './pool.ts';
 export { bundledKernelNames, PipelineCache, pipelineCacheFor } from './pipelines.ts';

@@ -8,8 +8,9 @@
  * to `read()` come back to the host, copied at that point of the recording.
  *
  * Validation and out-of-memory errors of the submission become a GpuValidationError naming the
- * kernels it contained. Binding sizes and workgroup counts are checked against the device's
- * limits before anything is recorded, so bad input fails with a LimitError naming the kernel.
+ * kernels it contained. Binding sizes and offsets (a view binds a range of its buffer) and
+ * workgroup counts are checked against the device's limits before anything is recorded, so bad
+ * input fails with a LimitError naming the kernel.
  */
 import { GpuValidationError, LimitError, WebtinkerError } from '../errors.ts';
 import type { GpuContext } from './device.ts';
@@ -50,7 +51,7 @@ export interface DispatchSpec {
   /**
    * Storage buffers (or sampled textures, see `tempTexture`) at @group(0) @binding(0 .. n-1), in
    * order. `null` leaves an index unbound, for an entry point that does not use that binding
-   * (layout 'auto' drops unused bindings).
+   * (layout 'auto' drops unused bindings). A tensor view is bound from its byte offset.
    */
   bindings: readonly (Tensor | GPUBuffer | TextureBinding | null)[];
   /** Uniform struct bound at @binding(n), right after the storage buffers. */
@@ -98,8 +99,8 @@ export interface SubmitResult {
 
 type Command =
   | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; paramOffset: number; paramBytes: number }
-  | { kind: 'copy'; src: GPUBuffer; dst: GPUBuffer; bytes: number }
-  | { kind: 'texels'; src: GPUBuffer; dst: GPUTexture; width: number; texels: number; texelBytes: number }
+  | { kind: 'copy'; src: GPUBuffer; srcOffset: number; dst: GPUBuffer; dstOffset: number; bytes: number }
+  | { kind: 'texels'; src: GPUBuffer; srcOffset: number; dst: GPUTexture; width: number; texels: number; texelBytes: number }
   | { kind: 'read'; tensor: Tensor; resolve: (a: AnyHostArray) => void; reject: (e: unknown) => void };
 
 export class Recorder {
@@ -131,6 +132,10 @@ export class Recorder {
         b.assertLive();
         if (b.bindingBytes > maxBinding) {
           throw new LimitError(spec.kernel, `binding ${i} (${b}) is ${b.bindingBytes} bytes, over the device's maxStorageBufferBindingSize of ${maxBinding}`);
+        }
+        const align = b.byteOffset === 0 ? 1 : this.ctx.limit('minStorageBufferOffsetAlignment');
+        if (b.byteOffset % align !== 0) {
+          throw new LimitError(spec.kernel, `binding ${i} (${b}) starts at byte ${b.byteOffset}, not a multiple of the device's minStorageBufferOffsetAlignment of ${align}`);
         }
       }
     });
@@ -196,7 +201,7 @@ export class Recorder {
     const bytes = width * height * texelBytes;
     this.ctx.pool.charge(`recorder:${this.label}`, bytes);
     this.#textures.push({ texture, bytes });
-    this.#commands.push({ kind: 'texels', src: src.buffer, dst: texture, width, texels, texelBytes });
+    this.#commands.push({ kind: 'texels', src: src.buffer, srcOffset: src.byteOffset, dst: texture, width, texels, texelBytes });
     return { texture, textureView: texture.createView(), width };
   }
 
@@ -208,7 +213,7 @@ export class Recorder {
     if (dst.byteLength < src.byteLength) {
       throw new LimitError('copy', `${dst} (${dst.byteLength} bytes) is smaller than ${src} (${src.byteLength} bytes)`);
     }
-    this.#commands.push({ kind: 'copy', src: src.buffer, dst: dst.buffer, bytes: src.bindingBytes });
+    this.#commands.push({ kind: 'copy', src: src.buffer, srcOffset: src.byteOffset, dst: dst.buffer, dstOffset: dst.byteOffset, bytes: src.bindingBytes });
   }
 
   /** The tensor's contents at this point of the recording, once `submit()` has run. */
@@ -304,7 +309,7 @@ export class Recorder {
         const entries: GPUBindGroupEntry[] = [];
         c.spec.bindings.forEach((b, i) => {
           if (!b) return;
-          const resource = b instanceof Tensor ? { buffer: b.buffer, size: b.bindingBytes } : 'textureView' in b ? b.textureView : { buffer: b };
+          const resource = b instanceof Tensor ? { buffer: b.buffer, offset: b.byteOffset, size: b.bindingBytes } : 'textureView' in b ? b.textureView : { buffer: b };
           entries.push({ binding: i, resource });
         });
         if (c.paramBytes > 0) {
@@ -318,17 +323,17 @@ export class Recorder {
         p.dispatchWorkgroups(x, y, z);
       } else if (c.kind === 'copy') {
         endPass();
-        enc.copyBufferToBuffer(c.src, 0, c.dst, 0, c.bytes);
+        enc.copyBufferToBuffer(c.src, c.srcOffset, c.dst, c.dstOffset, c.bytes);
       } else if (c.kind === 'texels') {
         endPass();
         const rowBytes = c.texelBytes * c.width;
         const full = Math.floor(c.texels / c.width);
         const rest = c.texels - full * c.width;
-        if (full > 0) enc.copyBufferToTexture({ buffer: c.src, bytesPerRow: rowBytes }, { texture: c.dst }, [c.width, full]);
-        if (rest > 0) enc.copyBufferToTexture({ buffer: c.src, offset: full * rowBytes, bytesPerRow: rowBytes }, { texture: c.dst, origin: [0, full] }, [rest, 1]);
+        if (full > 0) enc.copyBufferToTexture({ buffer: c.src, offset: c.srcOffset, bytesPerRow: rowBytes }, { texture: c.dst }, [c.width, full]);
+        if (rest > 0) enc.copyBufferToTexture({ buffer: c.src, offset: c.srcOffset + full * rowBytes, bytesPerRow: rowBytes }, { texture: c.dst, origin: [0, full] }, [rest, 1]);
       } else {
         endPass();
-        enc.copyBufferToBuffer(c.tensor.buffer, 0, staging[readIndex++].buffer, 0, c.tensor.bindingBytes);
+        enc.copyBufferToBuffer(c.tensor.buffer, c.tensor.byteOffset, staging[readIndex++].buffer, 0, c.tensor.bindingBytes);
       }
     });
     endPass();

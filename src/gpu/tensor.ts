@@ -4,6 +4,12 @@
  * dtypes: f32 (master weights, activations, gradients), f16 (frozen base weights where
  * `shader-f16` exists; host side it travels as raw bits in a Uint16Array), i32 and u32 (token
  * ids, segment ids, counters). Storage is row-major and contiguous.
+ *
+ * A view (`view`, `rows`) shares its tensor's buffer from a byte offset: that is how a tensor
+ * larger than one storage binding (maxStorageBufferBindingSize) is bound a range at a time — one
+ * GPUBuffer (maxBufferSize is usually far larger), several GPUBufferBindings {buffer, offset,
+ * size}. A bound view's offset must be a multiple of minStorageBufferOffsetAlignment (the
+ * Recorder checks); src/gpu/chunks.ts plans such ranges. Views are never released.
  */
 import { ReleasedError, ShapeError } from '../errors.ts';
 import type { GpuContext } from './device.ts';
@@ -63,15 +69,40 @@ export class Tensor {
   readonly dtype: DType;
   readonly owner: string;
   readonly label: string;
+  /** Where the elements start in `buffer` (0 except for views). */
+  readonly byteOffset: number;
   #released = false;
 
-  constructor(ctx: GpuContext, buffer: GPUBuffer, shape: readonly number[], dtype: DType, owner: string, label: string) {
+  constructor(ctx: GpuContext, buffer: GPUBuffer, shape: readonly number[], dtype: DType, owner: string, label: string, byteOffset = 0) {
     this.ctx = ctx;
     this.buffer = buffer;
     this.shape = Object.freeze([...shape]);
     this.dtype = dtype;
     this.owner = owner;
     this.label = label;
+    this.byteOffset = byteOffset;
+  }
+
+  /**
+   * The same buffer range under another shape (a reshape, or a prefix or slightly longer run of
+   * elements — e.g. whole vec4s): a view sharing this tensor's buffer and offset. Never release it.
+   */
+  view(shape: readonly number[], label = this.label): Tensor {
+    return new Tensor(this.ctx, this.buffer, shape, this.dtype, this.owner, label, this.byteOffset);
+  }
+
+  /**
+   * Rows [first, first + count) along the first dimension (a 1-D tensor's elements), as a view
+   * starting `first` rows into the buffer. Never release it.
+   */
+  rows(first: number, count: number, label = `${this.label}[${first}:${first + count}]`): Tensor {
+    const rowElems = this.shape.length === 0 ? 1 : numel(this.shape.slice(1));
+    const total = this.shape.length === 0 ? 1 : this.shape[0];
+    if (!Number.isInteger(first) || !Number.isInteger(count) || first < 0 || count < 0 || first + count > total) {
+      throw new ShapeError('tensor', `rows [${first}, ${first + count}) are outside ${this}`);
+    }
+    const shape = this.shape.length === 0 ? [count] : [count, ...this.shape.slice(1)];
+    return new Tensor(this.ctx, this.buffer, shape, this.dtype, this.owner, label, this.byteOffset + first * rowElems * DTYPE_BYTES[this.dtype]);
   }
 
   /** Number of elements. */
@@ -106,7 +137,7 @@ export class Tensor {
   }
 
   toString(): string {
-    return `Tensor(${this.label}: ${this.dtype}[${this.shape.join(', ')}])`;
+    return `Tensor(${this.label}: ${this.dtype}[${this.shape.join(', ')}]${this.byteOffset ? ` @${this.byteOffset}` : ''})`;
   }
 }
 

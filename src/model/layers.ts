@@ -14,7 +14,7 @@
 import { ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { Recorder } from '../gpu/recorder.ts';
-import { type AnyHostArray, type DType, emptyTensor, Tensor, tensorFrom } from '../gpu/tensor.ts';
+import { type AnyHostArray, type DType, emptyTensor, type Tensor, tensorFrom } from '../gpu/tensor.ts';
 import { layernormBackward, layernormForward, layernormScratchSize } from '../ops/layernorm.ts';
 import { loraLinearBackward, loraLinearForward } from '../ops/lora_linear.ts';
 import { matmul } from '../ops/matmul.ts';
@@ -30,7 +30,7 @@ export function view(t: Tensor, shape: readonly number[]): Tensor {
   let n = 1;
   for (const d of shape) n *= d;
   if (n !== t.size) throw new ShapeError('view', `${t} cannot be viewed as [${shape.join(', ')}]`);
-  return new Tensor(t.ctx, t.buffer, shape, t.dtype, t.owner, t.label);
+  return t.view(shape);
 }
 
 /**

@@ -19,7 +19,7 @@
 import { ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
-import { Tensor } from '../gpu/tensor.ts';
+import type { Tensor } from '../gpu/tensor.ts';
 import { type MatmulConfig, type MatmulPlan, planMatmul, recordMatmul } from './matmul.ts';
 import { expectLoopBudget } from '../gpu/checks.ts';
 
@@ -51,7 +51,7 @@ const fmt = (t: Tensor) => `[${t.shape.join(', ')}]`;
 function rows2d(t: Tensor): Tensor {
   if (t.shape.length === 2) return t;
   const cols = t.shape[t.shape.length - 1] ?? 0;
-  return new Tensor(t.ctx, t.buffer, [cols === 0 ? 0 : t.size / cols, cols], t.dtype, t.owner, t.label);
+  return t.view([cols === 0 ? 0 : t.size / cols, cols]);
 }
 
 interface Dims { N: number; In: number; Out: number; R: number }

@@ -11,6 +11,19 @@ export function testGpu(): Promise<GpuContext> {
   return ctx;
 }
 
+const capped = new Map<number, Promise<GpuContext>>();
+
+/**
+ * A second device of the same adapter that reports a maxStorageBufferBindingSize of `bytes`
+ * (AcquireOptions.maxStorageBufferBindingSize), so tiny models run the paths that bind tensors
+ * over the limit a range at a time. One per cap per file.
+ */
+export function cappedGpu(bytes: number): Promise<GpuContext> {
+  let c = capped.get(bytes);
+  if (!c) capped.set(bytes, c = acquireGpu({ label: `test (bindings ≤ ${bytes} B)`, maxStorageBufferBindingSize: bytes }));
+  return c;
+}
+
 /** Bitwise equality of two arrays of 32-bit values (f32, i32, u32): the first differing index or -1. */
 export function firstBitDiff(a: AnyHostArray, b: AnyHostArray): number {
   const ua = new Uint32Array(a.buffer, a.byteOffset, (a.byteLength / 4) | 0);
