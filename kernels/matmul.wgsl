@@ -4,7 +4,8 @@
 //   C[b] = (accumulate ? C[b] : 0) + alpha · (op(A[b]) · op(B[b]) + lr_scale · U · op(V)) + bias
 //
 // Shapes (row-major storage): op(A) is M×K (A stored [M, K], or [K, M] transposed), op(B) is K×N
-// (B stored [K, N], or [N, K] transposed), C is [M, N], bias is [N]. The optional low-rank term
+// (B stored [K, N], or [N, K] transposed), C is [M, N], bias is [N]. A, B and C may be blocks of
+// larger matrices: an element offset and a leading dimension each (the strides and c_off, c_ld). The optional low-rank term
 // (LoRA, rank R) has U stored [M, R] and op(V) R×N (V stored [R, N] or [N, R]); it needs a batch
 // of one. Transposes are strides in Params; a batch stride of 0 broadcasts an operand (shared
 // weights). Each output element is owned by one invocation and sums k = 0, 1, ..., K-1 (then
@@ -57,6 +58,11 @@ struct Params {
   wg_off_x: u32,          // workgroup offsets of this dispatch, for grids split over several
   wg_off_y: u32,
   wg_off_z: u32,
+  a_off: u32,             // element offsets of A(0, 0), B(0, 0), C(0, 0) in their bindings (a block
+  b_off: u32,             // of a larger matrix, or a window of a tensor over the binding limit)
+  c_off: u32,
+  c_ld: u32,              // C(m, n) = C[c_off + m·c_ld + n]
+  bias_off: u32,          // bias(n) = bias[bias_off + n]
 }
 
 // B's storage type. `matmul` is this file as written (f32); scripts/gen-kernels.mjs also bundles
@@ -206,8 +212,8 @@ fn store_tile(acc: ptr<function, array<array<f32, MAX_T>, MAX_T>>, cbase: u32, m
       let n = n0 + j * n_step;
       if (m < p.M && n < p.N) {
         var v = p.alpha * (*acc)[i][j];
-        if ((p.flags & 1u) != 0u) { v = v + bias[n]; }
-        let o = cbase + m * p.N + n;
+        if ((p.flags & 1u) != 0u) { v = v + bias[p.bias_off + n]; }
+        let o = cbase + m * p.c_ld + n;
         if ((p.flags & 2u) != 0u) { v = C[o] + v; }
         C[o] = v;
       }
@@ -222,8 +228,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
   let batch = wid.z + p.wg_off_z;
   let n0 = ((wid.x + p.wg_off_x) * WG_X + lid.x) * TN;
   let m0 = ((wid.y + p.wg_off_y) * WG_Y + lid.y) * TM;
-  let abase = batch * p.a_bstride;
-  let bbase = batch * p.b_bstride;
+  let abase = batch * p.a_bstride + p.a_off;
+  let bbase = batch * p.b_bstride + p.b_off;
 
   var acc: array<array<f32, MAX_T>, MAX_T>;
   var pb: array<vec4f, MAX_T>;
@@ -245,7 +251,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
       for (var i = 0u; i < TM; i++) { fma_row(&acc, row_u(m0 + i, r), &pb, i); }
     }
   }
-  store_tile(&acc, batch * p.c_bstride, m0, 1u, n0, 1u);
+  store_tile(&acc, batch * p.c_bstride + p.c_off, m0, 1u, n0, 1u);
 }
 
 // ---- main_tex: main with A and B read through textures ----
@@ -324,8 +330,8 @@ fn main_tex(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid
   let batch = wid.z + p.wg_off_z;
   let n0 = ((wid.x + p.wg_off_x) * WG_X + lid.x) * TN;
   let m0 = ((wid.y + p.wg_off_y) * WG_Y + lid.y) * TM;
-  let abase = batch * p.a_bstride;
-  let bbase = batch * p.b_bstride;
+  let abase = batch * p.a_bstride + p.a_off;
+  let bbase = batch * p.b_bstride + p.b_off;
 
   var acc: array<array<f32, MAX_T>, MAX_T>;
   var pb: array<vec4f, MAX_T>;
@@ -347,7 +353,7 @@ fn main_tex(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid
       for (var i = 0u; i < TM; i++) { fma_row(&acc, row_u(m0 + i, r), &pb, i); }
     }
   }
-  store_tile(&acc, batch * p.c_bstride, m0, 1u, n0, 1u);
+  store_tile(&acc, batch * p.c_bstride + p.c_off, m0, 1u, n0, 1u);
 }
 
 // ---- main_tiled: shared-memory K slices for real GPUs ----
@@ -363,8 +369,8 @@ fn main_tiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l
   let batch = wid.z + p.wg_off_z;
   let bm = (wid.y + p.wg_off_y) * TILE_M;   // first row of the block
   let bn = (wid.x + p.wg_off_x) * TILE_N;
-  let abase = batch * p.a_bstride;
-  let bbase = batch * p.b_bstride;
+  let abase = batch * p.a_bstride + p.a_off;
+  let bbase = batch * p.b_bstride + p.b_off;
   let threads = WG_X * WG_Y;
 
   var acc: array<array<f32, MAX_T>, MAX_T>;
@@ -409,5 +415,5 @@ fn main_tiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l
       }
     }
   }
-  store_tile(&acc, batch * p.c_bstride, bm + lid.y, WG_Y, bn + lid.x, WG_X);
+  store_tile(&acc, batch * p.c_bstride + p.c_off, bm + lid.y, WG_Y, bn + lid.x, WG_X);
 }

@@ -218,8 +218,8 @@ export type {
 } from './runtime/sample_call.ts';
 
 // Matmul and LoRA linear kernels.
-export { HARDWARE_MATMUL_CONFIG, matmul, matmulConfigFor, planMatmul, recordMatmul } from './ops/matmul.ts';
-export type { LowRankTerm, MatmulConfig, MatmulOptions } from './ops/matmul.ts';
+export { HARDWARE_MATMUL_CONFIG, matmul, matmulConfigFor, matrixBlock, planMatmul, recordMatmul } from './ops/matmul.ts';
+export type { LowRankTerm, MatmulConfig, MatmulOperand, MatmulOptions, MatrixBlock } from './ops/matmul.ts';
 export { LORA_MAX_RANK, loraLinearBackward, loraLinearForward } from './ops/lora_linear.ts';
 export type { LoraLinearBackwardOptions, LoraLinearOptions } from './ops/lora_linear.ts';
 

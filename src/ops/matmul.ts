@@ -16,12 +16,24 @@
  * results, a fraction of the load cost there. The textures (A's and B's bytes, 8192 texels wide)
  * are charged to the recording's pool owner until the submit; an operand too large for one falls
  * back to the buffer path.
+ *
+ * Operands may be blocks of 2-D tensors (`matrixBlock`: rows × columns, read or written in place
+ * through an element offset and a leading dimension), and a product whose A, B or C is larger
+ * than one storage binding runs as sub-products over ranges of M, N and K that bind a window of
+ * it at a time (src/ops/matmul_split.ts): the vocabulary-sized output head of GPT-2 small on a
+ * 128 MiB binding limit. Splitting M or N leaves every sum as it was; splitting K adds the partial
+ * products in order (not bitwise the unsplit sum). Low-rank terms and batched products are not
+ * split (LimitError).
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { type DispatchSpec, Params, type Recorder, texelTableWidth } from '../gpu/recorder.ts';
-import { Tensor } from '../gpu/tensor.ts';
+import type { Tensor } from '../gpu/tensor.ts';
 import { expectLoopBudget } from '../gpu/checks.ts';
+import { splitRange } from '../gpu/chunks.ts';
+import { bindsWhole, type Bound, fmt, type Mat, mat, type MatmulOperand, splitProduct, type SubProduct, vec4View } from './matmul_split.ts';
+
+export { type MatmulOperand, matrixBlock, type MatrixBlock } from './matmul_split.ts';
 
 const KERNEL = 'matmul';
 
@@ -89,14 +101,7 @@ export interface MatmulOptions {
   opName?: string;
 }
 
-const fmt = (t: Tensor) => `[${t.shape.join(', ')}]`;
 const fmtDims = (M: number, N: number, K: number) => `the product M=${M} N=${N} K=${K}`;
-
-/** A view of a tensor's buffer as whole vec4 elements (pool buffers are 256-byte multiples). */
-function vec4View(t: Tensor): Tensor {
-  const n = Math.max(4, Math.ceil(t.size / 4) * 4);
-  return new Tensor(t.ctx, t.buffer, [n], t.dtype, t.owner, `${t.label}/vec4`);
-}
 
 interface Dims {
   batch: number;
@@ -105,43 +110,46 @@ interface Dims {
   K: number;
   aBatch: number;
   bBatch: number;
+  a: Mat;
+  b: Mat;
+  c: Mat;
 }
 
-/** Validates every operand; returns the problem's dimensions. Throws ShapeError / LimitError. */
-export function matmulDims(c: Tensor, a: Tensor, b: Tensor, opts: MatmulOptions = {}): Dims {
+/**
+ * Validates every operand; returns the problem's dimensions. Throws ShapeError, or LimitError for
+ * a bias or low-rank tensor over the binding limit (A, B and C are split instead, see planMatmul).
+ */
+export function matmulDims(cOp: MatmulOperand, aOp: MatmulOperand, bOp: MatmulOperand, opts: MatmulOptions = {}): Dims {
   const op = opts.opName ?? KERNEL;
-  const ctx = c.ctx;
-  for (const [name, t] of [['c', c], ['a', a], ['b', b]] as const) {
-    t.assertLive();
-    if (t.shape.length !== 2 && t.shape.length !== 3) throw new ShapeError(op, `${name} ${fmt(t)} must be 2-D or 3-D (batched)`);
-  }
-  if (a.dtype !== 'f32') throw new ShapeError(op, `a (${a}) must be f32, got ${a.dtype}`);
-  if (c.dtype !== 'f32') throw new ShapeError(op, `c (${c}) must be f32, got ${c.dtype}`);
-  if (b.dtype !== 'f32' && b.dtype !== 'f16') throw new ShapeError(op, `b (${b}) must be f32 or f16, got ${b.dtype}`);
-  if (b.dtype === 'f16' && !ctx.hasF16) throw new ShapeError(op, `b (${b}) is f16 but this device has no shader-f16; store it as f32`);
-  const [aB, aR, aC] = a.shape.length === 3 ? a.shape : [1, ...a.shape];
-  const [bB, bR, bC] = b.shape.length === 3 ? b.shape : [1, ...b.shape];
-  const M = opts.transA ? aC : aR;
-  const K = opts.transA ? aR : aC;
-  const Kb = opts.transB ? bC : bR;
-  const N = opts.transB ? bR : bC;
-  const desc = () => `a ${fmt(a)}${opts.transA ? 'ᵀ' : ''} · b ${fmt(b)}${opts.transB ? 'ᵀ' : ''}`;
+  const a = mat(op, 'a', aOp), b = mat(op, 'b', bOp), c = mat(op, 'c', cOp);
+  const ctx = c.t.ctx;
+  if (a.t.dtype !== 'f32') throw new ShapeError(op, `a (${a.t}) must be f32, got ${a.t.dtype}`);
+  if (c.t.dtype !== 'f32') throw new ShapeError(op, `c (${c.t}) must be f32, got ${c.t.dtype}`);
+  if (b.t.dtype !== 'f32' && b.t.dtype !== 'f16') throw new ShapeError(op, `b (${b.t}) must be f32 or f16, got ${b.t.dtype}`);
+  if (b.t.dtype === 'f16' && !ctx.hasF16) throw new ShapeError(op, `b (${b.t}) is f16 but this device has no shader-f16; store it as f32`);
+  const M = opts.transA ? a.cols : a.rows;
+  const K = opts.transA ? a.rows : a.cols;
+  const Kb = opts.transB ? b.cols : b.rows;
+  const N = opts.transB ? b.rows : b.cols;
+  const desc = () => `a ${a.desc}${opts.transA ? 'ᵀ' : ''} · b ${b.desc}${opts.transB ? 'ᵀ' : ''}`;
   if (K !== Kb) throw new ShapeError(op, `inner dimensions differ: ${desc()} gives K = ${K} vs ${Kb}`);
-  const batch = Math.max(aB, bB);
-  if ((aB !== 1 && aB !== batch) || (bB !== 1 && bB !== batch)) {
-    throw new ShapeError(op, `batch sizes differ: ${desc()} (batches ${aB} and ${bB}; one may be 1 to broadcast)`);
+  const batch = Math.max(a.batch, b.batch);
+  if ((a.batch !== 1 && a.batch !== batch) || (b.batch !== 1 && b.batch !== batch)) {
+    throw new ShapeError(op, `batch sizes differ: ${desc()} (batches ${a.batch} and ${b.batch}; one may be 1 to broadcast)`);
   }
-  const want = batch === 1 && c.shape.length === 2 ? [M, N] : [batch, M, N];
-  if (c.shape.length !== want.length || c.shape.some((d, i) => d !== want[i])) {
-    throw new ShapeError(op, `c ${fmt(c)} should be [${want.join(', ')}] for ${desc()}`);
+  const plain = cOp === c.t;
+  const want = batch === 1 && (!plain || c.t.shape.length === 2) ? [M, N] : [batch, M, N];
+  const have = plain ? c.t.shape : [c.rows, c.cols];
+  if (have.length !== want.length || have.some((d, i) => d !== want[i])) {
+    throw new ShapeError(op, `c ${c.desc} should be [${want.join(', ')}] for ${desc()}`);
   }
-  const reads: [string, Tensor][] = [['a', a], ['b', b]];
+  const extras: [string, Tensor][] = [];
   if (opts.bias) {
     const bias = opts.bias;
     bias.assertLive();
     if (bias.dtype !== 'f32') throw new ShapeError(op, `bias (${bias}) must be f32, got ${bias.dtype}`);
-    if (bias.shape.length !== 1 || bias.shape[0] !== N) throw new ShapeError(op, `bias ${fmt(bias)} should be [${N}] for c ${fmt(c)}`);
-    reads.push(['bias', bias]);
+    if (bias.shape.length !== 1 || bias.shape[0] !== N) throw new ShapeError(op, `bias ${fmt(bias)} should be [${N}] for c ${c.desc}`);
+    extras.push(['bias', bias]);
   }
   if (opts.lowRank) {
     const { u, v, transV } = opts.lowRank;
@@ -153,37 +161,29 @@ export function matmulDims(c: Tensor, a: Tensor, b: Tensor, opts: MatmulOptions 
     const R = u.shape[1];
     const vWant = transV ? [N, R] : [R, N];
     if (u.shape[0] !== M || v.shape[0] !== vWant[0] || v.shape[1] !== vWant[1]) {
-      throw new ShapeError(op, `low-rank term u ${fmt(u)} · v ${fmt(v)}${transV ? 'ᵀ' : ''} does not fit c ${fmt(c)} (want u [${M}, R], v [${vWant.join(', ')}])`);
+      throw new ShapeError(op, `low-rank term u ${fmt(u)} · v ${fmt(v)}${transV ? 'ᵀ' : ''} does not fit c ${c.desc} (want u [${M}, R], v [${vWant.join(', ')}])`);
     }
     if (batch !== 1) throw new ShapeError(op, `a low-rank term needs a batch of 1, got ${batch}`);
-    reads.push(['u', u], ['v', v]);
+    extras.push(['u', u], ['v', v]);
   }
-  for (const [name, t] of reads) {
-    if (t.buffer === c.buffer) throw new ShapeError(op, `c (${c}) must not alias ${name} (${t})`);
+  for (const [name, t] of [['a', a.t], ['b', b.t], ...extras] as [string, Tensor][]) {
+    if (t.buffer === c.t.buffer) throw new ShapeError(op, `c (${c.t}) must not alias ${name} (${t})`);
   }
   const max = ctx.limit('maxStorageBufferBindingSize');
-  for (const [name, t] of [...reads, ['c', c] as [string, Tensor]]) {
-    if (vec4View(t).bindingBytes > max) {
-      throw new LimitError(op, `${name} (${t}) is ${t.byteLength} bytes, over the device's maxStorageBufferBindingSize of ${max}; split the product`);
-    }
+  for (const [name, t] of extras) {
+    if (!bindsWhole(ctx, t)) throw new LimitError(op, `${name} (${t}) is ${t.byteLength} bytes, over the device's maxStorageBufferBindingSize of ${max}`);
   }
-  return { batch, M, N, K, aBatch: aB, bBatch: bB };
-}
-
-/** Split `groups` workgroups into dispatches of at most `max`: [offset, count][]. */
-function chunks(groups: number, max: number): [number, number][] {
-  const out: [number, number][] = [];
-  for (let o = 0; o < groups; o += max) out.push([o, Math.min(max, groups - o)]);
-  return out;
+  return { batch, M, N, K, aBatch: a.batch, bBatch: b.batch, a, b, c };
 }
 
 /**
  * A validated product, ready to record: the dispatches matmul() would make, and the operands to
- * copy into textures first (bound at `binding` of every dispatch; 'texture' reads only).
+ * copy into textures first ('texture' reads only): each is bound at `binding` of the dispatches
+ * [from, to).
  */
 export interface MatmulPlan {
   readonly dispatches: readonly DispatchSpec[];
-  readonly textures: readonly { binding: number; tensor: Tensor; label: string }[];
+  readonly textures: readonly { binding: number; tensor: Tensor; label: string; from: number; to: number }[];
 }
 
 /** Whether `t`'s elements fit one texture of Recorder.tempTexture (4 elements a texel). */
@@ -196,9 +196,26 @@ function fitsTexture(ctx: GpuContext, t: Tensor): boolean {
  * Validates a product and works out its dispatches without recording anything, so callers that
  * record several products (LoRA) can refuse bad input before any of them is recorded.
  */
-export function planMatmul(ctx: GpuContext, c: Tensor, a: Tensor, b: Tensor, opts: MatmulOptions = {}): MatmulPlan {
-  const { batch, M, N, K, aBatch, bBatch } = matmulDims(c, a, b, opts);
+export function planMatmul(ctx: GpuContext, c: MatmulOperand, a: MatmulOperand, b: MatmulOperand, opts: MatmulOptions = {}): MatmulPlan {
+  const dims = matmulDims(c, a, b, opts);
+  const { batch, M, N } = dims;
   if (M === 0 || N === 0 || batch === 0) return { dispatches: [], textures: [] };
+  const op = opts.opName ?? KERNEL;
+  const transA = Boolean(opts.transA);
+  const transB = Boolean(opts.transB);
+  const subs = splitProduct(op, ctx, dims, dims.a, dims.b, dims.c, transA, transB);
+  if (subs.length > 1 && opts.lowRank) {
+    throw new LimitError(op, `a product with a low-rank term is not split, but a ${dims.a.desc}, b ${dims.b.desc} or c ${dims.c.desc} is over the device's maxStorageBufferBindingSize`);
+  }
+  const plan: { dispatches: DispatchSpec[]; textures: MatmulPlan['textures'][number][] } = { dispatches: [], textures: [] };
+  for (const sub of subs) planSub(ctx, plan, dims, sub, opts);
+  return plan;
+}
+
+/** Appends the dispatches (and texture copies) of one sub-product. */
+function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: MatmulPlan['textures'][number][] }, dims: Dims, sub: SubProduct, opts: MatmulOptions): void {
+  const { batch, aBatch, bBatch } = dims;
+  const { M, N, K } = sub;
   const cfg = opts.config ?? matmulConfigFor(ctx, { M, N, K });
   const op = opts.opName ?? KERNEL;
   checkConfig(op, ctx, cfg);
@@ -214,13 +231,17 @@ export function planMatmul(ctx: GpuContext, c: Tensor, a: Tensor, b: Tensor, opt
   const tm = shrink(M, cfg.tm);
   const tn = shrink(N, cfg.tn);
   const constants: Record<string, number> = { TM: tm, TN: tn, WG_X: cfg.wgX, WG_Y: cfg.wgY, HAS_LOWRANK: +Boolean(lr) };
+  // Element strides of A(m, k), B(k, n): the leading dimension along the stored rows.
+  const lda = dims.a.ld, ldb = dims.b.ld;
   if (tiled) {
     constants.BK = cfg.bk;
   } else {
     // 4-wide loads along whichever dimension of the stored matrix is contiguous, where it (and
-    // the tile, for rows or columns) is a multiple of 4; scalar loads through the strides else.
-    constants.MODE_A = transA ? (M % 4 === 0 && tm % 4 === 0 ? 2 : 0) : (K % 4 === 0 ? 1 : 0);
-    constants.MODE_B = transB ? (K % 4 === 0 ? 1 : 0) : (N % 4 === 0 && tn % 4 === 0 ? 2 : 0);
+    // the tile, for rows or columns), the leading dimension and the offset are multiples of 4;
+    // scalar loads through the strides else.
+    const q = (x: Bound, ld: number) => x.off % 4 === 0 && ld % 4 === 0;
+    constants.MODE_A = !q(sub.a, lda) ? 0 : transA ? (M % 4 === 0 && tm % 4 === 0 ? 2 : 0) : (K % 4 === 0 ? 1 : 0);
+    constants.MODE_B = !q(sub.b, ldb) ? 0 : transB ? (K % 4 === 0 ? 1 : 0) : (N % 4 === 0 && tn % 4 === 0 ? 2 : 0);
     constants.MODE_V = !lr ? 0 : transV ? (R % 4 === 0 ? 1 : 0) : (N % 4 === 0 && tn % 4 === 0 ? 2 : 0);
   }
   // llvmpipe silently stops an invocation's loops after 65535 iterations in all (see rowwise.ts);
@@ -233,40 +254,44 @@ export function planMatmul(ctx: GpuContext, c: Tensor, a: Tensor, b: Tensor, opt
   const gx = Math.ceil(N / (cfg.wgX * tn));
   const gy = Math.ceil(M / (cfg.wgY * tm));
   const maxWg = ctx.limit('maxComputeWorkgroupsPerDimension');
+  const A = sub.a.t, B = sub.b.t, C = sub.c.t;
   // Absent operands are bound to A (read-only aliases are allowed): the kernel names them all.
   // The vec4 views are used by the register kernel only ('auto' layouts drop unused bindings).
   const v4 = (t: Tensor) => (tiled ? null : vec4View(t));
-  const u = lr ? lr.u : a;
-  const v = lr ? lr.v : a;
-  const tex = !tiled && cfg.reads === 'texture' && fitsTexture(ctx, a) && fitsTexture(ctx, b);
+  const u = lr ? lr.u : A;
+  const v = lr ? lr.v : A;
+  const tex = !tiled && cfg.reads === 'texture' && fitsTexture(ctx, A) && fitsTexture(ctx, B);
   if (tex) constants.TEX_SHIFT = Math.log2(texelTableWidth(ctx));
   // Binding table: 0 A, 1 A4, 2 B, 3 B4, 4 bias, 5 U, 6 V, 7 V4, 8 C, 9 A's texture, 10 B's texture
   // (placed by recordMatmul), params at 11. main_tex reads neither A nor B from buffers.
+  const bias = sub.k0 === 0 ? opts.bias : undefined; // a split K adds the bias once
   const bindings = tex
-    ? [null, null, null, null, opts.bias ?? a, u, v, v4(v), c, null, null]
-    : [a, v4(a), b, v4(b), opts.bias ?? a, u, v, v4(v), c, null, null];
+    ? [null, null, null, null, bias ?? A, u, v, v4(v), C, null, null]
+    : [A, v4(A), B, v4(B), bias ?? A, u, v, v4(v), C, null, null];
   // main_tex never touches B's storage type (the fetch widens f16 texels): one pipeline for both.
-  const kernel = b.dtype === 'f16' && !tex ? 'matmul_f16' : KERNEL;
+  const kernel = B.dtype === 'f16' && !tex ? 'matmul_f16' : KERNEL;
   const entryPoint = tiled ? 'main_tiled' : tex ? 'main_tex' : 'main';
-  const dispatches: DispatchSpec[] = [];
-  for (const [oz, nz] of chunks(batch, maxWg)) {
-    for (const [oy, ny] of chunks(gy, maxWg)) {
-      for (const [ox, nx] of chunks(gx, maxWg)) {
+  const accumulate = opts.accumulate || sub.k0 > 0;
+  const from = plan.dispatches.length;
+  for (const [oz, nz] of splitRange(batch, maxWg)) {
+    for (const [oy, ny] of splitRange(gy, maxWg)) {
+      for (const [ox, nx] of splitRange(gx, maxWg)) {
         const params = new Params(24)
           .u32(M).u32(N).u32(K).u32(R)
-          .u32(transA ? 1 : K).u32(transA ? M : 1)   // A(m, k) strides
-          .u32(transB ? 1 : N).u32(transB ? K : 1)   // B(k, n)
-          .u32(transV ? 1 : N).u32(transV ? R : 1)   // V(r, n)
+          .u32(transA ? 1 : lda).u32(transA ? lda : 1)   // A(m, k) strides
+          .u32(transB ? 1 : ldb).u32(transB ? ldb : 1)   // B(k, n)
+          .u32(transV ? 1 : N).u32(transV ? R : 1)       // V(r, n)
           .u32(aBatch === 1 ? 0 : M * K).u32(bBatch === 1 ? 0 : K * N).u32(M * N)
           .f32(opts.alpha ?? 1).f32(lr ? lr.scale : 0)
-          .u32((opts.bias ? 1 : 0) | (opts.accumulate ? 2 : 0))
-          .u32(ox).u32(oy).u32(oz);
-        dispatches.push({ kernel, entryPoint, constants, bindings, params, workgroups: [nx, ny, nz] });
+          .u32((bias ? 1 : 0) | (accumulate ? 2 : 0))
+          .u32(ox).u32(oy).u32(oz)
+          .u32(sub.a.off).u32(sub.b.off).u32(sub.c.off).u32(dims.c.ld).u32(sub.n0);
+        plan.dispatches.push({ kernel, entryPoint, constants, bindings, params, workgroups: [nx, ny, nz] });
       }
     }
   }
-  const textures = tex ? [{ binding: 9, tensor: vec4View(a), label: `${op} a` }, { binding: 10, tensor: vec4View(b), label: `${op} b` }] : [];
-  return { dispatches, textures };
+  const to = plan.dispatches.length;
+  if (tex) plan.textures.push({ binding: 9, tensor: vec4View(A), label: `${op} a`, from, to }, { binding: 10, tensor: vec4View(B), label: `${op} b`, from, to });
 }
 
 function checkConfig(op: string, ctx: GpuContext, cfg: MatmulConfig): void {
@@ -281,25 +306,27 @@ function checkConfig(op: string, ctx: GpuContext, cfg: MatmulConfig): void {
   }
 }
 
-/** Record a plan made by planMatmul. */
+/** Record a plan made by planMatmul (each texture copied right before the first dispatch that reads it). */
 export function recordMatmul(rec: Recorder, plan: MatmulPlan): void {
-  if (plan.textures.length === 0) {
-    for (const d of plan.dispatches) rec.dispatch(d);
-    return;
-  }
-  const tables = plan.textures.map((t) => [t.binding, rec.tempTexture(t.tensor, t.label)] as const);
-  for (const d of plan.dispatches) {
+  const tables = new Map<number, DispatchSpec['bindings'][number]>();
+  plan.dispatches.forEach((d, i) => {
+    const mine = plan.textures.filter((t) => i >= t.from && i < t.to);
+    if (mine.length === 0) return rec.dispatch(d);
     const bindings: DispatchSpec['bindings'][number][] = [...d.bindings];
-    for (const [i, table] of tables) bindings[i] = table;
+    for (const t of mine) {
+      const k = plan.textures.indexOf(t);
+      if (!tables.has(k)) tables.set(k, rec.tempTexture(t.tensor, t.label));
+      bindings[t.binding] = tables.get(k)!;
+    }
     rec.dispatch({ ...d, bindings });
-  }
+  });
 }
 
 /**
  * C = alpha·(op(A)·op(B) + scale·U·op(V)) + bias; C += the same with `accumulate`. Writes (=)
- * C by default. See the file header for shapes. Records one dispatch (more only past 65535
- * workgroups per grid axis).
+ * C by default. See the file header for shapes. Records one dispatch (more past 65535
+ * workgroups per grid axis, or for an operand over the binding limit).
  */
-export function matmul(rec: Recorder, c: Tensor, a: Tensor, b: Tensor, opts: MatmulOptions = {}): void {
+export function matmul(rec: Recorder, c: MatmulOperand, a: MatmulOperand, b: MatmulOperand, opts: MatmulOptions = {}): void {
   recordMatmul(rec, planMatmul(rec.ctx, c, a, b, opts));
 }
