@@ -27,6 +27,13 @@
 // (and equals a CPU loop in that order). Work is O(R + N·WG) for the index and O(N·C) for the
 // sums (+ R·C zeros for `=`): no vocabulary row scans all N tokens.
 //
+// Row ranges: a table (or dst) larger than one storage binding is bound a range of rows at a time
+// — rows [row_base, row_base + chunk_rows) at table[0] (dst[0]) — and the host dispatches forward,
+// rows_write and rows_accumulate once per range (build_index once). The forward's first range
+// writes every token (write_all; 0 from the table where the id is not in the range), later ranges
+// only the tokens whose id they hold; the backward's ranges write (or add to) their own rows.
+// The values are those of a single dispatch over the whole table, bit for bit.
+//
 // work layout (u32): counts/cursor [R] | offsets [R+1] | sorted [N] | uniq [min(N,R)] | nuniq [1]
 
 override WG: u32 = 256; // threads per workgroup (build_index: a chunk of WG tokens)
@@ -37,9 +44,12 @@ struct Params {
   n: u32,           // tokens N
   c: u32,           // channels C
   rows: u32,        // rows R of table / dst
-  pos_rows: u32,    // rows P of wpe
-  has_pos: u32,     // forward: 1 → add wpe[pos[n]]
   row_threads: u32, // threads in one grid row (2-D grids past the per-dimension limit)
+  row_base: u32,    // forward, rows_*: the first table / dst row bound (see "Row ranges")
+  chunk_rows: u32,  // rows bound from row_base
+  pos_rows: u32,    // forward: rows P of wpe
+  has_pos: u32,     // forward: 1 → add wpe[pos[n]]
+  write_all: u32,   // forward: write tokens whose id is not in the bound range too
 }
 
 // The lookup tables' storage type. `embedding` is this file as written (f32); scripts/gen-kernels.mjs
@@ -79,8 +89,14 @@ fn forward(@builtin(global_invocation_id) gid: vec3u) {
   let c = i % p.c;
   var v = 0.0;
   let id = ids[n];
-  if (id >= 0 && u32(id) < p.rows) {
-    v = f32(table[u32(id) * p.c + c]);
+  // The id's row within the bound range (ids outside [0, R) are in none: 0, as documented).
+  let local = u32(id) - p.row_base;
+  let held = id >= 0 && u32(id) < p.rows && u32(id) >= p.row_base && local < p.chunk_rows;
+  if (!held && p.write_all == 0u) {
+    return;
+  }
+  if (held) {
+    v = f32(table[local * p.c + c]);
   }
   if (p.has_pos != 0u) {
     let q = pos[n];
@@ -218,10 +234,10 @@ fn row_sum(r: u32, c: u32) -> f32 {
 @compute @workgroup_size(WG)
 fn rows_write(@builtin(global_invocation_id) gid: vec3u) {
   let i = gid.x + gid.y * p.row_threads;
-  if (i >= p.rows * p.c) {
+  if (i >= p.chunk_rows * p.c) {
     return;
   }
-  dst[i] = row_sum(i / p.c, i % p.c);
+  dst[i] = row_sum(p.row_base + i / p.c, i % p.c);
 }
 
 @compute @workgroup_size(WG)
@@ -232,6 +248,9 @@ fn rows_accumulate(@builtin(global_invocation_id) gid: vec3u) {
     return;
   }
   let r = work[off_uniq() + k];
+  if (r < p.row_base || r - p.row_base >= p.chunk_rows) {
+    return;
+  }
   let c = i % p.c;
-  dst[r * p.c + c] += row_sum(r, c);
+  dst[(r - p.row_base) * p.c + c] += row_sum(r, c);
 }

@@ -5,12 +5,15 @@
  *   clipScale(scale, norm, maxNorm)             scale[0] = min(1, maxNorm / (norm[0] + 1e-6))  (=)
  * Gradient clipping without a readback: globalL2Norm(norm, grads) → clipScale(scale, norm) →
  * adamw(..., scale) for every parameter tensor, all in one recording.
- * Bias corrections are computed here in f64 (see kernels/adamw.wgsl).
+ * Bias corrections are computed here in f64 (see kernels/adamw.wgsl). A tensor larger than one
+ * storage binding is updated a range of elements at a time (src/gpu/chunks.ts flatChunks): the
+ * same per-element arithmetic, bit for bit.
  */
 import { ConfigError } from '../errors.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectShape } from '../gpu/checks.ts';
+import { flatChunks } from '../gpu/chunks.ts';
 
 const KERNEL = 'adamw';
 const WG = 256;
@@ -58,19 +61,23 @@ export function adamw(rec: Recorder, param: Tensor, m: Tensor, v: Tensor, grad: 
     named.push(['gradScale', gradScale]);
   }
   expectDistinct(KERNEL, named.flatMap(([na, a], i) => named.slice(i + 1).map(([nb, b]) => [na, a, nb, b] as const)));
-  expectBindable(KERNEL, rec.ctx, named);
-  const n = param.size;
-  if (n === 0) return;
+  if (gradScale) expectBindable(KERNEL, rec.ctx, [['gradScale', gradScale]]);
+  // The same ranges of all four (same size and dtype), each within one binding.
+  const [ps, ms, vs, gs] = [param, m, v, grad].map((t) => flatChunks(KERNEL, t));
+  if (param.size === 0) return;
   const { stepSize, bc2Sqrt } = adamwBiasCorrection(o.step, o.beta1, o.beta2);
-  const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
-  rec.dispatch({
-    kernel: KERNEL,
-    entryPoint: gradScale ? 'main' : 'main_unscaled',
-    constants: { WG },
-    bindings: [param, m, v, grad, gradScale],
-    params: new Params().u32(n).u32(rowThreads).f32(o.lr).f32(o.beta1).f32(o.beta2).f32(1 - o.beta1).f32(1 - o.beta2).f32(o.eps).f32(o.weightDecay)
-      .f32(stepSize(o.lr)).f32(bc2Sqrt).f32(0),
-    workgroups,
+  ps.forEach((p, i) => {
+    const n = p.size;
+    const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
+    rec.dispatch({
+      kernel: KERNEL,
+      entryPoint: gradScale ? 'main' : 'main_unscaled',
+      constants: { WG },
+      bindings: [p, ms[i], vs[i], gs[i], gradScale],
+      params: new Params().u32(n).u32(rowThreads).f32(o.lr).f32(o.beta1).f32(o.beta2).f32(1 - o.beta1).f32(1 - o.beta2).f32(o.eps).f32(o.weightDecay)
+        .f32(stepSize(o.lr)).f32(bc2Sqrt).f32(0),
+      workgroups,
+    });
   });
 }
 

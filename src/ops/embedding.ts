@@ -14,11 +14,17 @@
  * `embeddingScratchSize(N, R)` elements, then sums each row's tokens in increasing token order:
  * bitwise-identical results run to run, and no table row scans all N tokens. The same scratch may
  * serve both calls of one recording (dispatches run in order).
+ *
+ * A table (forward) or dtable (backward) larger than one storage binding — GPT-2 small's tied
+ * embedding is 154 MB f32 — is bound a range of rows at a time (src/gpu/chunks.ts rowChunks),
+ * one dispatch per range, with the same results bit for bit (see kernels/embedding.wgsl). Every
+ * other tensor must fit one binding.
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch } from '../gpu/checks.ts';
+import { rowChunks } from '../gpu/chunks.ts';
 
 const KERNEL = 'embedding';
 const WG = 256;
@@ -72,18 +78,25 @@ export function embeddingForward(rec: Recorder, out: Tensor, ids: Tensor, table:
   }
   expectDistinct(op, [['out', out, 'table', table], ['out', out, 'ids', ids], ['out', out, 'wpe', position?.wpe ?? null],
     ['out', out, 'pos', position?.pos ?? null]]);
-  expectBindable(op, rec.ctx, [['table', table], ['out', out], ['wpe', position?.wpe ?? null]]);
+  expectBindable(op, rec.ctx, [['out', out], ['wpe', position?.wpe ?? null]]);
+  const parts = rowChunks(op, table);
   if (n * c === 0) return;
   const { workgroups, rowThreads } = grid1d(rec.ctx, n * c, WG);
-  rec.dispatch({
+  // One dispatch per range of table rows; the first writes every token (see the kernel).
+  parts.forEach(({ first, count, view }, i) => rec.dispatch({
     kernel: table.dtype === 'f16' ? `${KERNEL}_f16` : KERNEL,
     entryPoint: 'forward',
     constants: { WG },
     // Without a position table the wpe/pos slots are bound to table/ids (read-only, unused).
-    bindings: [ids, table, position?.wpe ?? table, position?.pos ?? ids, out, null, null, null],
-    params: new Params().u32(n).u32(c).u32(rows).u32(pRows).u32(position ? 1 : 0).u32(rowThreads),
+    bindings: [ids, view, position?.wpe ?? view, position?.pos ?? ids, out, null, null, null],
+    params: params(n, c, rows, rowThreads, first, count, [pRows, position ? 1 : 0, i === 0 ? 1 : 0]),
     workgroups,
-  });
+  }));
+}
+
+/** The kernel's Params: n, c, rows, row_threads, row_base, chunk_rows, and the forward's [pos_rows, has_pos, write_all]. */
+function params(n: number, c: number, rows: number, rowThreads: number, first: number, count: number, fwd = [0, 0, 0]): Params {
+  return new Params().u32(n).u32(c).u32(rows).u32(rowThreads).u32(first).u32(count).u32(fwd[0]).u32(fwd[1]).u32(fwd[2]);
 }
 
 export interface EmbeddingBackwardOptions {
@@ -107,31 +120,35 @@ export function embeddingBackward(
   expectScratch(op, scratch, embeddingScratchSize(n, rows), 'u32');
   expectDistinct(op, [['dtable', dtable, 'dout', dout], ['dtable', dtable, 'ids', ids], ['dtable', dtable, 'scratch', scratch],
     ['scratch', scratch, 'ids', ids], ['scratch', scratch, 'dout', dout]]);
-  expectBindable(op, rec.ctx, [['dtable', dtable], ['dout', dout], ['scratch', scratch]]);
+  expectBindable(op, rec.ctx, [['dout', dout], ['scratch', scratch]]);
+  const parts = rowChunks(op, dtable);
   if (rows * c === 0) return;
   // One workgroup builds the index; on the software adapters a smaller chunk costs fewer compares.
   const iwg = rec.ctx.isSoftware ? 64 : 256;
   // Per thread: clear, scan and rewrite R/WG rows; two chunked passes of WG compares per WG tokens;
   // the sums loop over a row's tokens (all N when every id is the same).
   expectLoopBudget(op, rec.ctx, 3 * Math.ceil(rows / iwg) + 2 * Math.ceil(n / iwg) * (iwg + 1) + iwg, `the index of ids ${ids}`);
-  const params = (rowThreads: number) => new Params().u32(n).u32(c).u32(rows).u32(0).u32(0).u32(rowThreads);
   rec.dispatch({
     kernel: KERNEL,
     entryPoint: 'build_index',
     constants: { WG: iwg },
     bindings: [ids, null, null, null, null, scratch, null, null],
-    params: params(0),
+    params: params(n, c, rows, 0, 0, rows),
     workgroups: [1, 1, 1],
   });
-  const threads = opts.accumulate ? Math.min(n, rows) * c : rows * c;
-  if (threads === 0) return;
-  const g = grid1d(rec.ctx, threads, WG);
-  rec.dispatch({
-    kernel: KERNEL,
-    entryPoint: opts.accumulate ? 'rows_accumulate' : 'rows_write',
-    constants: { WG },
-    bindings: [null, null, null, null, null, scratch, dout, dtable],
-    params: params(g.rowThreads),
-    workgroups: g.workgroups,
-  });
+  // Per range of dtable rows: `=` writes the range's rows, `+=` visits every row with tokens and
+  // adds those in the range.
+  for (const { first, count, view } of parts) {
+    const threads = opts.accumulate ? Math.min(n, rows) * c : count * c;
+    if (threads === 0) continue;
+    const g = grid1d(rec.ctx, threads, WG);
+    rec.dispatch({
+      kernel: KERNEL,
+      entryPoint: opts.accumulate ? 'rows_accumulate' : 'rows_write',
+      constants: { WG },
+      bindings: [null, null, null, null, null, scratch, dout, view],
+      params: params(n, c, rows, g.rowThreads, first, count),
+      workgroups: g.workgroups,
+    });
+  }
 }

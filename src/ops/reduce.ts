@@ -5,12 +5,14 @@
  *   globalL2Norm(norm, tensors, scratch) norm[0] = sqrt(Σ_k Σ tensors[k]²)           (=)
  * The whole-tensor sums are two-level: one partial sum per CHUNK elements into `scratch` (sized
  * by `reduceScratchSize`), then one workgroup adds the partials. The order of every addition is
- * fixed by the sizes alone, so a result is bitwise reproducible on an adapter.
+ * fixed by the sizes alone, so a result is bitwise reproducible on an adapter. A tensor larger
+ * than one storage binding is read a range of whole chunks at a time: the same partials.
  */
 import { ShapeError } from '../errors.ts';
 import { Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { dims, expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols } from '../gpu/checks.ts';
+import { flatChunks } from '../gpu/chunks.ts';
 
 const KERNEL = 'reduce';
 
@@ -49,7 +51,8 @@ function checkTotal(name: string, out: Tensor, tensors: readonly Tensor[], scrat
   expectScratch(KERNEL, scratch, reduceScratchSize(...tensors.map((t) => t.size)), 'f32');
   expectDistinct(KERNEL, [[name, out, 'scratch', scratch],
     ...tensors.flatMap((t, i) => [[name, out, `tensors[${i}]`, t] as const, ['scratch', scratch, `tensors[${i}]`, t] as const])]);
-  expectBindable(KERNEL, out.ctx, [[name, out], ['scratch', scratch], ...tensors.map((t, i) => [`tensors[${i}]`, t] as const)]);
+  expectBindable(KERNEL, out.ctx, [[name, out], ['scratch', scratch]]);
+  for (const t of tensors) flatChunks(KERNEL, t, REDUCE_CHUNK); // refuses what cannot be split
 }
 
 /** Level 1 into scratch for every tensor, then level 2 into out[0]. */
@@ -57,9 +60,9 @@ function twoLevel(rec: Recorder, out: Tensor, tensors: readonly Tensor[], scratc
   const wg = threads(rec);
   const constants = { WG: wg, ITEMS: REDUCE_CHUNK / wg, SQUARE: square ? 1 : 0 };
   let base = 0;
-  for (const t of tensors) {
+  // Ranges of whole chunks of a tensor over the binding limit give the same partials in order.
+  for (const t of tensors.flatMap((x) => (x.size === 0 ? [] : flatChunks(KERNEL, x, REDUCE_CHUNK)))) {
     const groups = Math.ceil(t.size / REDUCE_CHUNK);
-    if (groups === 0) continue;
     const { workgroups, nx } = rowGrid(rec.ctx, groups);
     rec.dispatch({ kernel: KERNEL, entryPoint: 'partial', constants, bindings: [t, scratch], params: new Params().u32(t.size).u32(0).u32(base).u32(nx), workgroups });
     base += groups;
