@@ -30,6 +30,11 @@
 // of sequences with any unmasked token); sum by 1.
 // Gradient: dL/dz_j = scale·(g·(δ_jt − p_j) + ent_coef·p_j·(log p_j + H)),  g = dℓ/dlp.
 //
+// Row blocks: the main pass may run once per block of rows, the logits (and dlogits) holding
+// only the block's rows [0, block_rows) for tokens row0 + [0, block_rows): the host then makes
+// each block's logits just before, and reads its gradient just after (logits [N, V] need not fit
+// one storage binding). prepare and stats run over all N tokens. Per row, the same arithmetic.
+//
 // Departures from the textbook: the max, sum-exp and the entropy's Σ p·(z − m) are carried
 // together online (one read of the row for all three, one more read for the gradient); the
 // entropy uses Σ e^(z−m)(z−m) rather than Σ p·z so it does not cancel for large logits. A target
@@ -62,6 +67,8 @@ struct Params {
   ent_coef: f32,
   nan: f32,        // a quiet NaN: WGSL has no NaN literal and rejects constant bitcasts to one
   tex_w: u32,      // main_tex: texels per row of logits_tex
+  row0: u32,       // main*: token of the first row of logits (row blocks, see below)
+  block_rows: u32, // main*: rows of logits to process
 }
 
 @group(0) @binding(0) var<storage, read_write> logits: array<f32>;    // [N, V]; gradient in place
@@ -238,11 +245,12 @@ struct Row {
   g: f32,      // dℓ/dlp, NaN for an unmasked out-of-range target
 }
 
-// Pass 1 over the row and the per-token outputs. Reads every logit of the row before returning
-// (its barriers separate these reads from the in-place writes of pass 2).
-fn row_forward(row: u32, tid: u32) -> Row {
+// Pass 1 over row `lrow` of the block and the per-token outputs. Reads every logit of the row
+// before returning (its barriers separate these reads from the in-place writes of pass 2).
+fn row_forward(lrow: u32, tid: u32) -> Row {
   let v = p.v;
-  let base = row * v;
+  let base = lrow * v;
+  let row = p.row0 + lrow;
   var m = FLT_LOWEST;
   var s = 0.0;
   var t = 0.0;
@@ -331,11 +339,11 @@ fn grad_soft(r: Row, z: vec4f) -> vec4f {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
-  let row = wid.x + wid.y * p.rows_x;
-  if (row >= p.n) {
+  let lrow = wid.x + wid.y * p.rows_x;
+  if (lrow >= p.block_rows) {
     return;  // uniform: the whole workgroup leaves
   }
-  let r = row_forward(row, tid);
+  let r = row_forward(lrow, tid);
   if (r.scale == 0.0) {
     for (var j = tid; j < p.v; j += WG) {
       dlogits[r.base + j] = 0.0;
@@ -349,11 +357,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
 
 @compute @workgroup_size(WG)
 fn main_inplace(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid: u32) {
-  let row = wid.x + wid.y * p.rows_x;
-  if (row >= p.n) {
+  let lrow = wid.x + wid.y * p.rows_x;
+  if (lrow >= p.block_rows) {
     return;
   }
-  let r = row_forward(row, tid);
+  let r = row_forward(lrow, tid);
   if (r.scale == 0.0) {
     for (var j = tid; j < p.v; j += WG) {
       logits[r.base + j] = 0.0;
@@ -375,10 +383,11 @@ fn main_inplace(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_ind
 // everything around them. The sums run along the row in order: deterministic, though not bitwise
 // equal to main.
 
-// Pass 1 over row `row` (four logits a step) and the per-token outputs.
-fn row_forward4(row: u32) -> Row {
+// Pass 1 over row `lrow` of the block (four logits a step) and the per-token outputs.
+fn row_forward4(lrow: u32) -> Row {
   let nv = p.v / 4u;
-  let base = row * nv;
+  let base = lrow * nv;
+  let row = p.row0 + lrow;
   var mst = vec3f(FLT_LOWEST, 0.0, 0.0);
   for (var j = 0u; j < nv; j++) {
     mst = online4(mst, logits4[base + j]);
@@ -398,9 +407,9 @@ fn grad4(r: Row, z: vec4f) -> vec4f {
 // storage buffer to a function, and binding one buffer twice for writing is not allowed).
 @compute @workgroup_size(WG)
 fn main_rows(@builtin(global_invocation_id) gid: vec3u) {
-  let row = gid.x + gid.y * p.rows_x;
-  if (row < p.n) {
-    let r = row_forward4(row);
+  let lrow = gid.x + gid.y * p.rows_x;
+  if (lrow < p.block_rows) {
+    let r = row_forward4(lrow);
     for (var j = 0u; j < p.v / 4u; j++) {
       dlogits4[r.base + j] = grad4(r, logits4[r.base + j]);
     }
@@ -410,9 +419,9 @@ fn main_rows(@builtin(global_invocation_id) gid: vec3u) {
 
 @compute @workgroup_size(WG)
 fn main_rows_inplace(@builtin(global_invocation_id) gid: vec3u) {
-  let row = gid.x + gid.y * p.rows_x;
-  if (row < p.n) {
-    let r = row_forward4(row);
+  let lrow = gid.x + gid.y * p.rows_x;
+  if (lrow < p.block_rows) {
+    let r = row_forward4(lrow);
     for (var j = 0u; j < p.v / 4u; j++) {
       logits4[r.base + j] = grad4(r, logits4[r.base + j]);
     }
@@ -440,10 +449,11 @@ fn tex_next(c: vec2u) -> vec2u {
 
 @compute @workgroup_size(WG)
 fn main_tex(@builtin(global_invocation_id) gid: vec3u) {
-  let row = gid.x + gid.y * p.rows_x;
-  if (row < p.n) {
+  let lrow = gid.x + gid.y * p.rows_x;
+  if (lrow < p.block_rows) {
+    let row = p.row0 + lrow;
     let nv = p.v / 4u;
-    let base = row * nv;
+    let base = lrow * nv;
     var c = tex_coord(base);
     var mst = vec3f(FLT_LOWEST, 0.0, 0.0);
     for (var j = 0u; j < nv; j++) {

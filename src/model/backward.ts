@@ -5,6 +5,8 @@
  * Legend as in forward.ts. `dresid` [N, C] carries dL/d(residual stream) down the blocks:
  *
  *   dln = dlogits·head; d(head) += dlogitsᵀ·lnf              (head trainable; tied: tok_emb)
+ *     — a block of rows at a time, `headBackward`, called by the loss (train_loss.ts) right after
+ *     it wrote the block's dlogits over its logits; modelBackward starts from the dln it left
  *   value head: dln += dvalues·w_v; dw_v += dvaluesᵀ·lnf; db_v += Σ dvalues
  *   dresid = final_norm_backward(dln)
  *   per block l = L−1 .. 0 (recompute: rerun block l's forward first):
@@ -27,7 +29,7 @@ import type { Tensor } from '../gpu/tensor.ts';
 import { attentionBackward } from '../ops/attention.ts';
 import { embeddingBackward, embeddingScratchSize } from '../ops/embedding.ts';
 import { geluBackward } from '../ops/gelu.ts';
-import { matmul } from '../ops/matmul.ts';
+import { matmul, matrixBlock } from '../ops/matmul.ts';
 import { residualAddInPlace } from '../ops/residual.ts';
 import { swigluBackward } from '../ops/swiglu.ts';
 import type { LoraTarget } from './config.ts';
@@ -110,18 +112,28 @@ export function blockBackward(rec: Recorder, env: LayerEnv, grads: Grads, b: Gpu
 }
 
 /**
- * The whole backward pass. `dlogits` [N, V] is the fused loss's gradient (in the logits' buffer);
- * `dvalues` [N] the value loss's, when the job has a value head.
+ * The output head's backward for tokens [r0, r0 + n), whose gradient dlogits is in acts.logits
+ * rows [0, n): writes (=) w.dln rows [r0, r0 + n) = dlogits·head, and d(head) (= for the first
+ * block of the step's first micro-batch, else +=) += dlogitsᵀ·lnf rows [r0, r0 + n).
+ */
+export function headBackward(rec: Recorder, env: LayerEnv, grads: Grads, acts: Activations, w: BackwardWork, r0: number, n: number, acc: boolean): void {
+  const head = headName(env);
+  const dlogits = matrixBlock(acts.logits, [0, n]);
+  matmul(rec, matrixBlock(w.dln, [r0, n]), dlogits, env.weights.param(head));
+  const dHead = grads.get(head);
+  if (dHead) matmul(rec, dHead, dlogits, matrixBlock(acts.lnf, [r0, n]), { transA: true, accumulate: acc || r0 > 0 });
+}
+
+/**
+ * The whole backward pass below the output head: on entry w.dln = dL/dlnf from the head
+ * (headBackward, every block of rows); `dvalues` [N] is the value loss's gradient, when the job
+ * has a value head.
  */
 export function modelBackward(rec: Recorder, env: LayerEnv, grads: Grads, b: GpuBatch, acts: Activations, w: BackwardWork,
-  dlogits: Tensor, dvalues: Tensor | null, acc: boolean): void {
+  dvalues: Tensor | null, acc: boolean): void {
   const { cfg, weights } = env;
   const L = cfg.nLayer;
-  // output head: logits = lnf·headᵀ
-  const head = headName(env);
-  matmul(rec, w.dln, dlogits, weights.param(head));
-  const dHead = grads.get(head);
-  if (dHead) matmul(rec, dHead, dlogits, acts.lnf, { transA: true, accumulate: acc });
+  const dHead = grads.get(headName(env));
   // value head: values = lnf·w_vᵀ + b_v
   if (dvalues) {
     const dv2 = view(dvalues, [b.N, 1]);

@@ -16,25 +16,31 @@
  *     gpt2:  h = up(ln2), act = gelu(h)                                            [N, F]
  *     llama: h = gate(ln2), up = up(ln2), act = silu(h)·up
  *     resid[l+1] = mid + down(act)
- *   lnf = final_norm(resid[L]); logits = lnf·headᵀ [N, V] (head = tok_emb when tied);
+ *   lnf = final_norm(resid[L]);
  *   values = lnf·value_head.weightᵀ + value_head.bias [N, 1] when the job has a value head.
+ *   logits = lnf·headᵀ (head = tok_emb when tied), a block of rows at a time: `headLogits` fills
+ *   acts.logits [Nb, V] with rows r0 .. r0+n of the logits when the loss asks for them
+ *   (train_loss.ts), so logits [N, V] need not fit one storage binding (Nb = logitsBlockRows).
+ *   The head weight itself may be larger than a binding: matmul splits it over V.
  *
  * Per-block recomputation (`recompute`): only the residual stream resid[0..L] is kept for every
  * block; one block's worth of activations is shared, and backward.ts reruns each block's forward
  * into it just before that block's backward — about one extra forward pass of compute for
  * L−1 blocks' activations less.
  */
+import type { GpuContext } from '../gpu/device.ts';
 import type { Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { attentionForward } from '../ops/attention.ts';
 import { embeddingForward } from '../ops/embedding.ts';
 import { geluForward } from '../ops/gelu.ts';
-import { matmul } from '../ops/matmul.ts';
+import { matmul, matrixBlock } from '../ops/matmul.ts';
 import { residualAdd } from '../ops/residual.ts';
 import { swigluForward } from '../ops/swiglu.ts';
-import type { LoraTarget } from './config.ts';
+import type { LoraTarget, ModelConfig } from './config.ts';
 import type { GpuBatch } from './batch.ts';
 import { allocNorm, type Arena, type LayerEnv, linearForward, normForward, type NormSaved, view } from './layers.ts';
+import { logitsRowLimit } from './infer_block.ts';
 import { blockLinears, moduleName } from './params.ts';
 import { ropeQK } from './rope.ts';
 
@@ -65,7 +71,7 @@ export interface Activations {
   readonly blocks: readonly BlockActs[];
   readonly lnf: Tensor; // [N, C]
   readonly nf: NormSaved;
-  /** [N, V]; the fused loss overwrites it with dlogits. */
+  /** [Nb, V]: one block of rows of the logits at a time (headLogits); the fused loss overwrites it with dlogits. */
   readonly logits: Tensor;
   /** [N, 1] when the job has a value head. */
   readonly values: Tensor | null;
@@ -102,12 +108,13 @@ export function allocActivations(arena: Arena, env: LayerEnv, B: number, T: numb
   const { cfg } = env;
   const N = B * T;
   const recompute = Boolean(opts.recompute);
+  const Nb = logitsBlockRows(arena.ctx, cfg, N);
   const resid = Array.from({ length: cfg.nLayer + 1 }, (_, l) => arena.alloc([N, cfg.dModel], 'f32', `resid${l}`));
   const blocks = Array.from({ length: recompute ? 1 : cfg.nLayer }, (_, l) => allocBlock(arena, env, B, T, l));
   return {
     recompute, resid, blocks,
     lnf: arena.alloc([N, cfg.dModel], 'f32', 'lnf'), nf: allocNorm(arena, cfg, N, 'lnf'),
-    logits: arena.alloc([N, cfg.vocabSize], 'f32', 'logits'),
+    logits: arena.alloc([Nb, cfg.vocabSize], 'f32', 'logits'),
     values: opts.valueHead ? arena.alloc([N, 1], 'f32', 'values') : null,
     proj: arena.alloc([N, cfg.dModel], 'f32', 'proj'),
   };
@@ -151,7 +158,12 @@ export function headName(env: LayerEnv): string {
   return env.cfg.tieEmbeddings ? 'tok_emb.weight' : 'lm_head.weight';
 }
 
-/** The whole forward pass: embeddings, every block (saving), final norm, logits, values. */
+/** Rows of each block of the logits: at most N, as many as one storage binding holds. */
+export function logitsBlockRows(ctx: GpuContext, cfg: ModelConfig, N: number): number {
+  return Math.max(1, Math.min(N, logitsRowLimit(ctx, cfg)));
+}
+
+/** The whole forward pass up to the head: embeddings, every block (saving), final norm, values. */
 export function modelForward(rec: Recorder, env: LayerEnv, b: GpuBatch, acts: Activations): void {
   const { cfg, weights } = env;
   const tok = weights.param('tok_emb.weight');
@@ -159,8 +171,12 @@ export function modelForward(rec: Recorder, env: LayerEnv, b: GpuBatch, acts: Ac
   embeddingForward(rec, acts.resid[0], b.ids, tok, pos);
   for (let l = 0; l < cfg.nLayer; l++) blockForward(rec, env, b, blockActs(acts, l), acts.proj, l, acts.resid[l], acts.resid[l + 1]);
   normForward(rec, env, acts.lnf, acts.nf, acts.resid[cfg.nLayer], 'final_norm');
-  matmul(rec, acts.logits, acts.lnf, weights.param(headName(env)), { transB: true });
   if (acts.values) {
     matmul(rec, acts.values, acts.lnf, weights.param('value_head.weight'), { transB: true, bias: weights.param('value_head.bias') });
   }
+}
+
+/** Logits rows [0, n) of acts.logits (=) = lnf rows [r0, r0 + n)·headᵀ: one block of the logits. */
+export function headLogits(rec: Recorder, env: LayerEnv, acts: Activations, r0: number, n: number): void {
+  matmul(rec, matrixBlock(acts.logits, [0, n]), matrixBlock(acts.lnf, [r0, n]), env.weights.param(headName(env)), { transB: true });
 }

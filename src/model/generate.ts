@@ -19,13 +19,14 @@
  * counter s), so the same seed gives bitwise the same tokens, whatever the chunk size, and a
  * sequence given its own stream samples the same alone as inside any batch.
  */
-import { ConfigError, ShapeError } from '../errors.ts';
+import { ConfigError, LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { Recorder } from '../gpu/recorder.ts';
 import { emptyTensor, type Tensor } from '../gpu/tensor.ts';
 import { sampleSettings } from '../ops/sample.ts';
 import { type DecodeScratch, decodeScratch, type DecodeSampling, recordDecodeStep, recordSampleStep, type SampleBuffers } from './decode.ts';
 import { KvCache } from './kv_cache.ts';
+import { logitsRowLimit } from './infer_block.ts';
 import { checkPrompts, type PromptBatch, recordPrefill, releasePrompts, uploadPrompts } from './prefill.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
@@ -122,6 +123,11 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
   const cfg = weights.cfg;
   const { maxTok, Tmax, chunk, sampling } = plan(weights, prompts, opts);
   const B = prompts.length;
+  const rowsMax = logitsRowLimit(ctx, cfg);
+  if (B > rowsMax) {
+    throw new LimitError('generate', `${B} prompts need logits [${B}, ${cfg.vocabSize}] (f32) in one storage binding, over the device's ` +
+      `maxStorageBufferBindingSize of ${ctx.limit('maxStorageBufferBindingSize')}; generate at most ${rowsMax} at once (engineSampleFn splits its batches so)`);
+  }
   const owner = opts.owner ?? 'generate';
   const stopTokens = new Set(opts.stopTokens ?? []);
   const stopStrings = opts.stopStrings ?? [];

@@ -14,10 +14,10 @@
  *   h   = norm2(x)
  *   x  += act(h)·Wdownᵀ (+ b) (+ LoRA)              act: gelu(up(h)) or silu(gate(h))·up(h)
  */
-import { ShapeError } from '../errors.ts';
+import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { Recorder } from '../gpu/recorder.ts';
-import { Tensor } from '../gpu/tensor.ts';
+import type { Tensor } from '../gpu/tensor.ts';
 import { geluForward } from '../ops/gelu.ts';
 import { layernormForward } from '../ops/layernorm.ts';
 import { matmul } from '../ops/matmul.ts';
@@ -29,7 +29,7 @@ import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
 /** A tensor sharing `t`'s buffer with another shape of at most as many elements (never release it). */
 export function view(t: Tensor, shape: readonly number[], label = t.label): Tensor {
-  return new Tensor(t.ctx, t.buffer, shape, t.dtype, t.owner, label);
+  return t.view(shape, label);
 }
 
 /** Scratch of one recording for N rows; every tensor is a `rec.temp` (released at submit). */
@@ -132,12 +132,23 @@ export function blockForward(rec: Recorder, ws: BlockScratch, weights: ModelWeig
   lin(ws.x, ws.act, 'down', true);
 }
 
-/** logits [B, V] = finalNorm(hidden [B, C])·Headᵀ; `normed` [B, C] is scratch. */
+/** logits [B, V] = finalNorm(hidden [B, C])·Headᵀ; `normed` [B, C] is scratch. A head over the binding limit is split over V by matmul. */
 export function headForward(rec: Recorder, ws: BlockScratch, weights: ModelWeights, logits: Tensor, hidden: Tensor, normed: Tensor): void {
   const cfg = weights.cfg;
   norm(rec, ws, weights, normed, hidden, 'final_norm');
   const head = weights.param(cfg.tieEmbeddings ? 'tok_emb.weight' : 'lm_head.weight');
   matmul(rec, logits, normed, head, { transB: true });
+}
+
+/**
+ * Most rows of logits [rows, V] (f32) one storage binding holds — B sequences of a generation,
+ * a block of rows of a training call. LimitError when not even one row fits.
+ */
+export function logitsRowLimit(ctx: GpuContext, cfg: ModelConfig): number {
+  const max = ctx.limit('maxStorageBufferBindingSize');
+  const rows = Math.floor((max - 16) / (4 * cfg.vocabSize)); // 16: vec4 views round up
+  if (rows < 1) throw new LimitError('logits', `one row of logits (V = ${cfg.vocabSize}, f32) is over the device's maxStorageBufferBindingSize of ${max}`);
+  return rows;
 }
 
 /** Context of a model's weights (for allocations outside a recording). */

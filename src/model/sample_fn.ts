@@ -4,7 +4,8 @@
  *
  * A batch of requests is split into groups that can share one generate() call — same adapter,
  * temperature, stop tokens and stop strings — and each group runs as one batch (split into
- * batches of at most `maxBatch` sequences whose padded prefill fits one storage binding). The
+ * batches of at most `maxBatch` sequences whose padded prefill and logits [B, V] fit one storage
+ * binding). The
  * adapter is resolved per request id (undefined = the base model), so switching adapters never
  * touches the base weights.
  *
@@ -23,7 +24,7 @@ import { ConfigError } from '../errors.ts';
 import type { SampleFn, SampleRequest, SampleResult } from '../env/types.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { type FinishReason, generate, type GenerateOptions } from './generate.ts';
-import { weightsCtx } from './infer_block.ts';
+import { logitsRowLimit, weightsCtx } from './infer_block.ts';
 import type { ModelConfig } from './config.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
@@ -98,6 +99,7 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new ConfigError('engineSampleFn.maxBatch', `must be a positive integer, got ${maxBatch}`);
   const maxSeqLen = weights.cfg.maxSeqLen;
   const rowLimit = prefillRowLimit(ctx, weights.cfg);
+  const batchLimit = Math.min(maxBatch, logitsRowLimit(ctx, weights.cfg));
 
   const resolve = async (id: string | undefined): Promise<AdapterWeights | null> => {
     if (id === undefined) return null;
@@ -127,7 +129,7 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
     for (const members of groups.values()) {
       const first = requests[members[0]];
       const adapter = await resolve(first.adapterId);
-      for (const idx of batches(members.map((i) => requests[i].promptTokens.length), maxBatch, rowLimit).map((b) => b.map((j) => members[j]))) {
+      for (const idx of batches(members.map((i) => requests[i].promptTokens.length), batchLimit, rowLimit).map((b) => b.map((j) => members[j]))) {
         const reqs = idx.map((i) => requests[i]);
         const res = await generate(ctx, weights, adapter, reqs.map((r) => r.promptTokens), {
           maxTokens: reqs.map((r) => Math.min(r.maxTokens, maxSeqLen - r.promptTokens.length)),

@@ -1,6 +1,9 @@
 /**
  * The loss of a training call on the GPU: the fused policy loss over the logits (dlogits written
  * in place: no second [N, V] tensor) and, for a PPO job with a value head, the clipped value loss.
+ * The logits are made and used a block of rows at a time (acts.logits holds one block): the
+ * caller's `head` records each block's logits and, when training, the head's backward from its
+ * gradient (forward.ts headLogits, backward.ts headBackward).
  *
  * A LossSpec (src/algorithms/loss_spec.ts) becomes the kernel's spec through one table row per
  * kind. Aggregation is always the kernel's 'sum' with the batch's tokenScaleBT as token weights:
@@ -12,7 +15,7 @@
  * rounding of coef·count/count in f32).
  */
 import { ConfigError } from '../errors.ts';
-import { POLICY_STATS, POLICY_STATS_SIZE, type PolicyLossSpec as KernelSpec, policyLoss, policyLossScratchSize } from '../ops/policy_loss.ts';
+import { type LogitsBlocks, POLICY_STATS, POLICY_STATS_SIZE, type PolicyLossSpec as KernelSpec, policyLoss, policyLossScratchSize } from '../ops/policy_loss.ts';
 import type { Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { VALUE_STATS, valueLoss } from '../ops/value_loss.ts';
@@ -76,8 +79,12 @@ export interface LossReads {
   read(rec: Recorder): () => Promise<{ loss: number; stats: StepStats }>;
 }
 
-/** Records the loss: dlogits over acts.logits (in place), logprobs, stats; the value loss when asked. */
-export function recordLoss(rec: Recorder, arena: Arena, b: GpuBatch, acts: Activations, spec: LossSpec, needs: BatchNeeds): LossReads {
+/**
+ * Records the loss: per block of rows, head.produce's logits, then dlogits over them (in place),
+ * then head.consume; logprobs and stats over all tokens; the value loss when asked.
+ */
+export function recordLoss(rec: Recorder, arena: Arena, b: GpuBatch, acts: Activations, spec: LossSpec, needs: BatchNeeds,
+  head: Omit<LogitsBlocks, 'rows'>): LossReads {
   const N = b.N;
   const kernelSpec = row(spec).kernel(spec);
   const a = (shape: number[], label: string) => arena.alloc(shape, 'f32', label);
@@ -88,7 +95,7 @@ export function recordLoss(rec: Recorder, arena: Arena, b: GpuBatch, acts: Activ
   policyLoss(rec, out, {
     logits: acts.logits, targets: b.targets, weights: b.weights,
     oldLogprobs: b.oldLogprobs, advantages: b.advantages, refLogprobs: b.refLogprobs,
-  }, kernelSpec);
+  }, kernelSpec, {}, { rows: acts.logits.shape[0], ...head });
   let dvalues: Tensor | null = null;
   let vstats: Tensor | null = null;
   if (acts.values) {

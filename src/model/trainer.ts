@@ -28,14 +28,14 @@ import { ConfigError, ReleasedError, WebtinkerError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { OwnerStats } from '../gpu/pool.ts';
 import { Recorder } from '../gpu/recorder.ts';
-import { type Tensor, tensorFrom } from '../gpu/tensor.ts';
+import { type AnyHostArray, type Tensor, tensorFrom } from '../gpu/tensor.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import { BaseModel } from './base_model.ts';
 import { type GpuBatch, uploadBatch } from './batch.ts';
 import type { ModelConfig } from './config.ts';
-import { allocActivations, modelForward } from './forward.ts';
-import { allocBackwardWork, modelBackward } from './backward.ts';
+import { allocActivations, headLogits, modelForward } from './forward.ts';
+import { allocBackwardWork, headBackward, modelBackward } from './backward.ts';
 import { initParameters } from './init.ts';
 import { Arena, type LayerEnv } from './layers.ts';
 import type { LoraAdapter } from './lora.ts';
@@ -223,10 +223,14 @@ export class Trainer {
       const work = allocBackwardWork(arena, env, b.B, b.T, trainEmb);
       const normScratch = arena.alloc([this.#opt.normScratchSize()], 'f32', 'norm scratch');
       const rec = new Recorder(this.ctx, { label: `${this.id} forward_backward` });
-      modelForward(rec, env, b, acts);
-      const loss: LossReads = recordLoss(rec, arena, b, acts, spec, needs);
       const acc = this.#microBatches > 0;
-      modelBackward(rec, env, this.#opt.grads(), b, acts, work, acts.logits, loss.dvalues, acc);
+      const grads = this.#opt.grads();
+      modelForward(rec, env, b, acts);
+      const loss: LossReads = recordLoss(rec, arena, b, acts, spec, needs, {
+        produce: (r, r0, n) => headLogits(r, env, acts, r0, n),
+        consume: (r, r0, n) => headBackward(r, env, grads, acts, work, r0, n, acc),
+      });
+      modelBackward(rec, env, grads, b, acts, work, loss.dvalues, acc);
       this.#opt.recordGradNorm(rec, normScratch);
       const normRead = rec.read(this.#opt.norm);
       const lpRead = opts.logprobs ? rec.read(loss.logprobs) : null;
@@ -283,14 +287,26 @@ export class Trainer {
       const acts = allocActivations(arena, env, b.B, b.T, { recompute: true, valueHead: this.hasValueHead });
       const rec = new Recorder(this.ctx, { label: `${this.id} logprobs` });
       modelForward(rec, env, b, acts);
-      const logitsRead = opts.logits ? rec.read(acts.logits) : null;
-      const loss = recordLoss(rec, arena, b, acts, { kind: 'cross_entropy', aggregation: 'token_mean' }, {});
+      // The logits of each block of rows, read before the loss overwrites them.
+      const blocks: [number, number, Promise<AnyHostArray>][] = [];
+      const loss = recordLoss(rec, arena, b, acts, { kind: 'cross_entropy', aggregation: 'token_mean' }, {}, {
+        produce: (r, r0, n) => {
+          headLogits(r, env, acts, r0, n);
+          if (opts.logits) blocks.push([r0, n, r.read(acts.logits)]);
+        },
+      });
       const lpRead = rec.read(loss.logprobs);
       const vRead = acts.values ? rec.read(acts.values) : null;
       await rec.submit();
+      let logits: Float32Array | null = null;
+      if (opts.logits) {
+        const V = this.cfg.vocabSize;
+        logits = new Float32Array(b.N * V);
+        for (const [r0, n, p] of blocks) logits.set(((await p) as Float32Array).subarray(0, n * V), r0 * V);
+      }
       return {
         logprobsBT: (await lpRead) as Float32Array,
-        ...(logitsRead ? { logits: (await logitsRead) as Float32Array } : {}),
+        ...(logits ? { logits } : {}),
         ...(vRead ? { valuesBT: (await vRead) as Float32Array } : {}),
       };
     } finally {

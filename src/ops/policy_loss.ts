@@ -18,6 +18,12 @@
  * texture, N·V·4 bytes, is charged to the recording's pool owner until the submit). All are
  * deterministic; the first two may differ in the last bits, the last two are bitwise equal.
  *
+ * Row blocks (`LogitsBlocks`): where logits [N, V] would not fit one storage binding (V = 50257,
+ * N > ~667 at 128 MiB), the caller passes a logits tensor of a few rows and two callbacks; the
+ * main pass then runs once per block of rows, right after `produce` recorded that block's logits
+ * and right before `consume` records what reads its gradient. prepare and stats still see all N
+ * tokens, and every row gets the same arithmetic as unblocked.
+ *
  * Sequence-mean counts tokens per sequence in one workgroup at O(S·N) (no atomics); fine for S
  * sequences of a batch, slow for S in the thousands.
  *
@@ -29,6 +35,7 @@ import { ConfigError, ShapeError } from '../errors.ts';
 import { type DispatchSpec, grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { dims, expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, expectShape, LLVMPIPE_LOOP_LIMIT } from '../gpu/checks.ts';
+import { splitRange } from '../gpu/chunks.ts';
 
 const KERNEL = 'policy_loss';
 
@@ -72,8 +79,18 @@ export interface PolicyLossInputs {
   numSequences?: number; // S (sequence_mean)
 }
 
+/** Blocks of rows of the logits made and used one at a time (see the file comment). */
+export interface LogitsBlocks {
+  /** Rows of the logits tensor ([rows, V]): the largest block. */
+  readonly rows: number;
+  /** Records the logits of tokens [r0, r0 + n) into logits rows [0, n). */
+  readonly produce: (rec: Recorder, r0: number, n: number) => void;
+  /** Records what reads the gradient of tokens [r0, r0 + n), in dlogits rows [0, n). */
+  readonly consume?: (rec: Recorder, r0: number, n: number) => void;
+}
+
 export interface PolicyLossOutputs {
-  dlogits: Tensor; // [N, V] f32; may be inputs.logits (then the logits are overwritten)
+  dlogits: Tensor; // [N, V] f32 ([blocks.rows, V] with blocks); may be inputs.logits (then the logits are overwritten)
   logprobs: Tensor; // [N] f32
   entropy: Tensor; // [N] f32
   loss: Tensor; // [N] f32
@@ -196,14 +213,18 @@ function launch(rec: Recorder, v: number, tuning: PolicyLossTuning): Launch {
  * `dlogits === inputs.logits` selects the in-place variant.
  */
 export function policyLoss(
-  rec: Recorder, out: PolicyLossOutputs, inputs: PolicyLossInputs, spec: PolicyLossSpec, tuning: PolicyLossTuning = {},
+  rec: Recorder, out: PolicyLossOutputs, inputs: PolicyLossInputs, spec: PolicyLossSpec, tuning: PolicyLossTuning = {}, blocks?: LogitsBlocks,
 ): void {
   const mode = modeOf(spec);
   const [epsLow, epsHigh, dualClip, klBeta, entCoef] = hyperparameters(spec);
   const { logits, targets, weights } = inputs;
   expectDtype(KERNEL, 'logits', logits, 'f32');
-  if (logits.shape.length !== 2) throw new ShapeError(KERNEL, `logits must be [N, V], got ${logits}`);
-  const [n, v] = logits.shape;
+  if (logits.shape.length !== 2) throw new ShapeError(KERNEL, `logits must be [${blocks ? 'rows' : 'N'}, V], got ${logits}`);
+  const [lrows, v] = logits.shape;
+  const n = blocks ? targets.size : lrows;
+  if (blocks && (!Number.isInteger(blocks.rows) || blocks.rows < 1 || blocks.rows !== lrows)) {
+    throw new ShapeError(KERNEL, `row blocks of ${blocks.rows} rows need logits [${blocks.rows}, V], got ${logits}`);
+  }
   if (v < 1) throw new ShapeError(KERNEL, `logits ${dims(logits)} has an empty vocabulary`);
   const { layout, wg } = launch(rec, v, tuning);
   expectDtype(KERNEL, 'targets', targets, 'i32');
@@ -227,7 +248,7 @@ export function policyLoss(
     expectShape(KERNEL, 'seqIds', seqIds, [n]);
   }
   expectDtype(KERNEL, 'dlogits', out.dlogits, 'f32');
-  expectShape(KERNEL, 'dlogits', out.dlogits, [n, v]);
+  expectShape(KERNEL, 'dlogits', out.dlogits, [lrows, v]);
   for (const name of ['logprobs', 'entropy', 'loss'] as const) {
     expectDtype(KERNEL, name, out[name], 'f32');
     expectShape(KERNEL, name, out[name], [n]);
@@ -252,10 +273,9 @@ export function policyLoss(
   const adv = inputs.advantages && mode.needs.includes('advantages') ? inputs.advantages : weights;
   const ref = inputs.refLogprobs && mode.needs.includes('refLogprobs') ? inputs.refLogprobs : weights;
   const perRow = layout !== 'groups';
-  const { workgroups, rowThreads } = grid1d(rec.ctx, n, perRow ? wg : 1);
-  const table = layout === 'texture' ? rec.tempTexture(logits, 'policy_loss logits') : null;
-  const params = () => new Params(16).u32(n).u32(v).u32(s).u32(mode.id).u32(AGGREGATIONS[spec.aggregation]).u32(rowThreads)
-    .f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN).u32(table?.width ?? 0);
+  const params = (rowThreads: number, texWidth: number, r0: number, rows: number) => new Params(16).u32(n).u32(v).u32(s).u32(mode.id)
+    .u32(AGGREGATIONS[spec.aggregation]).u32(rowThreads).f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN)
+    .u32(texWidth).u32(r0).u32(rows);
   const single = { RWG: 256 }; // prepare and stats: one workgroup over all tokens
   // Binding table of the kernel: 0 logits, 1 targets, 2 scratch, 3 dlogits, 4 logprobs, 5 entropy,
   // 6 loss, 7 stats, 8 weights, 9 seq_ids, 10 old, 11 adv, 12 ref; for main_rows* 13 logits and
@@ -264,20 +284,27 @@ export function policyLoss(
   const none = null;
   const pad = [none, none, none] as const;
   rec.dispatch({
-    kernel: KERNEL, entryPoint: 'prepare', constants: single, params: params(), workgroups: [1],
+    kernel: KERNEL, entryPoint: 'prepare', constants: single, params: params(0, 0, 0, n), workgroups: [1],
     bindings: [none, none, out.scratch, none, none, none, none, none, weights, seqIds, old, adv, ref, ...pad],
   });
   const perToken = [out.logprobs, out.entropy, out.loss, none, none, none, none, none, none];
-  const main: Record<Layout, { entry: string; bindings: DispatchSpec['bindings'] }> = {
-    groups: { entry: inPlace ? 'main_inplace' : 'main', bindings: [logits, targets, out.scratch, inPlace ? none : out.dlogits, ...perToken, ...pad] },
-    rows: { entry: inPlace ? 'main_rows_inplace' : 'main_rows', bindings: [none, targets, out.scratch, none, ...perToken, logits, inPlace ? none : out.dlogits, none] },
-    texture: { entry: 'main_tex', bindings: [none, targets, out.scratch, none, ...perToken, none, out.dlogits, table] },
-  };
+  for (const [r0, rows] of blocks ? splitRange(n, blocks.rows) : [[0, n] as [number, number]]) {
+    blocks?.produce(rec, r0, rows);
+    const { workgroups, rowThreads } = grid1d(rec.ctx, rows, perRow ? wg : 1);
+    const table = layout === 'texture' ? rec.tempTexture(logits, 'policy_loss logits') : null;
+    const main: Record<Layout, { entry: string; bindings: DispatchSpec['bindings'] }> = {
+      groups: { entry: inPlace ? 'main_inplace' : 'main', bindings: [logits, targets, out.scratch, inPlace ? none : out.dlogits, ...perToken, ...pad] },
+      rows: { entry: inPlace ? 'main_rows_inplace' : 'main_rows', bindings: [none, targets, out.scratch, none, ...perToken, logits, inPlace ? none : out.dlogits, none] },
+      texture: { entry: 'main_tex', bindings: [none, targets, out.scratch, none, ...perToken, none, out.dlogits, table] },
+    };
+    rec.dispatch({
+      kernel: KERNEL, entryPoint: main[layout].entry, constants: { WG: wg }, params: params(rowThreads, table?.width ?? 0, r0, rows),
+      workgroups, bindings: main[layout].bindings,
+    });
+    blocks?.consume?.(rec, r0, rows);
+  }
   rec.dispatch({
-    kernel: KERNEL, entryPoint: main[layout].entry, constants: { WG: wg }, params: params(), workgroups, bindings: main[layout].bindings,
-  });
-  rec.dispatch({
-    kernel: KERNEL, entryPoint: 'stats', constants: single, params: params(), workgroups: [1],
+    kernel: KERNEL, entryPoint: 'stats', constants: single, params: params(0, 0, 0, n), workgroups: [1],
     bindings: [none, none, out.scratch, none, out.logprobs, out.entropy, out.loss, out.stats, none, none, none, none, none, ...pad],
   });
 }
