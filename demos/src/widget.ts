@@ -6,7 +6,7 @@
  *   <webtinker-demo env="calculator" steps="20"></webtinker-demo>
  *
  * Attributes: env (calculator | guess-number | nim), steps (RL steps), warmstart (SFT warm-start
- * steps, default 30), algo (grpo | rloo | reinforce | ppo | dpo), model (tiny-gpt2 | gpt2-1m),
+ * steps, default 30), algo (grpo | rloo | reinforce | ppo | dpo), model (tiny-gpt2 | gpt2-100k | gpt2-1m),
  * seed, autostart (start without waiting for a click). Where WebGPU is missing — no navigator.gpu,
  * or no adapter — the element says so in one sentence and starts nothing. Every widget on a page
  * shares one GPU worker, whose scheduler takes turns between them.
@@ -14,7 +14,7 @@
 import { css, html, LitElement, type PropertyValues, unsafeCSS } from 'lit';
 import uplotCss from 'uplot/dist/uPlot.min.css?inline';
 import { type Curve, trainingCurve } from './lib/curve.ts';
-import { DemoJob, parseSettings } from './lib/job.ts';
+import { DemoJob, parseSettings, QUICK_SETTINGS } from './lib/job.ts';
 import { errorText, pageService } from './lib/service.ts';
 import { checkWebGpu } from './lib/webgpu.ts';
 
@@ -111,7 +111,7 @@ export class WebtinkerDemo extends LitElement {
         env: this.env, algo: this.algo, model: this.model, steps: String(this.steps), warmstart: String(this.warmstart), seed: String(this.seed),
         groups: '2', groupSize: '4', evalEpisodes: '0',
       };
-      const settings = parseSettings((k) => attrs[k]);
+      const settings = parseSettings((k) => attrs[k], QUICK_SETTINGS);
       job = new DemoJob(await pageService(), settings);
     } catch (e) {
       this.state = 'error';

@@ -4,9 +4,9 @@
 import { strFromU8, unzipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
 import { DemoStore } from '../../demos/src/lib/adapters.ts';
-import { DEFAULT_SETTINGS, jobOptions, parseSettings } from '../../demos/src/lib/job.ts';
+import { DEFAULT_SETTINGS, jobOptions, parseSettings, QUICK_SETTINGS } from '../../demos/src/lib/job.ts';
 import { reply, sampleTask } from '../../demos/src/lib/talk.ts';
-import { ByteTokenizer, ConfigError, initLora, initParameters, jobEnv, type JobResult, MemoryKv, type SampleFn } from '../../src/mod.ts';
+import { ByteTokenizer, ConfigError, initLora, initParameters, jobEnv, jobOptions as trainJobOptions, type JobResult, MemoryKv, type SampleFn } from '../../src/mod.ts';
 
 const from = (o: Record<string, string>) => (k: string) => o[k] ?? null;
 
@@ -14,7 +14,8 @@ describe('demo settings', () => {
   it('fall back to the defaults and take what the URL or form gives', () => {
     expect(parseSettings(from({}))).toEqual(DEFAULT_SETTINGS);
     const s = parseSettings(from({ env: 'nim', algo: 'rloo', steps: '12', warmstart: '0', seed: '7' }));
-    expect(s).toMatchObject({ env: 'nim', algo: 'rloo', steps: 12, warmstart: 0, seed: 7, model: 'tiny-gpt2' });
+    expect(s).toMatchObject({ env: 'nim', algo: 'rloo', steps: 12, warmstart: 0, seed: 7, model: 'gpt2-100k' });
+    expect(parseSettings(from({ steps: '3' }), QUICK_SETTINGS)).toEqual({ ...QUICK_SETTINGS, steps: 3 });
   });
 
   it('refuse unknown names and bad numbers with a ConfigError naming the field', () => {
@@ -34,20 +35,29 @@ describe('demo settings', () => {
     }
   });
 
-  it('make job options: a context long enough for the environment, LoRA without gate on gpt2, no warm start at 0', () => {
-    const calc = jobOptions({ ...DEFAULT_SETTINGS, env: 'calculator' });
-    const nim = jobOptions({ ...DEFAULT_SETTINGS, env: 'nim', warmstart: 0 });
-    expect(calc.model.maxSeqLen).toBe(256);
+  it("make job options through the library's jobOptions: the train page's defaults are `npm run train`'s job", () => {
+    const { env: { spec: _a, ...demoEnv }, ...demo } = jobOptions(DEFAULT_SETTINGS);
+    const { env: { spec: _b, ...cliEnv }, ...cli } = trainJobOptions({ env: 'calculator' });
+    expect(demoEnv).toEqual(cliEnv);
+    expect(demo).toEqual(cli);
+  });
+
+  it('make job options for the quick pages: a context long enough for the environment, small LoRA without gate on gpt2, no warm start at 0', () => {
+    const calc = jobOptions(QUICK_SETTINGS);
+    const nim = jobOptions({ ...QUICK_SETTINGS, env: 'nim', warmstart: 0 });
+    expect(calc.model.maxSeqLen).toBe(128);
     expect(nim.model.maxSeqLen).toBe(512);
+    expect(calc.lora).toMatchObject({ rank: 4, alpha: 8 });
     expect(calc.lora?.targets).not.toContain('gate');
-    expect(calc.warmStart?.steps).toBe(DEFAULT_SETTINGS.warmstart);
+    expect(calc.warmStart).toMatchObject({ steps: QUICK_SETTINGS.warmstart, demos: 256, batchSize: 16, lr: 2e-2 });
+    expect(calc.rows).toBe(8);
     expect(nim.warmStart).toBeNull();
     expect(nim.env.name).toBe('nim');
   });
 });
 
 describe('demo adapter store', () => {
-  const settings = { ...DEFAULT_SETTINGS, warmstart: 2, steps: 3 };
+  const settings = { ...QUICK_SETTINGS, warmstart: 2, steps: 3 };
   const o = jobOptions(settings);
   const cfg = o.model;
   const lora = o.lora!;

@@ -1,10 +1,15 @@
 /**
  * One training run of a demo page: the library's job runner (`runTraining`: an SFT warm start on
  * the environment's demonstrations, then LoRA RL) over the page's WorkerService, watched through
- * a TapService. Sizes are the pages' defaults, small enough to be usable on a software adapter
- * (SwiftShader: the first step of a run compiles the kernels and takes tens of seconds, later
- * steps of the tiny model a few seconds each); a real GPU takes bigger settings from the form or
- * the URL (`?model=gpt2-1m&steps=40&warmstart=40`).
+ * a TapService, with options made by the library's own `jobOptions` (src/runtime/train.ts).
+ *
+ * The train page's defaults are `npm run train`'s (TRAIN_DEFAULTS: gpt2-100k from scratch on
+ * calculator, 300 warm-start steps, 20 GRPO steps of 16 × 4): the run that measurably improves
+ * the agent, so the page shows the same learning the CLI does (minutes on a real GPU; on a
+ * software adapter much longer — SwiftShader compiles every kernel on first use). The chat, arena
+ * and embed pages default to the tiny models and the short schedules below, to show something
+ * within a minute or two anywhere; any page takes other settings from its form or the URL
+ * (`train.html?model=tiny-gpt2&warmstart=50&steps=10`).
  */
 import {
   ConfigError,
@@ -12,12 +17,10 @@ import {
   type EnvName,
   type JobOptions,
   type JobResult,
-  jobEnv,
-  type LoraConfig,
-  type ModelConfig,
-  preset,
+  jobOptions as trainJobOptions,
   runTraining,
   type StepMetrics,
+  TRAIN_DEFAULTS,
   type WorkerService,
 } from '../../../src/mod.ts';
 import { TapService } from './tap.ts';
@@ -25,11 +28,8 @@ import { TapService } from './tap.ts';
 /** The algorithms the pages offer: the RL ones (each trains a LoRA adapter on the warm-started base). */
 export const DEMO_ALGOS = ['grpo', 'rloo', 'reinforce', 'ppo', 'dpo'] as const;
 export type DemoAlgo = (typeof DEMO_ALGOS)[number];
-export const DEMO_MODELS = ['tiny-gpt2', 'gpt2-1m'] as const;
+export const DEMO_MODELS = ['gpt2-100k', 'tiny-gpt2', 'gpt2-1m'] as const;
 export type DemoModel = (typeof DEMO_MODELS)[number];
-
-/** Context each environment's episodes need (prompt, every turn, byte tokens). */
-const CONTEXT: Record<EnvName, number> = { calculator: 256, 'guess-number': 384, nim: 512 };
 
 export interface DemoSettings {
   readonly env: EnvName;
@@ -46,7 +46,14 @@ export interface DemoSettings {
   readonly evalEpisodes: number;
 }
 
+/** The train page's defaults: `npm run train`'s job. */
 export const DEFAULT_SETTINGS: DemoSettings = {
+  env: TRAIN_DEFAULTS.env, algo: 'grpo', model: 'gpt2-100k', steps: TRAIN_DEFAULTS.steps, warmstart: TRAIN_DEFAULTS.warmstartSteps,
+  groups: TRAIN_DEFAULTS.groups, groupSize: TRAIN_DEFAULTS.groupSize, seed: TRAIN_DEFAULTS.seed, evalEpisodes: TRAIN_DEFAULTS.evalEpisodes,
+};
+
+/** The quick settings of the chat, arena and embed pages: a tiny model that shows something within a minute or two. */
+export const QUICK_SETTINGS: DemoSettings = {
   env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', steps: 10, warmstart: 50, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 8,
 };
 
@@ -79,27 +86,25 @@ export function parseSettings(get: (name: string) => string | null | undefined, 
   return out as unknown as DemoSettings;
 }
 
-export function modelFor(s: Pick<DemoSettings, 'model' | 'env'>): ModelConfig {
-  return { ...preset(s.model), maxSeqLen: CONTEXT[s.env] };
+/**
+ * Hyperparameters per model beyond the settings: gpt2-100k takes `npm run train`'s (TRAIN_DEFAULTS);
+ * the tiny demo models a short, hot warm start on few demonstrations — they need ~50 steps at
+ * 2e-2 before their calculator answers start to score (SFT loss ~0.35 per action token, a few easy
+ * tasks right; llvmpipe, 2 cores) — and games (a whole Nim game, ~400 byte tokens) half the batch.
+ */
+function tuning(s: DemoSettings): { warmStart: { demos?: number; batchSize?: number; lr?: number }; lora: { rank: number }; rows?: number } {
+  if (s.model === 'gpt2-100k') return { warmStart: {}, lora: { rank: TRAIN_DEFAULTS.loraRank } };
+  return { warmStart: { demos: 256, batchSize: s.env === 'nim' ? 8 : 16, lr: 2e-2 }, lora: { rank: 4 }, rows: 8 };
 }
 
-export function loraFor(cfg: ModelConfig): LoraConfig {
-  return { rank: 4, alpha: 8, targets: cfg.family === 'gpt2' ? ['q', 'k', 'v', 'o', 'up', 'down'] : ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] };
-}
-
-/** The job runner's options for demo settings (hyperparameters for a from-scratch model this small). */
+/** The job runner's options for demo settings, through the library's jobOptions. */
 export function jobOptions(s: DemoSettings): JobOptions {
-  const env = jobEnv(s.env);
-  const model = modelFor(s);
-  return {
-    env, algo: s.algo, model, lora: loraFor(model), steps: s.steps, seed: s.seed, groups: s.groups, groupSize: s.groupSize,
-    lr: 5e-3,
-    // The tiny model needs ~50 warm-start steps at this rate before its answers start to score
-    // (calculator: SFT loss ~0.35 per action token, a few easy tasks right; llvmpipe, 2 cores).
-    // Games are long sequences (a whole Nim game, ~400 byte tokens): half the batch.
-    warmStart: s.warmstart > 0 ? { steps: s.warmstart, demos: 256, batchSize: s.env === 'nim' ? 8 : 16, lr: 2e-2 } : null,
-    evalEpisodes: s.evalEpisodes, temperature: 1, maxNewTokens: env.maxNewTokens, rows: 8, maxGradNorm: 1,
-  };
+  const t = tuning(s);
+  return trainJobOptions({
+    env: s.env, algo: s.algo, model: s.model, steps: s.steps, seed: s.seed, groups: s.groups, groupSize: s.groupSize,
+    evalEpisodes: s.evalEpisodes, lora: t.lora, warmStart: s.warmstart > 0 ? { steps: s.warmstart, ...t.warmStart } : null,
+    ...(t.rows === undefined ? {} : { rows: t.rows }),
+  });
 }
 
 export type JobPhase = 'starting' | 'warmstart' | 'eval-before' | 'rl' | 'eval-after' | 'done' | 'failed' | 'stopped';
