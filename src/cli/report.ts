@@ -1,7 +1,8 @@
 /**
  * What a finished run prints and writes, as pure functions over its summary: the summary table
  * (plain text), a metrics.jsonl line, and a learning-curve SVG (reward per RL step, loss on a
- * second axis; no dependencies, so it opens in any browser and diffs as text).
+ * second axis; no dependencies, so it opens in any browser and diffs as text) drawn by curvesSvg,
+ * which the bench's paper part draws its figures with too.
  */
 import type { JobSummary, StepMetrics } from '../runtime/rl_job.ts';
 
@@ -48,41 +49,69 @@ function polyline(ys: readonly number[], x0: number, y0: number, w: number, h: n
     .join(' ');
 }
 
+/** One line of a curves figure. */
+export interface CurveSeries {
+  readonly label: string;
+  readonly ys: readonly number[];
+  readonly color: string;
+  /** Which vertical axis the line is read on (each axis spans its own lines, or `ranges`). */
+  readonly axis: 'left' | 'right';
+  readonly dashed?: boolean;
+}
+
 /**
- * Learning curves as an SVG document: reward (left axis) and loss (right axis) per step, with the
- * held-out success before and after in the title. Non-finite values are drawn at the axis floor.
+ * Curves per step as an SVG document: every series on its axis (left or right, each scaled to its
+ * series unless `ranges` fixes it), labels in the series' colors (left-axis labels at the top left,
+ * right-axis ones at the top right). Non-finite values are drawn at the axis floor.
  */
-export function learningCurveSvg(curves: { title: string; reward: readonly number[]; loss: readonly number[]; subtitle?: string }): string {
+export function curvesSvg(fig: { title: string; subtitle?: string; series: readonly CurveSeries[]; ranges?: Partial<Record<'left' | 'right', readonly [number, number]>> }): string {
   const W = 640, H = 360, L = 56, R = 56, T = 48, B = 40;
   const w = W - L - R, h = H - T - B;
-  const finite = (xs: readonly number[]) => xs.filter(Number.isFinite);
-  const range = (xs: readonly number[]): [number, number] => {
-    const f = finite(xs);
+  const range = (axis: 'left' | 'right'): [number, number] => {
+    const fixed = fig.ranges?.[axis];
+    if (fixed) return [fixed[0], fixed[1]];
+    const f = fig.series.filter((s) => s.axis === axis).flatMap((s) => s.ys.filter(Number.isFinite));
     if (f.length === 0) return [0, 1];
     const lo = Math.min(...f), hi = Math.max(...f);
     return lo === hi ? [lo - 0.5, hi + 0.5] : [lo, hi];
   };
-  const [rLo, rHi] = range(curves.reward);
-  const [lLo, lHi] = range(curves.loss);
-  const n = Math.max(curves.reward.length, curves.loss.length);
+  const axes = { left: range('left'), right: range('right') };
+  const color = (axis: 'left' | 'right') => fig.series.find((s) => s.axis === axis)?.color;
+  const n = Math.max(0, ...fig.series.map((s) => s.ys.length));
   const tick = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(2));
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2}" y="20" text-anchor="middle" font-size="14">${esc(curves.title)}</text>`,
-    ...(curves.subtitle ? [`<text x="${W / 2}" y="36" text-anchor="middle" fill="#555">${esc(curves.subtitle)}</text>`] : []),
+    `<text x="${W / 2}" y="20" text-anchor="middle" font-size="14">${esc(fig.title)}</text>`,
+    ...(fig.subtitle ? [`<text x="${W / 2}" y="36" text-anchor="middle" fill="#555">${esc(fig.subtitle)}</text>`] : []),
     `<rect x="${L}" y="${T}" width="${w}" height="${h}" fill="none" stroke="#999"/>`,
-    `<text x="${L - 6}" y="${T + 4}" text-anchor="end" fill="#1f77b4">${tick(rHi)}</text>`,
-    `<text x="${L - 6}" y="${T + h}" text-anchor="end" fill="#1f77b4">${tick(rLo)}</text>`,
-    `<text x="${L + w + 6}" y="${T + 4}" fill="#d62728">${tick(lHi)}</text>`,
-    `<text x="${L + w + 6}" y="${T + h}" fill="#d62728">${tick(lLo)}</text>`,
-    `<text x="${L}" y="${H - 12}">step 1</text>`,
-    `<text x="${L + w}" y="${H - 12}" text-anchor="end">step ${n}</text>`,
-    `<text x="${L + 8}" y="${T + 16}" fill="#1f77b4">mean reward</text>`,
-    `<text x="${L + w - 8}" y="${T + 16}" text-anchor="end" fill="#d62728">loss</text>`,
   ];
-  if (curves.reward.length > 0) parts.push(`<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="${polyline(curves.reward, L, T, w, h, rLo, rHi)}"/>`);
-  if (curves.loss.length > 0) parts.push(`<polyline fill="none" stroke="#d62728" stroke-width="1.5" stroke-dasharray="4 3" points="${polyline(curves.loss, L, T, w, h, lLo, lHi)}"/>`);
+  const left = color('left'), right = color('right');
+  if (left) parts.push(`<text x="${L - 6}" y="${T + 4}" text-anchor="end" fill="${left}">${tick(axes.left[1])}</text>`, `<text x="${L - 6}" y="${T + h}" text-anchor="end" fill="${left}">${tick(axes.left[0])}</text>`);
+  if (right) parts.push(`<text x="${L + w + 6}" y="${T + 4}" fill="${right}">${tick(axes.right[1])}</text>`, `<text x="${L + w + 6}" y="${T + h}" fill="${right}">${tick(axes.right[0])}</text>`);
+  parts.push(`<text x="${L}" y="${H - 12}">step 1</text>`, `<text x="${L + w}" y="${H - 12}" text-anchor="end">step ${n}</text>`);
+  const labelRow = { left: 0, right: 0 };
+  for (const s of fig.series) {
+    const y = T + 16 * (1 + labelRow[s.axis]++);
+    parts.push(s.axis === 'left' ? `<text x="${L + 8}" y="${y}" fill="${s.color}">${esc(s.label)}</text>` : `<text x="${L + w - 8}" y="${y}" text-anchor="end" fill="${s.color}">${esc(s.label)}</text>`);
+  }
+  for (const s of fig.series) {
+    if (s.ys.length === 0) continue;
+    const [lo, hi] = axes[s.axis];
+    parts.push(`<polyline fill="none" stroke="${s.color}" stroke-width="${s.dashed ? 1.5 : 2}"${s.dashed ? ' stroke-dasharray="4 3"' : ''} points="${polyline(s.ys, L, T, w, h, lo, hi)}"/>`);
+  }
   parts.push('</svg>');
   return parts.join('\n') + '\n';
+}
+
+/** A run's learning curves: reward per RL step (left axis) and loss (right axis, dashed). */
+export function learningCurveSvg(curves: { title: string; reward: readonly number[]; loss: readonly number[]; subtitle?: string }): string {
+  return curvesSvg({
+    title: curves.title,
+    ...(curves.subtitle ? { subtitle: curves.subtitle } : {}),
+    series: [
+      { label: 'mean reward', ys: curves.reward, color: '#1f77b4', axis: 'left' },
+      { label: 'loss', ys: curves.loss, color: '#d62728', axis: 'right', dashed: true },
+    ],
+  });
 }
