@@ -4,20 +4,26 @@
  * Parts: kernels (ours beside tfjs-backend-webgpu and jax-js), model (training steps, decoding and
  * LoRA vs full memory of the whole engine beside the tfjs reference model and jax-js), scheduler (the runtime's scheduler
  * with the engine in the GPU worker), algorithms (issue 5's guess-number run of grpo, ppo, rloo and
- * dpo from one warm start), and later paper.
+ * dpo from one warm start), and paper (issue 8: LoRA vs full-parameter RL, reproducibility across
+ * runs, resumes and adapters, two agents learning nim at once).
  * Prints a table per part, writes the JSON when asked, and regenerates the sections of the parts
- * that ran in BENCHMARKS.md (a `--quick` smoke run writes it only when `--markdown` names a file).
+ * that ran in BENCHMARKS.md (a `--quick` smoke run writes it only when `--markdown` names a file),
+ * with a part's figures beside it (BENCHMARKS.<figure>.svg).
  * Exit status: 0; 1 when a part failed or implementations disagree numerically; 2 on bad flags.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { cpus, loadavg, release } from 'node:os';
-import { type BenchArgs, BenchArgsError, benchHelp, IMPLEMENTED_PARTS, PARTS, parseBenchArgs } from './args.ts';
+import { type BenchArgs, BenchArgsError, benchHelp, DEFAULT_MARKDOWN, IMPLEMENTED_PARTS, PARTS, parseBenchArgs } from './args.ts';
 import type { Impl, ImplName } from './impl.ts';
 import { ALGORITHMS_QUICK, ALGORITHMS_RUN, algorithmsMarkdown, runAlgorithms } from './algorithms.ts';
 import { kernelsMarkdown, runKernels } from './kernels.ts';
 import { modelMarkdown, runModel } from './model.ts';
 import { type AdapterInfo, type MachineInfo, measuredLine, renderHeader, type RunInfo, updateMarkdown } from './markdown.ts';
 import { Ours } from './ours.ts';
+import { runPaper } from './paper.ts';
+import { paperFigures, paperJson, paperMarkdown } from './paper_report.ts';
+import { PAPER_QUICK, PAPER_RUN } from './paper_settings.ts';
 import { runScheduler, schedulerMarkdown } from './scheduler.ts';
 import { JaxPeer } from './peers/jax.ts';
 import { TfjsPeer } from './peers/tfjs.ts';
@@ -83,6 +89,9 @@ async function main(args: BenchArgs): Promise<number> {
 
   const json: Record<string, unknown> = { adapter: { ...a }, machine: run.machine, date: run.date, quick: args.quick };
   const sectionMakers = new Map<string, () => string>();
+  /** Figures written beside the markdown file, by suffix (BENCHMARKS.md → BENCHMARKS.<suffix>). */
+  const figures = new Map<string, string>();
+  const figureName = (suffix: string) => `${basename(args.markdown ?? DEFAULT_MARKDOWN).replace(/\.md$/, '')}.${suffix}`;
   let failed = false;
   for (const part of args.parts) {
     log(`\n=== ${part}`);
@@ -130,6 +139,11 @@ async function main(args: BenchArgs): Promise<number> {
           results: Object.fromEntries(rep.results.map((r) => [r.algo, { first: r.first, last: r.last, gain: r.gain, met: r.met, rewardCurve: r.rewardCurve, successBefore: r.successBefore, successAfter: r.successAfter, seconds: r.seconds }])),
         };
         sectionMakers.set('algorithms', () => algorithmsMarkdown(rep, measuredLine(run), args.quick));
+      } else if (part === 'paper') {
+        const rep = await runPaper(args.quick ? PAPER_QUICK : PAPER_RUN, log);
+        Object.assign(json, paperJson(rep));
+        for (const [suffix, svg] of paperFigures(rep)) figures.set(suffix, svg);
+        sectionMakers.set('paper', () => paperMarkdown(rep, measuredLine(run), args.quick, figureName));
       } else {
         throw new Error(`part ${part} is not implemented yet`);
       }
@@ -151,6 +165,11 @@ async function main(args: BenchArgs): Promise<number> {
     const old = existsSync(args.markdown) ? readFileSync(args.markdown, 'utf8') : null;
     writeFileSync(args.markdown, updateMarkdown(old, renderHeader(run), sections, PARTS));
     log(`wrote ${args.markdown} (sections: ${[...sections.keys()].join(', ')})`);
+    for (const [suffix, svg] of figures) {
+      const path = join(dirname(args.markdown), figureName(suffix));
+      writeFileSync(path, svg);
+      log(`wrote ${path}`);
+    }
   }
   return failed ? 1 : 0;
 }

@@ -135,7 +135,7 @@ describe('bench result rows (the JSON of issue 3)', () => {
 describe('bench flags', () => {
   it('runs every implemented part by default and writes BENCHMARKS.md', () => {
     const a = parseBenchArgs([]);
-    expect(a.parts).toEqual(['kernels', 'model', 'scheduler', 'algorithms']);
+    expect(a.parts).toEqual(['kernels', 'model', 'scheduler', 'algorithms', 'paper']);
     expect(a.markdown).toBe('BENCHMARKS.md');
     expect(a.quick).toBe(false);
     expect(a.json).toBeUndefined();
@@ -152,12 +152,13 @@ describe('bench flags', () => {
     expect(parseBenchArgs(['--filter', 'attention']).markdown).toBeUndefined();
   });
 
-  it('refuses unknown flags, unknown parts, and names a part that has no code yet', () => {
+  it('refuses unknown flags and unknown parts; --only takes parts in PARTS order', () => {
     expect(() => parseBenchArgs(['--fast'])).toThrow(BenchArgsError);
     expect(() => parseBenchArgs(['--only', 'nope'])).toThrow(/unknown part "nope"/);
-    expect(() => parseBenchArgs(['--only', 'paper'])).toThrow('part paper is not implemented yet');
+    expect(parseBenchArgs(['--only', 'paper']).parts).toEqual(['paper']);
+    expect(parseBenchArgs(['--only', 'paper', '--quick']).markdown).toBeUndefined();
     expect(parseBenchArgs(['--only', 'model']).parts).toEqual(['model']);
-    expect(() => parseBenchArgs(['--only', 'kernels,paper'])).toThrow('part paper is not implemented yet');
+    expect(parseBenchArgs(['--only', 'paper,kernels']).parts).toEqual(['kernels', 'paper']);
     expect(() => parseBenchArgs(['--json'])).toThrow(BenchArgsError);
     expect(() => parseBenchArgs(['extra'])).toThrow(BenchArgsError);
     expect(() => parseBenchArgs(['--markdown', 'a.md', '--no-markdown'])).toThrow(/contradict/);
