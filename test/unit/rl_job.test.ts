@@ -61,7 +61,7 @@ describe('job runner, pure parts', () => {
   });
   it('names the environments and refuses others', () => {
     expect(jobEnv('calculator').kind).toBe('single');
-    expect(jobEnv('guess-number').maxTurns).toBe(6);
+    expect(jobEnv('guess-number').maxTurns).toBe(5);
     expect(jobEnv('nim').kind).toBe('game');
     expect(() => jobEnv('chess')).toThrow(ConfigError);
   });
