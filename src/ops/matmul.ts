@@ -24,18 +24,36 @@
  * 128 MiB binding limit. Splitting M or N leaves every sum as it was; splitting K adds the partial
  * products in order (not bitwise the unsplit sum). Low-rank terms and batched products are not
  * split (LimitError).
+ *
+ * llvmpipe ends an invocation's loops silently after 65535 iterations (checks.ts). The register
+ * kernel's k loop costs far more than one iteration a step there (measured: garbage from K ≈ 7400
+ * on with 16×16 tiles, transposed B and texture reads; ≈ 14300 with 16×8 tiles), so on llvmpipe a
+ * product of batch 1 is summed over K ranges of at most LLVMPIPE_MAX_K (the low-rank term and
+ * the bias go with the first range), and a batched one over the budget is refused.
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { type DispatchSpec, Params, type Recorder, texelTableWidth } from '../gpu/recorder.ts';
+import { type DispatchSpec, Params, type Recorder, type TexelTable, texelTableWidth } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectLoopBudget } from '../gpu/checks.ts';
+import { expectLoopBudget, LLVMPIPE_LOOP_LIMIT } from '../gpu/checks.ts';
 import { splitRange } from '../gpu/chunks.ts';
 import { bindsWhole, type Bound, fmt, type Mat, mat, type MatmulOperand, splitProduct, type SubProduct, vec4View } from './matmul_split.ts';
 
 export { type MatmulOperand, matrixBlock, type MatrixBlock } from './matmul_split.ts';
 
 const KERNEL = 'matmul';
+
+/**
+ * Loop iterations llvmpipe counts per 4-deep k step of the register kernel: the worst measured,
+ * ~35 (16×16 tiles, B transposed, texture reads), doubled for tile shapes not measured.
+ */
+export const LLVMPIPE_STEP_ITERATIONS = 64;
+
+/** Deepest K range one register-kernel invocation runs on llvmpipe with a rank-R term (a multiple of 64). */
+export function llvmpipeMaxK(R: number): number {
+  const steps = Math.floor((LLVMPIPE_LOOP_LIMIT - 1000) / LLVMPIPE_STEP_ITERATIONS) - Math.ceil(R / 4) - 1;
+  return Math.max(64, Math.floor((4 * steps) / 64) * 64);
+}
 
 export interface MatmulConfig {
   /** 'register': per-invocation register tiles, no barriers; 'tiled': shared-memory K slices. */
@@ -203,9 +221,12 @@ export function planMatmul(ctx: GpuContext, c: MatmulOperand, a: MatmulOperand, 
   const op = opts.opName ?? KERNEL;
   const transA = Boolean(opts.transA);
   const transB = Boolean(opts.transB);
-  const subs = splitProduct(op, ctx, dims, dims.a, dims.b, dims.c, transA, transB);
-  if (subs.length > 1 && opts.lowRank) {
-    throw new LimitError(op, `a product with a low-rank term is not split, but a ${dims.a.desc}, b ${dims.b.desc} or c ${dims.c.desc} is over the device's maxStorageBufferBindingSize`);
+  const R = opts.lowRank ? opts.lowRank.u.shape[1] : 0;
+  const register = (opts.config ?? matmulConfigFor(ctx, dims)).kernel === 'register';
+  const maxK = ctx.kind === 'llvmpipe' && register ? llvmpipeMaxK(R) : Number.POSITIVE_INFINITY;
+  const subs = splitProduct(op, ctx, dims, dims.a, dims.b, dims.c, transA, transB, maxK);
+  if (opts.lowRank && subs.some((s) => s.M !== M || s.N !== N)) {
+    throw new LimitError(op, `a product with a low-rank term is not split over M or N, but a ${dims.a.desc}, b ${dims.b.desc} or c ${dims.c.desc} is over the device's maxStorageBufferBindingSize`);
   }
   const plan: { dispatches: DispatchSpec[]; textures: MatmulPlan['textures'][number][] } = { dispatches: [], textures: [] };
   for (const sub of subs) planSub(ctx, plan, dims, sub, opts);
@@ -219,7 +240,7 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
   const cfg = opts.config ?? matmulConfigFor(ctx, { M, N, K });
   const op = opts.opName ?? KERNEL;
   checkConfig(op, ctx, cfg);
-  const lr = opts.lowRank;
+  const lr = sub.k0 === 0 ? opts.lowRank : undefined; // a split K adds the low-rank term once
   const R = lr ? lr.u.shape[1] : 0;
   const transA = Boolean(opts.transA);
   const transB = Boolean(opts.transB);
@@ -244,12 +265,12 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
     constants.MODE_B = !q(sub.b, ldb) ? 0 : transB ? (K % 4 === 0 ? 1 : 0) : (N % 4 === 0 && tn % 4 === 0 ? 2 : 0);
     constants.MODE_V = !lr ? 0 : transV ? (R % 4 === 0 ? 1 : 0) : (N % 4 === 0 && tn % 4 === 0 ? 2 : 0);
   }
-  // llvmpipe silently stops an invocation's loops after 65535 iterations in all (see rowwise.ts);
-  // the register kernel's TM/TN loops unroll, so its ceil(K/4) + ceil(R/4) steps are what counts.
+  // llvmpipe silently stops an invocation's loops after 65535 iterations in all (checks.ts): the
+  // register kernel's ceil(K/4) + ceil(R/4) steps cost LLVMPIPE_STEP_ITERATIONS each (measured).
   const threads = cfg.wgX * cfg.wgY;
   const iterations = tiled
     ? Math.ceil(K / cfg.bk) * (1 + Math.min(cfg.bk, K) + Math.ceil((cfg.bk * cfg.wgY * cfg.tm) / threads) + Math.ceil((cfg.bk * cfg.wgX * cfg.tn) / threads)) + R
-    : Math.ceil(K / 4) + Math.ceil(R / 4);
+    : (Math.ceil(K / 4) + Math.ceil(R / 4)) * LLVMPIPE_STEP_ITERATIONS;
   expectLoopBudget(op, ctx, iterations + 4, fmtDims(M, N, K));
   const gx = Math.ceil(N / (cfg.wgX * tn));
   const gy = Math.ceil(M / (cfg.wgY * tm));
@@ -306,18 +327,25 @@ function checkConfig(op: string, ctx: GpuContext, cfg: MatmulConfig): void {
   }
 }
 
-/** Record a plan made by planMatmul (each texture copied right before the first dispatch that reads it). */
+/**
+ * Record a plan made by planMatmul. Each operand is copied into a texture right before the first
+ * dispatch that reads it, once per plan (sub-products over K ranges read the same A or B range
+ * again; A and B are only read).
+ */
 export function recordMatmul(rec: Recorder, plan: MatmulPlan): void {
-  const tables = new Map<number, DispatchSpec['bindings'][number]>();
+  const tables = new Map<GPUBuffer, Map<string, TexelTable>>();
+  const tableOf = (t: Tensor, label: string): TexelTable => {
+    const ranges = tables.get(t.buffer) ?? new Map<string, TexelTable>();
+    tables.set(t.buffer, ranges);
+    const range = `${t.byteOffset}+${t.bindingBytes}`;
+    if (!ranges.has(range)) ranges.set(range, rec.tempTexture(t, label));
+    return ranges.get(range)!;
+  };
   plan.dispatches.forEach((d, i) => {
     const mine = plan.textures.filter((t) => i >= t.from && i < t.to);
     if (mine.length === 0) return rec.dispatch(d);
     const bindings: DispatchSpec['bindings'][number][] = [...d.bindings];
-    for (const t of mine) {
-      const k = plan.textures.indexOf(t);
-      if (!tables.has(k)) tables.set(k, rec.tempTexture(t.tensor, t.label));
-      bindings[t.binding] = tables.get(k)!;
-    }
+    for (const t of mine) bindings[t.binding] = tableOf(t.tensor, t.label);
     rec.dispatch({ ...d, bindings });
   });
 }

@@ -15,7 +15,8 @@
  *   dx = dlogits·W                              → ranges of K, summed into C in order
  *   dW = dlogitsᵀ·x with dW [V, C] too big      → ranges of M, row windows of C
  * Ranges of M or N change no sum: bitwise the unsplit product. Ranges of K add the partial
- * products to C one after another: the same terms, summed in a different order.
+ * products to C one after another: the same terms, summed in a different order. On llvmpipe K is
+ * also split into ranges an invocation can loop over (see matmul.ts, LLVMPIPE_STEP_ITERATIONS).
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
@@ -106,14 +107,16 @@ type Dim = 'M' | 'N' | 'K';
 
 /**
  * The sub-products of C (M×N) = op(A)·op(B) (inner K): one when every operand fits its binding
- * (the operands bound whole), else ranges of M, N and K as the file header says. Throws
- * LimitError when an operand cannot be split (batched products; a single row over the limit).
+ * (the operands bound whole), else ranges of M, N and K as the file header says; K ranges are at
+ * most `maxK` deep as well (llvmpipe's loop limit, see matmul.ts). Throws LimitError when an
+ * operand cannot be split (batched products; a single row over the limit).
  */
 export function splitProduct(op: string, ctx: GpuContext, dims: { batch: number; M: number; N: number; K: number }, a: Mat, b: Mat, c: Mat,
-  transA: boolean, transB: boolean): SubProduct[] {
+  transA: boolean, transB: boolean, maxK = Number.POSITIVE_INFINITY): SubProduct[] {
   const { M, N, K } = dims;
   const max = ctx.limit('maxStorageBufferBindingSize');
-  const per: Record<Dim, number> = { M, N, K };
+  // A batched product is never split: its K stays whole (planMatmul refuses it if it must not).
+  const per: Record<Dim, number> = { M, N, K: dims.batch === 1 ? Math.min(K, maxK) : K };
   const operands: [string, Mat, Dim][] = [['a', a, transA ? 'K' : 'M'], ['b', b, transB ? 'N' : 'K'], ['c', c, 'M']];
   for (const [name, m, dim] of operands) {
     if (bindsWhole(ctx, m.t)) continue;

@@ -5,6 +5,7 @@ import { alignedWindow, flatChunkElems, flatChunks, rowChunks, splitRange, windo
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { type DType, Tensor } from '../../src/gpu/tensor.ts';
 import { mat, splitProduct, vec4View } from '../../src/ops/matmul_split.ts';
+import { LLVMPIPE_STEP_ITERATIONS, llvmpipeMaxK } from '../../src/ops/matmul.ts';
 import { LimitError } from '../../src/errors.ts';
 
 function fakeCtx(maxBinding: number, align = 256): GpuContext {
@@ -126,6 +127,18 @@ describe('splitProduct', () => {
       fits(s.c.t);
       expect(s.c.t.byteOffset / 4 + s.c.off).toBe(s.m0 * C);
     }
+  });
+  it('sums K in ranges of at most maxK (llvmpipe), batched products excepted', () => {
+    const big = fakeCtx(1 << 30);
+    const a = tensor(big, [8, 20011]), b = tensor(big, [20011, 16]), c = tensor(big, [8, 16]);
+    const subs = splitProduct('matmul', big, { batch: 1, M: 8, N: 16, K: 20011 }, mat('m', 'a', a), mat('m', 'b', b), mat('m', 'c', c), false, false, 4032);
+    expect(subs.map((s) => [s.k0, s.K])).toEqual([[0, 4032], [4032, 4032], [8064, 4032], [12096, 4032], [16128, 3883]]);
+    for (const s of subs) expect([s.a.t, s.a.off, s.b.t, s.b.off]).toEqual([a, s.k0, b, s.k0 * 16]);
+    const a3 = tensor(big, [2, 8, 20011]);
+    expect(splitProduct('matmul', big, { batch: 2, M: 8, N: 16, K: 20011 }, mat('m', 'a', a3), mat('m', 'b', b), mat('m', 'c', tensor(big, [2, 8, 16])), false, false, 4032)).toHaveLength(1);
+    expect(llvmpipeMaxK(0) % 64).toBe(0);
+    expect(llvmpipeMaxK(64)).toBeLessThan(llvmpipeMaxK(0));
+    expect((llvmpipeMaxK(0) / 4 + 1) * LLVMPIPE_STEP_ITERATIONS).toBeLessThanOrEqual(65535 - 1000);
   });
   it('refuses a batched product over the limit', () => {
     const a3 = tensor(ctx, [2, 400, 24]), b = tensor(ctx, [24, 8]), c3 = tensor(ctx, [2, 400, 8]);
