@@ -13,7 +13,9 @@
 //   main_inplace  the same, writing the gradient over the logits
 //   main_rows     one row per invocation, the same two passes over vec4s (V % 4 == 0): for
 //   main_rows_inplace                the software adapters (see below)
-//   main_tex      main_rows reading the logits through a texture (llvmpipe; see below), in
+//   main_rows_any the same for any V: chunks of four logits from the row's start, then the
+//   main_rows_any_inplace            last V % 4 one at a time
+//   main_tex      main_rows_any reading the logits through a texture (llvmpipe; see below), in
 //                                    place or not alike
 //   stats         one workgroup:     total loss, clip fraction, approx KL, mean entropy, by a
 //                                    fixed-order tree (no atomics, so bitwise reproducible)
@@ -43,6 +45,7 @@
 
 override WG: u32 = 64;    // threads per row in main / main_inplace (power of two); rows per workgroup in main_rows*
 override RWG: u32 = 256;  // threads of the single workgroup of prepare / stats (power of two)
+override ALIGNED: bool = false;  // main_tex: V % 4 == 0, so every row starts on a texel
 
 const MODE_CE: u32 = 0u;
 const MODE_IS: u32 = 1u;
@@ -84,10 +87,12 @@ struct Params {
 @group(0) @binding(10) var<storage, read> old_lp: array<f32>;         // [N]
 @group(0) @binding(11) var<storage, read> adv: array<f32>;            // [N]
 @group(0) @binding(12) var<storage, read> ref_lp: array<f32>;         // [N]
-// main_rows*: the logits' and dlogits' buffers as [N, V/4] vec4s (bound instead of 0 and 3).
+// main_rows*: the logits' and dlogits' buffers as [N, V/4] vec4s (bound instead of 0 and 3);
+// main_tex: dlogits4 is the dlogits' buffer as [⌈N·V/4⌉] vec4s (any V).
 @group(0) @binding(13) var<storage, read_write> logits4: array<vec4f>;
 @group(0) @binding(14) var<storage, read_write> dlogits4: array<vec4f>;
-// main_tex: the logits as rgba32float texels, texel k = logits[4k .. 4k+3] at (k % tex_w, k / tex_w).
+// main_tex: the logits as rgba32float texels, texel k = logits[4k .. 4k+3] at (k % tex_w, k / tex_w)
+// (the last texel padded past N·V with values never used).
 @group(0) @binding(15) var logits_tex: texture_2d<f32>;
 @group(0) @binding(16) var<uniform> p: Params;
 
@@ -236,8 +241,20 @@ fn online4(mst: vec3f, z: vec4f) -> vec3f {
   return vec3f(m, s + ((e.x + e.y) + (e.z + e.w)), t + dot(e, d));
 }
 
+// (m, s, t) of a set extended by one more logit z.
+fn online1(mst: vec3f, z: f32) -> vec3f {
+  let m = mst.x;
+  if (z > m) {  // rare after the first few elements: rescale to the new max
+    let c = exp(m - z);
+    return vec3f(z, mst.y * c + 1.0, c * (mst.z + (m - z) * mst.y));
+  }
+  let d = z - m;
+  let e = exp(d);
+  return vec3f(m, mst.y + e, mst.z + e * d);
+}
+
 struct Row {
-  base: u32,   // the row's first element: an f32 index (main), a vec4 index (main_rows)
+  base: u32,   // the row's first element: an f32 index (main, main_rows_any, main_tex), a vec4 index (main_rows)
   lse: f32,    // log Σ e^z
   h: f32,      // entropy
   t: u32,      // target
@@ -268,18 +285,10 @@ fn row_forward(lrow: u32, tid: u32) -> Row {
     t = mst.z;
   }
   for (; j < v; j += WG) {
-    let z = logits[base + j];
-    if (z > m) {  // rare after the first few elements: rescale to the new max
-      let c = exp(m - z);
-      t = c * (t + (m - z) * s);
-      s = s * c + 1.0;
-      m = z;
-    } else {
-      let d = z - m;
-      let e = exp(d);
-      s += e;
-      t += e * d;
-    }
+    let mst = online1(vec3f(m, s, t), logits[base + j]);
+    m = mst.x;
+    s = mst.y;
+    t = mst.z;
   }
   let ti = targets[row];
   let zt = logits[base + select(0u, u32(ti), ti >= 0 && u32(ti) < v)];
@@ -430,12 +439,64 @@ fn main_rows_inplace(@builtin(global_invocation_id) gid: vec3u) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// main_tex: main_rows with every read of the logits a texel fetch from logits_tex, a copy the
-// host makes first (Recorder.tempTexture). On Mesa's llvmpipe a storage-buffer load runs a loop
-// over the SIMD lanes, with a bounds check, per component, while a texel fetch is a plain gather:
-// reading a row through the texture costs about a tenth (measured), and the row is read twice.
-// The gradient is stored to dlogits4, which may be the logits' own buffer (nothing reads it).
-// Same arithmetic in the same order as main_rows: bitwise the same results.
+// main_rows_any: main_rows for any V, reading and writing single elements. A row starts at
+// element lrow·V, on a vec4 boundary only when V % 4 == 0, so its chunks of four are built from
+// single loads: chunk j is elements 4j .. 4j+3 of the row, then the last V % 4 elements follow
+// one at a time (online1). For V % 4 == 0 that is main_rows' arithmetic exactly. The order
+// depends only on V, never on where a row lies in the buffer, so row blocks change nothing.
+
+// Pass 1 over row `lrow` of the block and the per-token outputs.
+fn row_forward_any(lrow: u32) -> Row {
+  let base = lrow * p.v;
+  let nq = p.v / 4u;
+  var mst = vec3f(FLT_LOWEST, 0.0, 0.0);
+  for (var j = 0u; j < nq; j++) {
+    let e = base + 4u * j;
+    mst = online4(mst, vec4f(logits[e], logits[e + 1u], logits[e + 2u], logits[e + 3u]));
+  }
+  for (var k = 4u * nq; k < p.v; k++) {
+    mst = online1(mst, logits[base + k]);
+  }
+  let ti = targets[p.row0 + lrow];
+  let tu = select(0u, u32(ti), ti >= 0 && u32(ti) < p.v);
+  return finish_row(p.row0 + lrow, base, mst, logits[base + tu], ti, true);
+}
+
+// main_rows_any and main_rows_any_inplace differ only in the buffer pass 2 writes, as main_rows*.
+@compute @workgroup_size(WG)
+fn main_rows_any(@builtin(global_invocation_id) gid: vec3u) {
+  let lrow = gid.x + gid.y * p.rows_x;
+  if (lrow < p.block_rows) {
+    let r = row_forward_any(lrow);
+    for (var k = 0u; k < p.v; k++) {
+      dlogits[r.base + k] = grad4(r, vec4f(logits[r.base + k])).x;
+    }
+    dlogits[r.base + r.t] += r.scale * r.g;
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main_rows_any_inplace(@builtin(global_invocation_id) gid: vec3u) {
+  let lrow = gid.x + gid.y * p.rows_x;
+  if (lrow < p.block_rows) {
+    let r = row_forward_any(lrow);
+    for (var k = 0u; k < p.v; k++) {
+      logits[r.base + k] = grad4(r, vec4f(logits[r.base + k])).x;
+    }
+    logits[r.base + r.t] += r.scale * r.g;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// main_tex: main_rows_any with every read of the logits a texel fetch from logits_tex, a copy
+// the host makes first (Recorder.tempTexture). On Mesa's llvmpipe a storage-buffer load runs a
+// loop over the SIMD lanes, with a bounds check, per component, while a texel fetch is a plain
+// gather: reading a row through the texture costs about a tenth (measured), and the row is read
+// twice. A row starts `off` = (lrow·V) % 4 elements into a texel, so each chunk of four is cut
+// from two neighbouring texels (shift4; off is 0 for every row when V % 4 == 0). The gradient is
+// stored to dlogits4 (bound rounded up to whole vec4s), which may be the logits' own buffer
+// (nothing reads it). Same arithmetic in the same order as main_rows_any (and main_rows): bitwise
+// the same results.
 
 // Texel coordinates of texel k, and of the one after (c, as from tex_coord).
 fn tex_coord(k: u32) -> vec2u {
@@ -447,28 +508,64 @@ fn tex_next(c: vec2u) -> vec2u {
   return vec2u(select(c.x + 1u, 0u, wrap), c.y + select(0u, 1u, wrap));
 }
 
+// Elements off .. off+3 of the eight in texels a, b (off < 4): selects, no dynamic indexing.
+fn shift4(a: vec4f, b: vec4f, off: u32) -> vec4f {
+  if (ALIGNED) {
+    return a;
+  }
+  let lo = select(a, vec4f(a.yzw, b.x), off == 1u);
+  let hi = select(vec4f(a.zw, b.xy), vec4f(a.w, b.xyz), off == 3u);
+  return select(lo, hi, off >= 2u);
+}
+
 @compute @workgroup_size(WG)
 fn main_tex(@builtin(global_invocation_id) gid: vec3u) {
   let lrow = gid.x + gid.y * p.rows_x;
   if (lrow < p.block_rows) {
     let row = p.row0 + lrow;
-    let nv = p.v / 4u;
-    let base = lrow * nv;
-    var c = tex_coord(base);
+    let base = lrow * p.v;
+    let off = base % 4u;
+    let nq = p.v / 4u;
+    let rest = p.v % 4u;
+    let first = tex_coord(base / 4u);
+    // Pass 1: chunk j from texels (base / 4 + j, + 1); then the last `rest` elements. The texel
+    // after a row's last may lie past the texture (the last row): a fetch there returns some
+    // value, used by no element of the row.
+    var c = first;
+    var a = textureLoad(logits_tex, c, 0);
     var mst = vec3f(FLT_LOWEST, 0.0, 0.0);
-    for (var j = 0u; j < nv; j++) {
-      mst = online4(mst, textureLoad(logits_tex, c, 0));
+    for (var j = 0u; j < nq; j++) {
       c = tex_next(c);
+      let b = textureLoad(logits_tex, c, 0);
+      mst = online4(mst, shift4(a, b, off));
+      a = b;
+    }
+    let tail = shift4(a, textureLoad(logits_tex, tex_next(c), 0), off);
+    for (var k = 0u; k < rest; k++) {
+      mst = online1(mst, tail[k]);
     }
     let ti = targets[row];
     let tu = select(0u, u32(ti), ti >= 0 && u32(ti) < p.v);
-    let r = finish_row(row, base, mst, textureLoad(logits_tex, tex_coord(base + tu / 4u), 0)[tu % 4u], ti, true);
-    c = tex_coord(base);
-    for (var j = 0u; j < nv; j++) {
-      dlogits4[base + j] = grad4(r, textureLoad(logits_tex, c, 0));
+    let r = finish_row(row, base, mst, textureLoad(logits_tex, tex_coord((base + tu) / 4u), 0)[(base + tu) % 4u], ti, true);
+    // Pass 2 is element by element, so it runs over the texels the row covers as they lie:
+    // whole ones [ka, kb) stored as vec4s, and at most three elements before and after them one
+    // at a time (their texels hold the neighbouring rows' elements too: a component store writes
+    // that component's memory alone).
+    let end = base + p.v;
+    let ka = (base + 3u) / 4u;
+    let kb = max(ka, end / 4u);
+    c = tex_coord(ka);
+    for (var k = ka; k < kb; k++) {
+      dlogits4[k] = grad4(r, textureLoad(logits_tex, c, 0));
       c = tex_next(c);
     }
-    dlogits4[base + tu / 4u][tu % 4u] += r.scale * r.g;
+    for (var e = base; e < min(4u * ka, end); e++) {
+      dlogits4[e / 4u][e % 4u] = grad4(r, textureLoad(logits_tex, tex_coord(e / 4u), 0))[e % 4u];
+    }
+    for (var e = max(4u * kb, base); e < end; e++) {
+      dlogits4[e / 4u][e % 4u] = grad4(r, textureLoad(logits_tex, tex_coord(e / 4u), 0))[e % 4u];
+    }
+    dlogits4[(base + tu) / 4u][(base + tu) % 4u] += r.scale * r.g;
   }
 }
 

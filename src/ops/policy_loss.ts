@@ -12,11 +12,13 @@
  * is a row of the MODES table, never a branch here.
  *
  * The main pass has three layouts (PolicyLossTuning.layout): a workgroup per row reducing through
- * workgroup memory (real GPUs, and any V); an invocation per row over vec4s with no barrier
- * (software adapters, V a multiple of 4); and the same reading the logits through a temporary
- * texture copy (llvmpipe, where texel fetches cost a fraction of storage-buffer loads; the
- * texture, N·V·4 bytes, is charged to the recording's pool owner until the submit). All are
- * deterministic; the first two may differ in the last bits, the last two are bitwise equal.
+ * workgroup memory (real GPUs); an invocation per row over chunks of four logits with no barrier
+ * (software adapters); and the same reading the logits through a temporary texture copy
+ * (llvmpipe, where texel fetches cost a fraction of storage-buffer loads; the texture, N·V·4
+ * bytes rounded up to a texel, is charged to the recording's pool owner until the submit). All
+ * take any V and are deterministic; the first two may differ in the last bits, the last two are
+ * bitwise equal (a row's chunks start at its first logit, V % 4 left over at its end, wherever
+ * the row lies in the texture).
  *
  * Row blocks (`LogitsBlocks`): where logits [N, V] would not fit one storage binding (V = 50257,
  * N > ~667 at 128 MiB), the caller passes a logits tensor of a few rows and two callbacks; the
@@ -32,7 +34,7 @@
  * NaN loss, gradient row and total unless that token is masked (weight 0).
  */
 import { ConfigError, ShapeError } from '../errors.ts';
-import { type DispatchSpec, grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { type DispatchSpec, grid1d, Params, type Recorder, texelTableWidth } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { dims, expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, expectShape, LLVMPIPE_LOOP_LIMIT } from '../gpu/checks.ts';
 import { splitRange } from '../gpu/chunks.ts';
@@ -168,11 +170,13 @@ function hyperparameters(spec: PolicyLossSpec): number[] {
 export interface PolicyLossTuning {
   /**
    * 'groups': a workgroup per row, its threads striding the row and reducing through workgroup
-   * memory (real GPUs; any V). 'rows': an invocation per row, vec4 loads and stores, no barriers
-   * (software adapters; V a multiple of 4). 'texture': 'rows' reading the logits through a
-   * texture copy, a fraction of the cost of storage-buffer loads on llvmpipe (V a multiple of 4;
-   * a temporary texture of the logits' size). Default: 'texture' on llvmpipe, 'rows' on other
-   * software adapters, where V allows; else 'groups'.
+   * memory (real GPUs). 'rows': an invocation per row, four logits a step, no barriers (software
+   * adapters; vec4 loads and stores where V % 4 == 0). 'texture': 'rows' reading the logits
+   * through a texture copy, a fraction of the cost of storage-buffer loads on llvmpipe (a
+   * temporary texture of the logits' size; 'rows' where the logits' buffer cannot be copied
+   * whole texels — the same results). Default: 'texture' on llvmpipe, 'rows' on other software
+   * adapters where V % 4 == 0 (not measured there for other V), within llvmpipe's loop budget;
+   * else 'groups'.
    */
   layout?: Layout;
   /** 'groups': threads per row (power of two ≤ 256); 'rows', 'texture': rows per workgroup. */
@@ -187,25 +191,38 @@ interface Launch {
   wg: number;
 }
 
-/** Loop iterations of one main_rows / main_tex invocation: V/4 in each of its two passes. */
-const rowsIterations = (v: number) => v / 2;
+/** Loop iterations of one main_rows* / main_tex invocation: ⌊V/4⌋ + V % 4 in each of its two passes. */
+const rowsIterations = (v: number) => 2 * (Math.floor(v / 4) + (v % 4));
 
 /** How the main pass is laid out for this adapter and vocabulary. */
 function launch(rec: Recorder, v: number, tuning: PolicyLossTuning): Launch {
   const { isSoftware: soft, kind } = rec.ctx;
-  // An invocation per row needs V % 4 = 0, and its loops must stay within llvmpipe's
-  // per-invocation loop limit (V up to ~129k; larger vocabularies take 'groups').
-  const rowsFit = v % 4 === 0 && rowsIterations(v) <= LLVMPIPE_LOOP_LIMIT - 1000;
-  const layout = tuning.layout ?? (soft && rowsFit ? (kind === 'llvmpipe' ? 'texture' : 'rows') : 'groups');
+  // An invocation per row must keep its loops within llvmpipe's per-invocation loop limit (V up
+  // to ~129k; larger vocabularies take 'groups').
+  const rowsFit = rowsIterations(v) <= LLVMPIPE_LOOP_LIMIT - 1000;
+  const byDefault = kind === 'llvmpipe' ? 'texture' : soft && v % 4 === 0 ? 'rows' : 'groups';
+  const layout = tuning.layout ?? (rowsFit ? byDefault : 'groups');
   if (!LAYOUTS.includes(layout)) throw new ConfigError('tuning.layout', `must be one of ${LAYOUTS.join(', ')}, got ${String(layout)}`);
-  if (layout !== 'groups') {
-    if (v % 4 !== 0) throw new ConfigError('tuning.layout', `'${layout}' needs V a multiple of 4, got V=${v}`);
-    expectLoopBudget(KERNEL, rec.ctx, rowsIterations(v), `layout '${layout}' at V=${v}`);
-  }
+  if (layout !== 'groups') expectLoopBudget(KERNEL, rec.ctx, rowsIterations(v), `layout '${layout}' at V=${v}`);
   // 'rows', 'texture': rows per workgroup, one llvmpipe SIMD row of 8 lanes; 'groups': threads per row.
   const wg = tuning.rowThreads ?? (layout !== 'groups' || soft ? 8 : 256);
   if (!Number.isInteger(Math.log2(wg)) || wg > 256) throw new ConfigError('tuning.rowThreads', `must be a power of two ≤ 256, got ${wg}`);
   return { layout, wg };
+}
+
+/**
+ * `t` as whole vec4s / rgba32float texels (Recorder.tempTexture): a view rounded up to a multiple
+ * of 4 elements (the padding, from the pool's 256-byte buffer classes, is never used), or null
+ * where the buffer cannot give that (a view near its end, an offset off a 16-byte texel, a
+ * binding or a texture over the device's limits).
+ */
+function texelView(rec: Recorder, t: Tensor): Tensor | null {
+  const { ctx } = rec;
+  const padded = Math.max(4, Math.ceil(t.size / 4) * 4);
+  const rows = Math.ceil(padded / 4 / texelTableWidth(ctx));
+  const fits = t.byteOffset % 16 === 0 && t.byteOffset + 4 * padded <= t.buffer.size && 4 * padded <= ctx.limit('maxStorageBufferBindingSize') &&
+    rows <= ctx.limit('maxTextureDimension2D');
+  return fits ? t.view([padded], `${t.label}/texels`) : null;
 }
 
 /**
@@ -273,14 +290,16 @@ export function policyLoss(
   const adv = inputs.advantages && mode.needs.includes('advantages') ? inputs.advantages : weights;
   const ref = inputs.refLogprobs && mode.needs.includes('refLogprobs') ? inputs.refLogprobs : weights;
   const perRow = layout !== 'groups';
+  const vec4 = v % 4 === 0;
   const params = (rowThreads: number, texWidth: number, r0: number, rows: number) => new Params(16).u32(n).u32(v).u32(s).u32(mode.id)
     .u32(AGGREGATIONS[spec.aggregation]).u32(rowThreads).f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN)
     .u32(texWidth).u32(r0).u32(rows);
   const single = { RWG: 256 }; // prepare and stats: one workgroup over all tokens
   // Binding table of the kernel: 0 logits, 1 targets, 2 scratch, 3 dlogits, 4 logprobs, 5 entropy,
-  // 6 loss, 7 stats, 8 weights, 9 seq_ids, 10 old, 11 adv, 12 ref; for main_rows* 13 logits and
-  // 14 dlogits as vec4s in place of 0 and 3; for main_tex 14 dlogits (or the logits, in place)
-  // and 15 the logits' texture; params at 16, after every other slot.
+  // 6 loss, 7 stats, 8 weights, 9 seq_ids, 10 old, 11 adv, 12 ref; for main_rows and
+  // main_rows_inplace 13 logits and 14 dlogits as vec4s in place of 0 and 3; for main_tex 14
+  // dlogits as vec4s, rounded up (or the logits, in place) and 15 the logits' texture; params at
+  // 16, after every other slot.
   const none = null;
   const pad = [none, none, none] as const;
   rec.dispatch({
@@ -291,15 +310,21 @@ export function policyLoss(
   for (const [r0, rows] of blocks ? splitRange(n, blocks.rows) : [[0, n] as [number, number]]) {
     blocks?.produce(rec, r0, rows);
     const { workgroups, rowThreads } = grid1d(rec.ctx, rows, perRow ? wg : 1);
-    const table = layout === 'texture' ? rec.tempTexture(logits, 'policy_loss logits') : null;
+    const texels = layout === 'texture' ? texelView(rec, logits) : null;
+    const dtexels = layout === 'texture' ? texelView(rec, out.dlogits) : null;
+    const table = texels && dtexels ? rec.tempTexture(texels, 'policy_loss logits') : null;
+    const scalar: DispatchSpec['bindings'] = [logits, targets, out.scratch, inPlace ? none : out.dlogits, ...perToken, ...pad];
     const main: Record<Layout, { entry: string; bindings: DispatchSpec['bindings'] }> = {
-      groups: { entry: inPlace ? 'main_inplace' : 'main', bindings: [logits, targets, out.scratch, inPlace ? none : out.dlogits, ...perToken, ...pad] },
-      rows: { entry: inPlace ? 'main_rows_inplace' : 'main_rows', bindings: [none, targets, out.scratch, none, ...perToken, logits, inPlace ? none : out.dlogits, none] },
-      texture: { entry: 'main_tex', bindings: [none, targets, out.scratch, none, ...perToken, none, out.dlogits, table] },
+      groups: { entry: inPlace ? 'main_inplace' : 'main', bindings: scalar },
+      rows: vec4
+        ? { entry: inPlace ? 'main_rows_inplace' : 'main_rows', bindings: [none, targets, out.scratch, none, ...perToken, logits, inPlace ? none : out.dlogits, none] }
+        : { entry: inPlace ? 'main_rows_any_inplace' : 'main_rows_any', bindings: scalar },
+      texture: { entry: 'main_tex', bindings: [none, targets, out.scratch, none, ...perToken, none, dtexels, table] },
     };
+    const used = layout === 'texture' && !table ? 'rows' : layout; // 'rows' gives the same bits
     rec.dispatch({
-      kernel: KERNEL, entryPoint: main[layout].entry, constants: { WG: wg }, params: params(rowThreads, table?.width ?? 0, r0, rows),
-      workgroups, bindings: main[layout].bindings,
+      kernel: KERNEL, entryPoint: main[used].entry, constants: used === 'texture' ? { WG: wg, ALIGNED: +vec4 } : { WG: wg },
+      params: params(rowThreads, table?.width ?? 0, r0, rows), workgroups, bindings: main[used].bindings,
     });
     blocks?.consume?.(rec, r0, rows);
   }

@@ -8,7 +8,8 @@ import { ConfigError, LimitError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { emptyTensor, Tensor, tensorFrom } from '../../../src/gpu/tensor.ts';
-import { POLICY_STATS, POLICY_STATS_SIZE, policyLoss, type PolicyLossSpec, policyLossScratchSize, type PolicyLossTuning } from '../../../src/ops/policy_loss.ts';
+import { STORAGE_USAGE } from '../../../src/gpu/pool.ts';
+import { type LogitsBlocks, POLICY_STATS, POLICY_STATS_SIZE, policyLoss, type PolicyLossSpec, policyLossScratchSize, type PolicyLossTuning } from '../../../src/ops/policy_loss.ts';
 import { policyLossRef, type PolicyLossRefInputs, tokenScales } from '../../../src/ops/policy_loss.ref.ts';
 import { valueLoss, type ValueLossSpec } from '../../../src/ops/value_loss.ts';
 import { valueLossRef } from '../../../src/ops/value_loss.ref.ts';
@@ -43,25 +44,40 @@ interface GpuResult {
   stats: Float32Array;
 }
 
-async function runPolicy(ctx: GpuContext, fx: Fixture, spec: PolicyLossSpec, inPlace = false, tuning: PolicyLossTuning = {}): Promise<GpuResult> {
+/**
+ * `blockRows`: the logits made and used a block of rows at a time (LogitsBlocks), copied from the
+ * whole [N, V] and their gradient copied back. `exact`: the logits in a buffer of exactly N·V·4
+ * bytes (no pool rounding), so a texture copy cannot round it up to whole texels.
+ */
+async function runPolicy(ctx: GpuContext, fx: Fixture, spec: PolicyLossSpec, inPlace = false, tuning: PolicyLossTuning = {},
+  how: { blockRows?: number; exact?: boolean } = {}): Promise<GpuResult> {
   const o = { owner: 'policy-case' };
   const up = (a: Float32Array | Int32Array, label: string) => tensorFrom(ctx, a, [a.length], { ...o, label });
-  const logits = tensorFrom(ctx, fx.logits, [fx.n, fx.v], { ...o, label: 'logits' });
+  const exact = how.exact ? ctx.device.createBuffer({ label: 'exact logits', size: 4 * fx.n * fx.v, usage: STORAGE_USAGE }) : null;
+  if (exact) ctx.device.queue.writeBuffer(exact, 0, fx.logits);
+  const whole = exact ? new Tensor(ctx, exact, [fx.n, fx.v], 'f32', o.owner, 'exact logits') : tensorFrom(ctx, fx.logits, [fx.n, fx.v], { ...o, label: 'logits' });
+  const rows = how.blockRows ?? fx.n;
+  const logits = how.blockRows ? emptyTensor(ctx, [rows, fx.v], 'f32', { ...o, label: 'logits block' }) : whole;
   const inputs = {
     logits, targets: up(fx.targets, 'targets'), weights: up(fx.weights, 'weights'), oldLogprobs: up(fx.oldLogprobs, 'old'),
     advantages: up(fx.advantages, 'adv'), refLogprobs: up(fx.refLogprobs, 'ref'), seqIds: up(fx.seqIds, 'seq'), numSequences: fx.numSequences,
   };
   const out = {
-    dlogits: inPlace ? logits : emptyTensor(ctx, [fx.n, fx.v], 'f32', { ...o, label: 'dlogits' }),
+    dlogits: inPlace ? logits : emptyTensor(ctx, [rows, fx.v], 'f32', { ...o, label: 'dlogits' }),
     logprobs: emptyTensor(ctx, [fx.n], 'f32', o), entropy: emptyTensor(ctx, [fx.n], 'f32', o), loss: emptyTensor(ctx, [fx.n], 'f32', o),
     stats: emptyTensor(ctx, [POLICY_STATS_SIZE], 'f32', o), scratch: emptyTensor(ctx, [policyLossScratchSize(fx.n, fx.numSequences)], 'f32', o),
   };
+  const dwhole = how.blockRows ? emptyTensor(ctx, [fx.n, fx.v], 'f32', { ...o, label: 'dlogits whole' }) : out.dlogits;
+  const blocks: LogitsBlocks | undefined = how.blockRows
+    ? { rows, produce: (rec, r0, n) => rec.copy(whole.rows(r0, n), logits.rows(0, n)), consume: (rec, r0, n) => rec.copy(out.dlogits.rows(0, n), dwhole.rows(r0, n)) }
+    : undefined;
   const rec = new Recorder(ctx, { label: `policy_loss ${spec.kind}` });
-  policyLoss(rec, out, inputs, spec, tuning);
-  const reads = [out.dlogits, out.logprobs, out.entropy, out.loss, out.stats].map((t) => rec.read(t));
+  policyLoss(rec, out, inputs, spec, tuning, blocks);
+  const reads = [dwhole, out.logprobs, out.entropy, out.loss, out.stats].map((t) => rec.read(t));
   await rec.submit();
   const [dlogits, logprobs, entropy, loss, stats] = (await Promise.all(reads)) as Float32Array[];
-  for (const t of new Set([...Object.values(inputs), ...Object.values(out)])) if (t instanceof Tensor) t.release();
+  for (const t of new Set([whole, dwhole, ...Object.values(inputs), ...Object.values(out)])) if (t instanceof Tensor && t.buffer !== exact) t.release();
+  exact?.destroy();
   return { dlogits, logprobs, entropy, loss, stats };
 }
 
@@ -193,12 +209,15 @@ export const policyLossCases: GpuCase[] = [
     },
   },
   {
-    name: 'policy_loss: every layout of the main pass (workgroup per row; invocation per row over vec4s, from the buffer or a texture) matches the reference and tfjs; masked, NaN, in place, bitwise',
+    name: 'policy_loss: every layout of the main pass (workgroup per row; invocation per row, from the buffer or a texture) matches the reference and tfjs at any V; masked, NaN, in place, bitwise',
     async fn(ctx) {
       const worst: Record<string, number> = {};
-      // V a multiple of 4 (the vec4 layouts' condition), odd N; [9, 4100] spans more than one
-      // 8192-texel row of the texture layout, with rows that straddle two and a partial last row.
-      const shapes: [number, number][] = [[3, 4], [9, 36], [13, 260], [9, 4100]];
+      // Odd N; V a multiple of 4 (vec4 rows, every row on a texel) and not (V = 7, 259, 1003: rows
+      // start 1, 2 or 3 elements into a texel, the texel copy ends in a partial texel); [9, 4100]
+      // spans more than one 8192-texel row of the texture, rows straddling two, a partial last row.
+      const shapes: [number, number][] = [[3, 4], [9, 36], [13, 260], [9, 4100], [37, 7], [13, 259], [11, 1003]];
+      // Rows vs texture, bitwise: [N, V] with N·V % 4 = 1, 2, 3, 0 and one row shorter than a texel.
+      const bitwise: [number, number][] = [[37, 612], [37, 7], [13, 259], [11, 1003], [1, 259], [5, 3], [6, 1003]];
       const byLayout: Record<string, GpuResult> = {};
       for (const layout of ['groups', 'rows', 'texture'] as const) {
         for (const [si, [n, v]] of shapes.entries()) {
@@ -208,26 +227,32 @@ export const policyLossCases: GpuCase[] = [
           }
         }
         // Masked rows are exact zeros; an unmasked out-of-range target makes its row NaN only.
-        const fx = fixture(310, 6, 12);
-        fx.weights.set([1, 0, 1, 0, 1, 1]);
-        fx.targets[3] = 12;
-        fx.targets[4] = -1;
-        const spec = specOf('grpo', 'token_mean', 0.01, false);
-        const got = await runPolicy(ctx, fx, spec, false, { layout });
-        for (const i of [1, 3]) assert.isTrue(got.dlogits.subarray(i * 12, (i + 1) * 12).every((x) => x === 0), `${layout}: row ${i} is zero`);
-        assert.isTrue(got.dlogits.subarray(4 * 12, 5 * 12).every(Number.isNaN), `${layout}: row 4 is NaN`);
-        assert.isTrue(got.dlogits.subarray(5 * 12).every(Number.isFinite), `${layout}: row 5 is finite`);
-        // In place equals out of place, bitwise, and a rerun is bitwise identical.
-        const fx2 = fixture(311, 37, 612);
-        const spec2 = specOf('ppo', 'sequence_mean', 0.01, true);
-        const a = await runPolicy(ctx, fx2, spec2, false, { layout });
-        const b = await runPolicy(ctx, fx2, spec2, false, { layout });
-        const c = await runPolicy(ctx, fx2, spec2, true, { layout });
-        for (const k of ['dlogits', 'logprobs', 'entropy', 'loss', 'stats'] as const) {
-          assert.strictEqual(firstBitDiff(a[k], b[k]), -1, `${layout} ${k}: run 1 vs run 2`);
-          assert.strictEqual(firstBitDiff(a[k], c[k]), -1, `${layout} ${k}: out of place vs in place`);
+        for (const v of [12, 13]) {
+          const fx = fixture(310, 6, v);
+          fx.weights.set([1, 0, 1, 0, 1, 1]);
+          fx.targets[3] = v;
+          fx.targets[4] = -1;
+          const spec = specOf('grpo', 'token_mean', 0.01, false);
+          const got = await runPolicy(ctx, fx, spec, false, { layout });
+          for (const i of [1, 3]) assert.isTrue(got.dlogits.subarray(i * v, (i + 1) * v).every((x) => x === 0), `${layout} V=${v}: row ${i} is zero`);
+          assert.isTrue(got.dlogits.subarray(4 * v, 5 * v).every(Number.isNaN), `${layout} V=${v}: row 4 is NaN`);
+          assert.isTrue(got.dlogits.subarray(0, 4 * v).every((x) => !Number.isNaN(x)), `${layout} V=${v}: rows 0-3 are not NaN`);
+          assert.isTrue(got.dlogits.subarray(5 * v).every(Number.isFinite), `${layout} V=${v}: row 5 is finite`);
         }
-        byLayout[layout] = a;
+        // In place equals out of place, bitwise, and a rerun is bitwise identical.
+        for (const [bi, [n2, v2]] of bitwise.entries()) {
+          const fx2 = fixture(311 + bi, n2, v2);
+          const spec2 = specOf(bi % 2 ? 'grpo' : 'ppo', 'sequence_mean', 0.01, true);
+          const a = await runPolicy(ctx, fx2, spec2, false, { layout });
+          const b = await runPolicy(ctx, fx2, spec2, false, { layout });
+          const c = await runPolicy(ctx, fx2, spec2, true, { layout });
+          for (const k of ['dlogits', 'logprobs', 'entropy', 'loss', 'stats'] as const) {
+            assert.strictEqual(firstBitDiff(a[k], b[k]), -1, `${layout} [${n2}, ${v2}] ${k}: run 1 vs run 2`);
+            assert.strictEqual(firstBitDiff(a[k], c[k]), -1, `${layout} [${n2}, ${v2}] ${k}: out of place vs in place`);
+          }
+          assert.isAtMost(relL2(a.dlogits, policyLossRef(fx2, spec2).dlogits), 1e-5, `${layout} [${n2}, ${v2}] vs reference`);
+          byLayout[`${layout} ${n2}x${v2}`] = a;
+        }
       }
       // The texture is charged to the recording's pool owner until the submit.
       const fx3 = fixture(312, 3, 8);
@@ -242,10 +267,38 @@ export const policyLossCases: GpuCase[] = [
       assert.strictEqual(ctx.pool.owner('recorder:policy tex').currentBytes, 0, 'texture given back at submit');
       for (const x of [...Object.values(inputs), ...Object.values(out)]) x.release();
       // The texture layout is the rows layout with other loads: the same arithmetic, bitwise.
-      for (const k of ['dlogits', 'logprobs', 'entropy', 'loss', 'stats'] as const) {
-        assert.strictEqual(firstBitDiff(byLayout.rows[k], byLayout.texture[k]), -1, `${k}: texture vs rows`);
+      for (const [n2, v2] of bitwise) {
+        for (const k of ['dlogits', 'logprobs', 'entropy', 'loss', 'stats'] as const) {
+          assert.strictEqual(firstBitDiff(byLayout[`rows ${n2}x${v2}`][k], byLayout[`texture ${n2}x${v2}`][k]), -1, `[${n2}, ${v2}] ${k}: texture vs rows`);
+        }
       }
       console.log(`policy_loss layouts worst errors: ${Object.entries(worst).map(([k, e]) => `${k} ${e.toExponential(1)}`).join(', ')}`);
+    },
+  },
+  {
+    name: 'policy_loss: row blocks, and logits in a buffer with no room for a whole last texel, give the same bits in every layout (V = 7, 259, 1003)',
+    async fn(ctx) {
+      for (const [fi, [n, v, blockRows]] of ([[13, 259, 5], [11, 1003, 3], [37, 7, 6]] as const).entries()) {
+        const fx = fixture(330 + fi, n, v);
+        const spec = specOf('grpo', 'token_mean', 0.01, fi % 2 === 0);
+        const rowsWhole = await runPolicy(ctx, fx, spec, false, { layout: 'rows' });
+        for (const layout of ['groups', 'rows', 'texture'] as const) {
+          const want = layout === 'groups' ? await runPolicy(ctx, fx, spec, false, { layout }) : rowsWhole;
+          // Blocks of rows: a row's arithmetic does not depend on where it lies in the logits (in
+          // a block, row r starts (r − r0)·V elements in: another offset into its first texel).
+          for (const inPlace of [false, true]) {
+            const got = await runPolicy(ctx, fx, spec, inPlace, { layout }, { blockRows });
+            for (const k of ['dlogits', 'logprobs', 'entropy', 'loss', 'stats'] as const) {
+              assert.strictEqual(firstBitDiff(got[k], want[k]), -1, `${layout} [${n}, ${v}] blocks of ${blockRows}${inPlace ? ' in place' : ''} ${k}`);
+            }
+          }
+        }
+        // No room to round the logits up to whole texels: 'texture' reads the buffer ('rows').
+        const exact = await runPolicy(ctx, fx, spec, false, { layout: 'texture' }, { exact: true });
+        for (const k of ['dlogits', 'logprobs', 'entropy', 'loss', 'stats'] as const) {
+          assert.strictEqual(firstBitDiff(exact[k], rowsWhole[k]), -1, `texture [${n}, ${v}] exact-size buffer ${k}`);
+        }
+      }
     },
   },
   {
@@ -270,8 +323,6 @@ export const policyLossCases: GpuCase[] = [
       assert.throws(() => policyLoss(rec, { ...out, scratch: vec('small', 3) }, { logits, targets, weights }, ce), ShapeError, /scratch .* needs at least 29/);
       assert.throws(() => policyLoss(rec, { ...out, loss: out.entropy }, { logits, targets, weights }, ce), ShapeError, /must not alias/);
       assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, { kind: 'ppo', aggregation: 'sum', clipLow: 1.5, clipHigh: 0.2 }), ConfigError, /clipLow/);
-      assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, ce, { layout: 'rows' }), ConfigError, /tuning\.layout.*'rows' needs V a multiple of 4, got V=5/);
-      assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, ce, { layout: 'texture' }), ConfigError, /'texture' needs V a multiple of 4, got V=5/);
       assert.throws(() => policyLoss(rec, out, { logits, targets, weights }, ce, { layout: 'diagonal' as 'rows' }), ConfigError, /must be one of groups, rows, texture, got diagonal/);
       if (ctx.kind === 'llvmpipe') {
         // An invocation per row would loop past llvmpipe's per-invocation limit (a shape-only view).
