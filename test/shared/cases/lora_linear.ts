@@ -159,11 +159,14 @@ export const loraLinearCases: GpuCase[] = [
     },
   },
   {
-    name: 'lora_linear: texture reads of the matmuls (llvmpipe default) give bitwise the buffer path (f32 and f16 W)',
+    name: 'lora_linear: texture reads of the matmuls (llvmpipe default) give bitwise the buffer path (f32 and f16 W; ranks 1, 7, 64 on odd sizes)',
     async fn(ctx) {
       const buf: MatmulConfig = { kernel: 'register', tm: 16, tn: 8, wgX: 8, wgY: 1, bk: 16, reads: 'buffer' };
       const tex: MatmulConfig = { ...buf, reads: 'texture' };
-      for (const [N, In, Out, R] of SHAPES.slice(1)) {
+      // Ranks 1, 7, 64 (and 8) on odd sizes: one row, scalar-loaded factors (R % 4 ≠ 0), a rank
+      // larger than In and Out.
+      const shapes: [number, number, number, number][] = [...SHAPES, [37, 45, 29, 1], [13, 33, 19, 64], [21, 5, 3, 7]];
+      for (const [N, In, Out, R] of shapes) {
         const d = { N, In, Out, R };
         const v = inputs(26, d);
         for (const wBits of ctx.hasF16 ? [undefined, toF16(v.w).bits] : [undefined]) {
