@@ -49,7 +49,7 @@ export const ALGORITHMS_RUN: AlgorithmsSettings = Object.freeze({
   groups: 8,
   groupSize: 4,
   warmStart: { steps: 200, demos: 4096, batchSize: 32, lr: 1e-2 },
-  lr: { default: 1.5e-3 },
+  lr: { default: 7e-4 },
   evalEpisodes: 64,
   algos: ['grpo', 'ppo', 'rloo', 'dpo'] as Algo[],
   window: 10,
