@@ -108,10 +108,10 @@ export function flatChunks(op: string, t: Tensor, quantum = 1): Tensor[] {
 /**
  * A view of `t` (from an aligned byte of its buffer) that holds its elements [first, first +
  * count), and where they start in it: `offset` elements in. The whole tensor (offset = first)
- * when it fits one binding.
+ * when it fits one binding, or `maxBytes` when given (a smaller window is wanted).
  */
-export function windowOf(t: Tensor, first: number, count: number): { view: Tensor; offset: number } {
-  const max = t.ctx.limit('maxStorageBufferBindingSize');
+export function windowOf(t: Tensor, first: number, count: number, maxBytes = t.ctx.limit('maxStorageBufferBindingSize')): { view: Tensor; offset: number } {
+  const max = Math.min(maxBytes, t.ctx.limit('maxStorageBufferBindingSize'));
   if (Math.ceil(t.size / 4) * 4 * DTYPE_BYTES[t.dtype] <= max) return { view: t, offset: first };
   const w = alignedWindow(first, count, DTYPE_BYTES[t.dtype], t.ctx.limit('minStorageBufferOffsetAlignment'));
   const flat = t.view([t.size]);

@@ -12,7 +12,7 @@
  * workgroup counts are checked against the device's limits before anything is recorded, so bad
  * input fails with a LimitError naming the kernel.
  */
-import { GpuValidationError, LimitError, WebtinkerError } from '../errors.ts';
+import { GpuValidationError, LimitError, ReleasedError, WebtinkerError } from '../errors.ts';
 import type { GpuContext } from './device.ts';
 import type { Constants } from './pipelines.ts';
 import { type AnyHostArray, type DType, emptyTensor, hostArray, Tensor } from './tensor.ts';
@@ -91,6 +91,14 @@ export function texelTableWidth(ctx: GpuContext): number {
   return Math.max(32, Math.floor(Math.min(8192, ctx.limit('maxTextureDimension2D')) / 32) * 32);
 }
 
+/** A scratch texture of a recording: its size class (format, texel rows) and charged bytes. */
+interface ScratchTexture {
+  readonly texture: GPUTexture;
+  readonly format: GPUTextureFormat;
+  readonly height: number;
+  readonly bytes: number;
+}
+
 export interface SubmitResult {
   /** GPU time of the submission in nanoseconds where timestamp queries are available. */
   gpuNs?: number;
@@ -112,7 +120,10 @@ export class Recorder {
   #paramBytes = 0;
   #submitted = false;
   #temps: Tensor[] = [];
-  #textures: { texture: GPUTexture; bytes: number }[] = [];
+  /** Every scratch texture of the recording (destroyed at submit) ... */
+  #textures: ScratchTexture[] = [];
+  /** ... and those given back by releaseTexture, free for a later tempTexture of this recording. */
+  #freeTextures: ScratchTexture[] = [];
 
   constructor(ctx: GpuContext, opts: { label?: string; timing?: boolean } = {}) {
     this.ctx = ctx;
@@ -181,6 +192,13 @@ export class Recorder {
    * recording's pool owner meanwhile) given back, once the work is submitted.
    * Why: on Mesa's llvmpipe a texel fetch costs a fraction of a storage-buffer load (measured
    * ~10x less per element), so a kernel that reads a large tensor several times reads it here.
+   *
+   * Reuse: a table given back with `releaseTexture` is the copy target of a later tempTexture of
+   * this recording that fits it (same format, at least as many texel rows; the smallest such),
+   * so a recording that copies many operands one after another (every weight of a training step,
+   * the ranges of a vocabulary-sized head) holds only the textures in use at once, not all of
+   * them until the submit. Safe by WebGPU's ordering: commands of a command buffer run as if one
+   * after another, so the later copy into it follows every dispatch recorded before it.
    */
   tempTexture(src: Tensor, label = 'texels'): TexelTable {
     this.#assertOpen();
@@ -194,15 +212,40 @@ export class Recorder {
     if (!Number.isInteger(texels) || height > maxDim) {
       throw new LimitError(label, `${src} cannot be laid out as ${half ? 'rgba16float' : 'rgba32float'} texels of a ${width}-wide texture (${texels} texels, maxTextureDimension2D ${maxDim})`);
     }
-    const texture = this.ctx.device.createTexture({
-      label: `${this.label}/${label}`, size: [width, height], format: half ? 'rgba16float' : 'rgba32float',
-      usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
+    const format: GPUTextureFormat = half ? 'rgba16float' : 'rgba32float';
+    let best = -1;
+    this.#freeTextures.forEach((t, i) => {
+      if (t.format === format && t.height >= height && (best < 0 || t.height < this.#freeTextures[best].height)) best = i;
     });
-    const bytes = width * height * texelBytes;
-    this.ctx.pool.charge(`recorder:${this.label}`, bytes);
-    this.#textures.push({ texture, bytes });
+    let scratch: ScratchTexture;
+    if (best >= 0) {
+      scratch = this.#freeTextures.splice(best, 1)[0];
+      scratch.texture.label = `${this.label}/${label}`;
+    } else {
+      const texture = this.ctx.device.createTexture({
+        label: `${this.label}/${label}`, size: [width, height], format,
+        usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
+      });
+      scratch = { texture, format, height, bytes: width * height * texelBytes };
+      this.ctx.pool.charge(`recorder:${this.label}`, scratch.bytes);
+      this.#textures.push(scratch);
+    }
+    const { texture } = scratch;
     this.#commands.push({ kind: 'texels', src: src.buffer, srcOffset: src.byteOffset, dst: texture, width, texels, texelBytes });
     return { texture, textureView: texture.createView(), width };
+  }
+
+  /**
+   * Gives back a table of this recording's tempTexture: no dispatch recorded after this call may
+   * read it (a later tempTexture may copy other texels into it). Its memory stays charged until
+   * the submit; what the call saves is a new texture for the next operand.
+   */
+  releaseTexture(table: TexelTable): void {
+    this.#assertOpen();
+    const t = this.#textures.find((x) => x.texture === table.texture);
+    if (!t) throw new WebtinkerError('texture-unknown', `texture "${table.texture.label}" is not a scratch texture of recorder "${this.label}"`);
+    if (this.#freeTextures.includes(t)) throw new ReleasedError(`texture "${table.texture.label}" of recorder "${this.label}"`);
+    this.#freeTextures.push(t);
   }
 
   /** Copy a tensor's elements into another of at least the same byte length. */
@@ -411,6 +454,7 @@ export class Recorder {
   /** Scratch tensors back to the pool and scratch textures destroyed (safe after the submit, by queue order). */
   #releaseTemps(): void {
     for (const t of this.#temps.splice(0)) t.release();
+    this.#freeTextures.length = 0;
     for (const { texture, bytes } of this.#textures.splice(0)) {
       texture.destroy();
       this.ctx.pool.uncharge(`recorder:${this.label}`, bytes);

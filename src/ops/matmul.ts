@@ -14,8 +14,9 @@
  * On llvmpipe the register kernel reads A and B through texture copies made for the recording
  * (`reads: 'texture'`, entry main_tex): same sums in the same order, bitwise the buffer path's
  * results, a fraction of the load cost there. The textures (A's and B's bytes, 8192 texels wide)
- * are charged to the recording's pool owner until the submit; an operand too large for one falls
- * back to the buffer path.
+ * are charged to the recording's pool owner until the submit, but each is given back to the
+ * recording after the product's last dispatch that reads it and reused by the next copy; an
+ * operand too large for one falls back to the buffer path.
  *
  * Operands may be blocks of 2-D tensors (`matrixBlock`: rows × columns, read or written in place
  * through an element offset and a leading dimension), and a product whose A, B or C is larger
@@ -48,6 +49,15 @@ const KERNEL = 'matmul';
  * ~35 (16×16 tiles, B transposed, texture reads), doubled for tile shapes not measured.
  */
 export const LLVMPIPE_STEP_ITERATIONS = 64;
+
+/**
+ * Most bytes of a transposed B (a weight [N, K], as y = x·Wᵀ reads it) one sub-product copies
+ * into a texture: ranges of N change no sum, so a vocabulary-sized head (GPT-2 small's tok_emb,
+ * 154 MB) is read in ranges of ~16 MiB, each copied into the texture the previous range used
+ * (recordMatmul), instead of windows as large as a binding. Ranges along K are bounded by
+ * llvmpipeMaxK already (4032 rows: 12 MB at C = 768).
+ */
+export const MAX_TEXTURE_COPY_BYTES = 16 * 2 ** 20;
 
 /** Deepest K range one register-kernel invocation runs on llvmpipe with a rank-R term (a multiple of 64). */
 export function llvmpipeMaxK(R: number): number {
@@ -222,9 +232,13 @@ export function planMatmul(ctx: GpuContext, c: MatmulOperand, a: MatmulOperand, 
   const transA = Boolean(opts.transA);
   const transB = Boolean(opts.transB);
   const R = opts.lowRank ? opts.lowRank.u.shape[1] : 0;
-  const register = (opts.config ?? matmulConfigFor(ctx, dims)).kernel === 'register';
+  const config = opts.config ?? matmulConfigFor(ctx, dims);
+  const register = config.kernel === 'register';
   const maxK = ctx.kind === 'llvmpipe' && register ? llvmpipeMaxK(R) : Number.POSITIVE_INFINITY;
-  const subs = splitProduct(op, ctx, dims, dims.a, dims.b, dims.c, transA, transB, maxK);
+  // Texture reads copy A and B: ranges of N keep a transposed B's copies small (a low-rank term
+  // is not split over M or N, so its product copies its operands whole).
+  const maxCopy = register && config.reads === 'texture' && !opts.lowRank ? MAX_TEXTURE_COPY_BYTES : Number.POSITIVE_INFINITY;
+  const subs = splitProduct(op, ctx, dims, dims.a, dims.b, dims.c, transA, transB, maxK, maxCopy);
   if (opts.lowRank && subs.some((s) => s.M !== M || s.N !== N)) {
     throw new LimitError(op, `a product with a low-rank term is not split over M or N, but a ${dims.a.desc}, b ${dims.b.desc} or c ${dims.c.desc} is over the device's maxStorageBufferBindingSize`);
   }
@@ -330,16 +344,25 @@ function checkConfig(op: string, ctx: GpuContext, cfg: MatmulConfig): void {
 /**
  * Record a plan made by planMatmul. Each operand is copied into a texture right before the first
  * dispatch that reads it, once per plan (sub-products over K ranges read the same A or B range
- * again; A and B are only read).
+ * again; A and B are only read), and the texture is given back to the recording
+ * (Recorder.releaseTexture) after the last dispatch that reads it, so the next range or product
+ * copies into it instead of holding a texture of its own until the submit.
  */
 export function recordMatmul(rec: Recorder, plan: MatmulPlan): void {
+  const key = (t: Tensor) => `${t.byteOffset}+${t.bindingBytes}`;
+  // The last dispatch reading each operand range (buffer → range → index).
+  const last = new Map<GPUBuffer, Map<string, number>>();
+  for (const t of plan.textures) {
+    const ranges = last.get(t.tensor.buffer) ?? new Map<string, number>();
+    last.set(t.tensor.buffer, ranges);
+    ranges.set(key(t.tensor), Math.max(ranges.get(key(t.tensor)) ?? -1, t.to - 1));
+  }
   const tables = new Map<GPUBuffer, Map<string, TexelTable>>();
   const tableOf = (t: Tensor, label: string): TexelTable => {
     const ranges = tables.get(t.buffer) ?? new Map<string, TexelTable>();
     tables.set(t.buffer, ranges);
-    const range = `${t.byteOffset}+${t.bindingBytes}`;
-    if (!ranges.has(range)) ranges.set(range, rec.tempTexture(t, label));
-    return ranges.get(range)!;
+    if (!ranges.has(key(t))) ranges.set(key(t), rec.tempTexture(t, label));
+    return ranges.get(key(t))!;
   };
   plan.dispatches.forEach((d, i) => {
     const mine = plan.textures.filter((t) => i >= t.from && i < t.to);
@@ -347,6 +370,14 @@ export function recordMatmul(rec: Recorder, plan: MatmulPlan): void {
     const bindings: DispatchSpec['bindings'][number][] = [...d.bindings];
     for (const t of mine) bindings[t.binding] = tableOf(t.tensor, t.label);
     rec.dispatch({ ...d, bindings });
+    for (const t of mine) {
+      const ranges = tables.get(t.tensor.buffer)!;
+      const table = ranges.get(key(t.tensor));
+      if (table && last.get(t.tensor.buffer)!.get(key(t.tensor)) === i) {
+        rec.releaseTexture(table);
+        ranges.delete(key(t.tensor));
+      }
+    }
   });
 }
 

@@ -108,16 +108,27 @@ type Dim = 'M' | 'N' | 'K';
 /**
  * The sub-products of C (M×N) = op(A)·op(B) (inner K): one when every operand fits its binding
  * (the operands bound whole), else ranges of M, N and K as the file header says; K ranges are at
- * most `maxK` deep as well (llvmpipe's loop limit, see matmul.ts). Throws LimitError when an
+ * most `maxK` deep as well (llvmpipe's loop limit, see matmul.ts), and ranges of N bind at most
+ * `maxCopyBytes` of a transposed B (the texture copies of llvmpipe's reads). Throws LimitError when an
  * operand cannot be split (batched products; a single row over the limit).
  */
 export function splitProduct(op: string, ctx: GpuContext, dims: { batch: number; M: number; N: number; K: number }, a: Mat, b: Mat, c: Mat,
-  transA: boolean, transB: boolean, maxK = Number.POSITIVE_INFINITY): SubProduct[] {
+  transA: boolean, transB: boolean, maxK = Number.POSITIVE_INFINITY, maxCopyBytes = Number.POSITIVE_INFINITY): SubProduct[] {
   const { M, N, K } = dims;
   const max = ctx.limit('maxStorageBufferBindingSize');
   // A batched product is never split: its K stays whole (planMatmul refuses it if it must not).
   const per: Record<Dim, number> = { M, N, K: dims.batch === 1 ? Math.min(K, maxK) : K };
   const operands: [string, Mat, Dim][] = [['a', a, transA ? 'K' : 'M'], ['b', b, transB ? 'N' : 'K'], ['c', c, 'M']];
+  // B copied into a texture (maxCopyBytes finite): bound over at most that many bytes (less the
+  // window's alignment) where its stored rows run along N — ranges that change no sum. Only B:
+  // the model's products have their weights there; an A split over M would copy every K range
+  // of B once per M range (dlnf = dlogits·W at many rows).
+  let copyCapped: Mat | null = null;
+  if (dims.batch === 1 && Number.isFinite(maxCopyBytes) && transB && b.t.size * DTYPE_BYTES[b.t.dtype] > maxCopyBytes) {
+    copyCapped = b;
+    const rows = Math.floor((maxCopyBytes - ctx.limit('minStorageBufferOffsetAlignment')) / (b.ld * DTYPE_BYTES[b.t.dtype]));
+    per.N = Math.min(per.N, Math.max(1, rows));
+  }
   for (const [name, m, dim] of operands) {
     if (bindsWhole(ctx, m.t)) continue;
     const over = `${name} (${m.t}) is ${m.t.byteLength} bytes, over the device's maxStorageBufferBindingSize of ${max}`;
@@ -129,7 +140,7 @@ export function splitProduct(op: string, ctx: GpuContext, dims: { batch: number;
   // Element (r0, c0) of an operand for rows × cols of it: the whole tensor when it fits, else a window.
   const bind = (m: Mat, [r0, nr]: [number, number], [c0, nc]: [number, number]): Bound => {
     const first = m.off + r0 * m.ld + c0;
-    const { view, offset } = windowOf(m.t, first, Math.max(0, nr - 1) * m.ld + nc);
+    const { view, offset } = windowOf(m.t, first, Math.max(0, nr - 1) * m.ld + nc, m === copyCapped ? maxCopyBytes : max);
     return { t: view, off: offset };
   };
   const subs: SubProduct[] = [];

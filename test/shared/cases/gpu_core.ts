@@ -8,10 +8,11 @@ import {
   KernelCompileError,
   ReleasedError,
   ShapeError,
+  WebtinkerError,
 } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { KernelProfiler } from '../../../src/gpu/profiler.ts';
-import { Params, readTensor, Recorder } from '../../../src/gpu/recorder.ts';
+import { Params, readTensor, Recorder, texelTableWidth } from '../../../src/gpu/recorder.ts';
 import { emptyTensor, tensorFrom, zerosTensor } from '../../../src/gpu/tensor.ts';
 import { add } from '../../../src/ops/add.ts';
 import { addRef } from '../../../src/ops/add.ref.ts';
@@ -288,5 +289,34 @@ gpuCoreCases.push({
     assert.deepEqual([...((await read) as Float32Array)], new Array(n).fill(6));
     x.release();
     out.release();
+  },
+});
+
+gpuCoreCases.push({
+  name: 'recorder: a scratch texture given back is the copy target of a later tempTexture that fits it (charged once, freed at submit)',
+  async fn(ctx) {
+    const row = 4 * texelTableWidth(ctx); // f32 elements per texel row
+    const x = emptyTensor(ctx, [2 * row], 'f32', { owner: 'case', label: 'x' });
+    const y = emptyTensor(ctx, [row], 'f32', { owner: 'case', label: 'y' });
+    const z = emptyTensor(ctx, [3 * row], 'f32', { owner: 'case', label: 'z' });
+    const owner = 'recorder:textures';
+    const rec = new Recorder(ctx, { label: 'textures' });
+    const tx = rec.tempTexture(x, 'x');
+    assert.strictEqual(ctx.pool.owner(owner).currentBytes, 2 * row * 4);
+    rec.releaseTexture(tx);
+    const ty = rec.tempTexture(y, 'y'); // one row: fits x's two
+    assert.strictEqual(ty.texture, tx.texture);
+    assert.strictEqual(ctx.pool.owner(owner).currentBytes, 2 * row * 4);
+    const tz = rec.tempTexture(z, 'z'); // three rows: a texture of its own
+    assert.notStrictEqual(tz.texture, tx.texture);
+    assert.strictEqual(ctx.pool.owner(owner).currentBytes, 5 * row * 4);
+    rec.releaseTexture(ty);
+    assert.throws(() => rec.releaseTexture(ty), ReleasedError);
+    const other = new Recorder(ctx, { label: 'other' });
+    assert.throws(() => other.releaseTexture(tz), WebtinkerError, /not a scratch texture of recorder "other"/);
+    await other.submit();
+    await rec.submit();
+    assert.strictEqual(ctx.pool.owner(owner).currentBytes, 0);
+    for (const t of [x, y, z]) t.release();
   },
 });

@@ -9,9 +9,9 @@
 import { assert } from 'chai';
 import { LimitError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
-import { Recorder } from '../../../src/gpu/recorder.ts';
+import { Recorder, texelTableWidth } from '../../../src/gpu/recorder.ts';
 import { Tensor } from '../../../src/gpu/tensor.ts';
-import { type MatmulConfig, matmul, matmulConfigFor, type MatmulOptions, planMatmul } from '../../../src/ops/matmul.ts';
+import { MAX_TEXTURE_COPY_BYTES, type MatmulConfig, matmul, matmulConfigFor, type MatmulOptions, planMatmul } from '../../../src/ops/matmul.ts';
 import { matmulRef } from '../../../src/ops/matmul.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
@@ -256,6 +256,36 @@ export const matmulCases: GpuCase[] = [
       assert.strictEqual(entry({ ...tiles[0], reads: 'texture' }), 'main_tex');
       assert.strictEqual(entry(), ctx.kind === 'llvmpipe' ? 'main_tex' : ctx.isSoftware ? 'main' : 'main_tiled');
       releaseAll(a, b, c);
+    },
+  },
+  {
+    name: 'matmul: texture reads copy B in ranges of at most MAX_TEXTURE_COPY_BYTES along N, one texture reused by every range and product, bitwise buffer reads',
+    async fn(ctx) {
+      // A vocabulary-sized head in miniature: B [N, K] (transposed) of 17.2 MB, over the 16 MiB cap.
+      const [M, N, K] = [4, 5600, 768];
+      const rng = new Rng(21, 0x7e);
+      const a = up(ctx, rng.normalArray(M * K), [M, K], 'a'), b = up(ctx, rng.normalArray(N * K), [N, K], 'b');
+      const c1 = empty(ctx, [M, N], 'f32', 'c1'), c2 = empty(ctx, [M, N], 'f32', 'c2'), cb = empty(ctx, [M, N], 'f32', 'cb');
+      const tex: MatmulConfig = { ...matmulConfigFor(ctx, { M, N, K }), kernel: 'register', reads: 'texture' };
+      const plan = planMatmul(ctx, c1, a, b, { transB: true, config: tex });
+      const ranges = plan.textures.filter((t) => t.binding === 10);
+      assert.isAtLeast(ranges.length, 2);
+      for (const r of ranges) assert.isAtMost(r.tensor.bindingBytes, MAX_TEXTURE_COPY_BYTES);
+      // Two products in one recording: the textures of the first are given back and reused.
+      const rec = new Recorder(ctx, { label: 'texture ranges' });
+      const owner = 'recorder:texture ranges';
+      ctx.pool.resetPeaks();
+      matmul(rec, c1, a, b, { transB: true, config: tex });
+      matmul(rec, c2, a, b, { transB: true, config: tex });
+      const peak = ctx.pool.owner(owner).peakBytes;
+      const reads = [rec.read(c1), rec.read(c2)];
+      await rec.submit();
+      const texRow = 16 * texelTableWidth(ctx);
+      assert.isAtMost(peak, MAX_TEXTURE_COPY_BYTES + Math.ceil((4 * M * K) / texRow) * texRow, 'one B range and A held, not every range of both products');
+      const [want] = await run<Float32Array>(ctx, [cb], (r) => matmul(r, cb, a, b, { transB: true, config: { ...tex, reads: 'buffer' } }));
+      for (const got of reads) assert.strictEqual(firstBitDiff((await got) as Float32Array, want), -1, 'texture ranges vs buffer reads');
+      assert.strictEqual(ctx.pool.owner(owner).currentBytes, 0);
+      releaseAll(a, b, c1, c2, cb);
     },
   },
   {
