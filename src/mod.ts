@@ -130,6 +130,7 @@ export {
   configToHf,
   countParameters,
   estimateTrainingMemory,
+  trainingMemoryDevice,
   exportHfWeights,
   exportPeftAdapter,
   importHfWeights,

@@ -10,6 +10,7 @@ import type { KernelProfiler } from './profiler.ts';
 import { ConfigError, WebGpuUnavailableError } from '../errors.ts';
 import { BufferPool, BufferUsage } from './pool.ts';
 import { type PipelineCache, pipelineCacheFor } from './pipelines.ts';
+import { type AdapterKind, adapterKind } from './adapter_kind.ts';
 
 export type GpuHost = 'window' | 'worker' | 'deno' | 'deno-worker' | 'node' | 'unknown';
 
@@ -99,16 +100,7 @@ function readLimits(limits: GPUSupportedLimits): Record<string, number> {
   return out;
 }
 
-/** What kind of adapter this is: the software ones want different kernel tunings from real GPUs. */
-export type AdapterKind = 'llvmpipe' | 'swiftshader' | 'software' | 'hardware';
-
-export function adapterKind(a: AdapterSummary): AdapterKind {
-  const text = `${a.description} ${a.vendor} ${a.device} ${a.architecture}`.toLowerCase();
-  if (text.includes('llvmpipe') || text.includes('lavapipe')) return 'llvmpipe';
-  if (text.includes('swiftshader')) return 'swiftshader';
-  if (a.isFallbackAdapter || /warp|softpipe/.test(text)) return 'software';
-  return 'hardware';
-}
+export { type AdapterKind, adapterKind } from './adapter_kind.ts';
 
 export function summarizeAdapter(adapter: GPUAdapter, host: GpuHost = detectHost()): AdapterSummary {
   const info = (adapter as GPUAdapter & { info?: GPUAdapterInfo }).info;

@@ -1,76 +1,117 @@
 /**
  * Training memory estimate, for the scheduler's admission control: how many GPU bytes one
- * forward/backward + AdamW step of a job needs, split into what a LoRA job shares with other jobs
- * on the same base (the base weights) and what it owns.
+ * forward/backward + AdamW step of a job needs, split into what a job shares with other jobs on
+ * the same base (the base weights) and what it owns.
  *
- * Legend: N = B·T tokens, C dModel, Hq/Hkv heads, D headDim, F dFF, V vocab, R LoRA rank,
- * P parameter count. All activations f32.
+ * Legend: N = B·T tokens, C dModel, Hq/Hkv heads, D headDim, Q = Hq·D, K = Hkv·D, F dFF, V vocab,
+ * R LoRA rank, L layers, Nb rows of one block of logits.
  *
- * The accounting is the engine's plan (llm.c style: explicit backward, activations saved in the
- * forward), per block:
- *   always   block input N·C, norm stats (gpt2: mean+rstd 2N per norm, llama: rstd N), q N·Hq·D,
- *            k and v N·Hkv·D each (after RoPE), attention out N·Hq·D (its backward reads it),
- *            lse N·Hq, residual after attention N·C, MLP pre-activations (gpt2: N·F before GELU;
- *            llama: gate and up, 2·N·F), and for each LoRA target x·Aᵀ, N·R;
- *   if a weight gradient needs it (full training, or a LoRA target reads it): the attention norm
- *            output N·C (q/k/v), the MLP norm output N·C (gate/up), the MLP activation N·F (down);
- *            the attention out already counts for o.
- * After the blocks: the final norm output N·C (+ stats) when the head or the tied embedding or a
- * value head is trained, and the logits N·V (their gradient is written in place), or chunk·V
- * when the loss is fused over chunks of rows.
- * With recomputation only each block's input is kept; one block's activations are rebuilt at a
- * time during the backward. Backward workspace: two N·C residual-gradient buffers, the gradients of
- * one block's activations (as large as one block's saved set) and the attention workspace 2·N·Hq.
- * Optimizer: AdamW, two f32 moments per trainable parameter; gradients f32.
+ * The accounting follows what the engine allocates, tensor by tensor, each in the buffer pool's
+ * size class (src/gpu/pool.ts: 2^k or 1.5·2^k bytes, at least 256 — what the device pays for and
+ * what the pool's peaks report; GPT-2 small's 154 MB tok_emb takes a 192 MiB buffer):
+ *   base       every parameter (the block linears and an untied head at 2 bytes with an f16 base)
+ *   job        'full': an f32 copy of every parameter; 'lora': the adapter (lora_a, lora_b per
+ *              target module); a value head; per trainable tensor its gradient and two AdamW
+ *              moments; the gradient norm and clip scale
+ *   call       (forward.ts, backward.ts, batch.ts, train_loss.ts) the batch's per-token inputs;
+ *              resid[0..L] [N, C]; per block (one shared block with recompute) ln1, mid, ln2 [N, C],
+ *              the norm statistics, q, att [N, Q], k, v [N, K], lse [N, Hq], h and act [N, F] (llama
+ *              also up), x·Aᵀ [N, R] per adapted target; lnf [N, C] and its statistics; proj [N, C];
+ *              values [N] with a value head; the logits block [Nb, V]; the backward's dresid, dtmp,
+ *              dln [N, C], datt, dq [N, Q], dk, dv [N, K], dact, dh [N, F] (llama dup), attention work
+ *              [N, Hq, 2], norm scratch, the embedding scratch when embeddings train; the loss's
+ *              per-token outputs and scratch; the gradient-norm scratch; LoRA's dy·B [N, R] per
+ *              adapted module (recording scratch, held until the submit)
+ *   textures   where the matmul reads its operands through texture copies (llvmpipe): the copies
+ *              of the largest A and B operands and one more of the smaller (the recording reuses
+ *              a texture given back for a later copy that fits it, so only a few sizes are held),
+ *              and the loss's copy of each logits block (each held until the submit)
+ * Logits [N, V] are never built whole: with `device` (or `logitsChunkRows`) Nb is what one storage
+ * binding holds (forward.ts logitsBlockRows), else N.
+ * Checked against the pool's measured peaks: tiny models in test/shared/cases/trainer.ts (within
+ * 1.3×, above), and GPT-2 small at B=1 T=64 on llvmpipe (LoRA R=8 on every linear: estimated
+ * 756.9 MiB vs 755.4 MiB measured; full 3246.9 vs 3245.3 MiB).
  */
-import { type LoraConfig, type ModelConfig } from './config.ts';
+import { bucketBytes } from '../gpu/pool.ts';
+import { embeddingScratchSize } from '../ops/embedding.ts';
+import { llvmpipeMaxK, MAX_TEXTURE_COPY_BYTES } from '../ops/matmul.ts';
+import { POLICY_STATS_SIZE, policyLossScratchSize } from '../ops/policy_loss.ts';
+import { reduceScratchSize } from '../ops/reduce.ts';
+import { f16Eligible } from './base_model.ts';
+import { type LoraConfig, loraTargetDims, type ModelConfig } from './config.ts';
 import { ModelConfigError } from './errors.ts';
-import { countLoraParameters, countParameters } from './params.ts';
+import { normScratchSize } from './layers.ts';
+import { blockLinears, loraSpecs, numel, parameterSpecs } from './params.ts';
+
+/** What of the device the plan depends on (`trainingMemoryDevice(ctx)` reads it off a GpuContext). */
+export interface TrainingMemoryDevice {
+  /** Logits are made a block of rows at a time, as many rows as one binding holds. */
+  readonly maxStorageBufferBindingSize: number;
+  /** The matmul and the loss read operands through texture copies (llvmpipe). Default false. */
+  readonly textureReads?: boolean;
+}
 
 export interface TrainingMemoryOptions {
   /** B: sequences per micro-batch. */
   readonly batch: number;
   /** T: tokens per sequence (packed or padded). */
   readonly seqLen: number;
-  /** 'full': every parameter trains (f32 weights owned by the job); 'lora': only the adapter. */
+  /** 'full': every parameter trains (an f32 copy owned by the job); 'lora': only the adapter. */
   readonly mode: 'full' | 'lora';
   /** Required for mode 'lora'. */
   readonly lora?: LoraConfig;
   /** Keep only block inputs and recompute each block in the backward. Default false. */
   readonly recompute?: boolean;
-  /** Bytes per frozen base weight in 'lora' mode: 4 (f32) or 2 (f16 storage). Default 4. */
+  /** Bytes per frozen base linear weight: 4 (f32) or 2 (f16 storage). Default 4. */
   readonly baseWeightBytes?: 2 | 4;
   /** A trained value head on the final hidden state. */
   readonly valueHead?: boolean;
-  /**
-   * Rows of logits alive at once when the loss is fused and chunked (logits, loss and their
-   * gradient for a chunk, then the next). Default: all N rows.
-   */
+  /** Rows of one block of logits. Default: as many as `device`'s binding holds (at most N), or N. */
   readonly logitsChunkRows?: number;
+  /** The device's binding limit and read path; without it, logits are one block of N rows and no textures are counted. */
+  readonly device?: TrainingMemoryDevice;
 }
 
 export interface TrainingMemoryEstimate {
-  /** Base weights a LoRA job shares with every job on the same base (0 in 'full' mode). */
+  /** Base weights, shared by every job on the same base (a full job's copy is made from them). */
   readonly sharedBytes: number;
-  /** Weights the job owns: all of them in 'full' mode, the adapter (and value head) in 'lora' mode. */
+  /** Weights the job owns: an f32 copy of the model in 'full' mode, the adapter in 'lora' mode (and a value head). */
   readonly weightBytes: number;
   readonly gradBytes: number;
-  /** AdamW first and second moments. */
+  /** AdamW first and second moments (and the norm and clip scale). */
   readonly optimizerBytes: number;
   /** Saved forward activations (excluding logits). */
   readonly activationBytes: number;
+  /** One block of logits, [logitsRows, V] (its gradient is written in place). */
   readonly logitsBytes: number;
-  /** Backward scratch. */
+  readonly logitsRows: number;
+  /** Backward scratch, the batch's inputs, the loss's outputs, recording scratch. */
   readonly workspaceBytes: number;
+  /** Texture copies of matmul operands and of a logits block (device.textureReads). */
+  readonly textureBytes: number;
   /** Everything but sharedBytes: what admitting this job adds when its base is already resident. */
   readonly jobBytes: number;
   /** sharedBytes + jobBytes: the job alone on a fresh device. */
   readonly totalBytes: number;
 }
 
+/** The device facts the estimate uses, from a GpuContext (structurally: kind and limit()). */
+export function trainingMemoryDevice(ctx: { kind: string; limit(name: string): number }): TrainingMemoryDevice {
+  return { maxStorageBufferBindingSize: ctx.limit('maxStorageBufferBindingSize'), textureReads: ctx.kind === 'llvmpipe' };
+}
+
 function checkPosInt(field: string, x: number): void {
   if (!Number.isSafeInteger(x) || x <= 0) throw new ModelConfigError(field, `must be a positive integer, got ${x}`);
 }
+
+/** Pool bytes of f32 tensors of these element counts. */
+const pooled = (...elems: number[]) => elems.reduce((s, n) => s + bucketBytes(4 * n), 0);
+
+/** Texels per row of the recorder's scratch textures (texelTableWidth: 8192 on every adapter). */
+const TEXTURE_WIDTH = 8192;
+
+/** Bytes of a scratch texture holding `elems` f32 elements (rgba32float, whole rows). */
+const textureOf = (elems: number) => Math.ceil(Math.ceil(elems / 4) / TEXTURE_WIDTH) * TEXTURE_WIDTH * 16;
 
 /** Peak GPU bytes of one training step; see the file header for what is counted. */
 export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOptions): TrainingMemoryEstimate {
@@ -82,37 +123,60 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
   if (opts.mode === 'lora' && !opts.lora) throw new ModelConfigError('lora', 'mode "lora" needs a LoRA config');
   const full = opts.mode === 'full';
   const lora = full ? undefined : opts.lora;
-  const targets = new Set(lora?.targets ?? []);
-  const N = opts.batch * opts.seqLen;
-  const { dModel: C, nHead: Hq, nKvHead: Hkv, headDim: D, dFF: F, vocabSize: V } = cfg;
-  const statsPerNorm = cfg.family === 'gpt2' ? 2 * N : N;
-  const mlpPre = cfg.family === 'gpt2' ? N * F : 2 * N * F;
+  const B = opts.batch, T = opts.seqLen, N = B * T;
+  const { dModel: C, nHead: Hq, vocabSize: V, nLayer: L } = cfg;
+  const Q = Hq * cfg.headDim, K = cfg.nKvHead * cfg.headDim, F = cfg.dFF;
+  const llama = cfg.family === 'llama';
+  const R = lora?.rank ?? 0;
+  const adapted = lora ? blockLinears(cfg).filter((t) => lora.targets.includes(t)) : [];
 
-  // Floats one block saves for its backward.
-  let block = N * C + 2 * statsPerNorm + N * Hq * D + 2 * N * Hkv * D + N * Hq * D + N * Hq + N * C + mlpPre;
-  if (lora) block += targets.size * N * lora.rank;
-  if (full || targets.has('q') || targets.has('k') || targets.has('v')) block += N * C;
-  if (full || targets.has('gate') || targets.has('up')) block += N * C;
-  if (full || targets.has('down')) block += N * F;
+  // Rows of one block of logits (forward.ts logitsBlockRows; 16: vec4 views round up).
+  const bindingRows = opts.device ? Math.max(1, Math.floor((opts.device.maxStorageBufferBindingSize - 16) / (4 * V))) : N;
+  const Nb = Math.min(N, opts.logitsChunkRows ?? bindingRows);
 
-  const headTrained = full || opts.valueHead === true;
-  const finalSaved = headTrained ? N * C + statsPerNorm : 0;
-  const activations = opts.recompute ? cfg.nLayer * N * C + block + finalSaved : cfg.nLayer * block + finalSaved;
-  const workspace = 2 * N * C + block + 2 * N * Hq;
+  // Weights, gradients, moments.
+  const specs = parameterSpecs(cfg);
+  const baseBytes = opts.baseWeightBytes ?? 4;
+  const sharedBytes = specs.reduce((s, p) => s + bucketBytes((f16Eligible(p) ? baseBytes : 4) * numel(p.shape)), 0);
+  const trainable = [
+    ...(full ? specs : loraSpecs(cfg, lora as LoraConfig)).map((p) => numel(p.shape)),
+    ...(opts.valueHead ? [C, 1] : []),
+  ];
+  const weightBytes = pooled(...trainable);
+  const gradBytes = weightBytes;
+  const optimizerBytes = 2 * weightBytes + pooled(1, 1);
 
-  const valueHeadParams = opts.valueHead ? C + 1 : 0;
-  const baseParams = countParameters(cfg);
-  const trainable = full ? baseParams + valueHeadParams : countLoraParameters(cfg, lora as LoraConfig) + valueHeadParams;
-  const sharedBytes = full ? 0 : baseParams * (opts.baseWeightBytes ?? 4);
-  const weightBytes = 4 * trainable;
-  const gradBytes = 4 * trainable;
-  const optimizerBytes = 8 * trainable;
-  const activationBytes = 4 * activations;
-  const logitsBytes = 4 * Math.min(N, opts.logitsChunkRows ?? N) * V;
-  const workspaceBytes = 4 * workspace;
-  const jobBytes = weightBytes + gradBytes + optimizerBytes + activationBytes + logitsBytes + workspaceBytes;
+  // Saved activations.
+  const stats = llama ? [N] : [N, N];
+  const block = [N * C, ...stats, N * Q, N * K, N * K, N * Q, N * Hq, N * C, N * C, ...stats, N * F, ...(llama ? [N * F] : []), N * F,
+    ...adapted.map(() => N * R)];
+  const blocks = opts.recompute ? 1 : L;
+  const activationBytes = (L + 1) * pooled(N * C) + blocks * pooled(...block) + pooled(N * C, ...stats, N * C) + (opts.valueHead ? pooled(N) : 0);
+  const logitsBytes = pooled(Nb * V);
+
+  // Backward scratch, batch inputs (a policy loss's, with reference log-probs), loss outputs.
+  const embRows = Math.max(V, llama ? 0 : cfg.maxSeqLen);
+  const backward = [N * C, N * C, N * C, N * Q, N * Q, N * K, N * K, N * F, N * F, ...(llama ? [N * F] : []), 2 * N * Hq,
+    normScratchSize(cfg, N), C, C, ...(full ? [embeddingScratchSize(N, embRows)] : [])];
+  const inputs = [N, N, N, N, N, N, N, N, N];
+  const loss = [N, N, N, POLICY_STATS_SIZE, policyLossScratchSize(N), ...(opts.valueHead ? [N, 2] : [])];
+  const workspaceBytes = pooled(...backward, ...inputs, ...loss, reduceScratchSize(...trainable)) + L * adapted.length * pooled(N * R);
+
+  // Texture copies: the largest A (activations [N, ·], a dlogits block) and B (a weight, a range
+  // of the head, a K range of llvmpipeMaxK rows) of any product, one more of the smaller of the
+  // two (a copy no texture given back was large enough for), and the loss's copy of every block.
+  let textureBytes = 0;
+  if (opts.device?.textureReads) {
+    const maxA = textureOf(Math.max(N * Math.max(C, Q, F), Nb * V));
+    const linears = blockLinears(cfg).map((t) => numel(loraTargetDims(cfg, t)));
+    const maxK = llvmpipeMaxK(R);
+    const maxB = textureOf(Math.max(...linears, Math.min(V * C, MAX_TEXTURE_COPY_BYTES / 4), Math.min(V, maxK) * C, full ? Math.min(N, maxK) * Math.max(C, Q, F) : 0));
+    textureBytes = maxA + maxB + Math.min(maxA, maxB) + Math.ceil(N / Nb) * textureOf(Nb * V);
+  }
+
+  const jobBytes = weightBytes + gradBytes + optimizerBytes + activationBytes + logitsBytes + workspaceBytes + textureBytes;
   return Object.freeze({
-    sharedBytes, weightBytes, gradBytes, optimizerBytes, activationBytes, logitsBytes, workspaceBytes,
+    sharedBytes, weightBytes, gradBytes, optimizerBytes, activationBytes, logitsBytes, logitsRows: Nb, workspaceBytes, textureBytes,
     jobBytes, totalBytes: sharedBytes + jobBytes,
   });
 }

@@ -13,7 +13,7 @@
  */
 import type { GpuContext } from '../../src/gpu/device.ts';
 import type { ModelConfig } from '../../src/model/config.ts';
-import { estimateTrainingMemory } from '../../src/model/memory.ts';
+import { estimateTrainingMemory, trainingMemoryDevice } from '../../src/model/memory.ts';
 import { type PresetName, preset } from '../../src/model/presets.ts';
 import { fmtMs, makeRow, measure, outliers, type ResultRow, rowCells, TABLE_HEADERS, textTable, type TimingOptions } from './harness.ts';
 import type { ImplName } from './impl.ts';
@@ -241,7 +241,8 @@ export async function runModel(opts: { quick: boolean; log: (s: string) => void;
     }
     if (size.memory) {
       const { B, T } = size.train;
-      const est = (mode: 'full' | 'lora') => estimateTrainingMemory(cfg, { batch: B, seqLen: T, mode, lora: benchLora(size.loraRank) }).totalBytes;
+      const device = trainingMemoryDevice(opts.ctx);
+      const est = (mode: 'full' | 'lora') => estimateTrainingMemory(cfg, { batch: B, seqLen: T, mode, lora: benchLora(size.loraRank), device }).totalBytes;
       memory = modelMemory(cfg, `B=${B} T=${T} R=${size.loraRank}`, peaks.lora, peaks.full, { lora_bytes: est('lora'), full_bytes: est('full') });
     }
   }

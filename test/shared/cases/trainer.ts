@@ -17,12 +17,13 @@ import { BaseModel } from '../../../src/model/base_model.ts';
 import { type LoraConfig, type ModelConfig, validateConfig } from '../../../src/model/config.ts';
 import { WeightsError } from '../../../src/model/errors.ts';
 import { LoraAdapter } from '../../../src/model/lora.ts';
+import { estimateTrainingMemory, trainingMemoryDevice } from '../../../src/model/memory.ts';
 import type { OptimStepOptions } from '../../../src/model/optimizer.ts';
 import { PRESETS } from '../../../src/model/presets.ts';
 import { Trainer, type TrainerOptions, type TrainerState } from '../../../src/model/trainer.ts';
 import { parityAdapter, parityBatch, parityParams, zeroGradNames } from '../../reference/parity.ts';
 import { maxAbsDiff, relL2 } from '../../reference/tf.ts';
-import { firstBitDiff } from '../gpu.ts';
+import { cappedGpu, firstBitDiff } from '../gpu.ts';
 import type { GpuCase } from '../register.ts';
 import { Rng } from '../../../src/util/rng.ts';
 
@@ -282,6 +283,42 @@ export const trainerCases: GpuCase[] = [
       }
       console.log(`[trainer ${ctx.kind}] tiny-llama peak bytes: LoRA job ${peak.lora}, full job ${peak.all} (${(100 * peak.lora / peak.all).toFixed(1)}%)`);
       assert.isBelow(peak.lora, peak.all);
+    },
+  },
+  {
+    name: "trainer: estimateTrainingMemory bounds a step's measured peak within 30% (LoRA, full, recompute + value head, logits in blocks on 32 KiB bindings)",
+    fn: async (ctx) => {
+      const long = Array.from({ length: 4 }, (_, b) => new Array<number>(16).fill(b));
+      const cases: { cfg: ModelConfig; trainable: 'lora' | 'all'; rows: number[][]; recompute?: boolean; valueHead?: boolean; cap?: number }[] = [
+        { cfg: gpt2, trainable: 'lora', rows: ROWS },
+        { cfg: gpt2, trainable: 'all', rows: ROWS },
+        { cfg: llama, trainable: 'lora', rows: ROWS, recompute: true, valueHead: true },
+        { cfg: llama, trainable: 'all', rows: long, cap: 32 * 1024 },
+        { cfg: gpt2, trainable: 'lora', rows: long, cap: 32 * 1024 },
+      ];
+      for (const c of cases) {
+        const dev = c.cap ? await cappedGpu(c.cap) : ctx;
+        const batch = parityBatch(c.cfg, c.rows, 6);
+        const live0 = dev.pool.stats().liveBytes;
+        const job = await makeJob(dev, c.cfg, { trainable: c.trainable, id: 'estimate', ...(c.recompute ? { recompute: true } : {}), ...(c.valueHead ? { valueHead: true } : {}) });
+        let measured: number;
+        try {
+          dev.pool.resetPeaks();
+          await train(job.trainer, batch, 1);
+          measured = dev.pool.stats().peakLiveBytes - live0;
+        } finally {
+          job.release();
+        }
+        const est = estimateTrainingMemory(c.cfg, {
+          batch: c.rows.length, seqLen: c.rows[0].length, mode: c.trainable === 'all' ? 'full' : 'lora', lora: LORA,
+          recompute: c.recompute, valueHead: c.valueHead, device: trainingMemoryDevice(dev),
+        });
+        const what = `${c.cfg.name} ${c.trainable}${c.recompute ? ' recompute' : ''}${c.valueHead ? ' value head' : ''} N=${c.rows.length * c.rows[0].length}` +
+          `${c.cap ? ` (bindings ≤ ${c.cap} B: logits blocks of ${est.logitsRows} rows)` : ''}`;
+        console.log(`[trainer ${ctx.kind}] ${what}: measured peak ${measured} B, estimate ${est.totalBytes} B (${(est.totalBytes / measured).toFixed(3)}×)`);
+        assert.isAtLeast(est.totalBytes, measured, what);
+        assert.isAtMost(est.totalBytes, 1.3 * measured, what);
+      }
     },
   },
   {
