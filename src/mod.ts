@@ -126,6 +126,7 @@ export type { Aggregation, Datum, LossSpec, PackedBatch, PackedStep } from './al
 
 // Models (src/model): configs, presets, weights I/O, PEFT, tokenizers, initialization.
 export {
+  adapterMemoryDevice,
   configFromHf,
   configToHf,
   countParameters,

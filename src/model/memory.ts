@@ -32,6 +32,8 @@
  * 1.3×, above), and GPT-2 small at B=1 T=64 on llvmpipe (LoRA R=8 on every linear: estimated
  * 756.9 MiB vs 755.4 MiB measured; full 3246.9 vs 3245.3 MiB).
  */
+import { adapterKind } from '../gpu/adapter_kind.ts';
+import type { AdapterSummary } from '../gpu/device.ts';
 import { bucketBytes } from '../gpu/pool.ts';
 import { embeddingScratchSize } from '../ops/embedding.ts';
 import { llvmpipeMaxK, MAX_TEXTURE_COPY_BYTES } from '../ops/matmul.ts';
@@ -98,6 +100,11 @@ export interface TrainingMemoryEstimate {
 /** The device facts the estimate uses, from a GpuContext (structurally: kind and limit()). */
 export function trainingMemoryDevice(ctx: { kind: string; limit(name: string): number }): TrainingMemoryDevice {
   return { maxStorageBufferBindingSize: ctx.limit('maxStorageBufferBindingSize'), textureReads: ctx.kind === 'llvmpipe' };
+}
+
+/** The same facts from an adapter's summary (the page side of a GPU worker knows only that). */
+export function adapterMemoryDevice(adapter: AdapterSummary): TrainingMemoryDevice {
+  return trainingMemoryDevice({ kind: adapterKind(adapter), limit: (name) => adapter.limits[name] });
 }
 
 function checkPosInt(field: string, x: number): void {

@@ -11,7 +11,7 @@ export { PRESETS, preset } from './presets.ts';
 export type { PresetName } from './presets.ts';
 export { blockLinears, countLoraParameters, countParameters, loraSpecs, moduleName, numel, parameterSpecs } from './params.ts';
 export type { ParamKind, ParamOptions, ParamSpec } from './params.ts';
-export { estimateTrainingMemory, trainingMemoryDevice } from './memory.ts';
+export { adapterMemoryDevice, estimateTrainingMemory, trainingMemoryDevice } from './memory.ts';
 export type { TrainingMemoryDevice, TrainingMemoryEstimate, TrainingMemoryOptions } from './memory.ts';
 export { configFromHf, configToHf, HF_MODEL_TYPES } from './hf_config.ts';
 export type { HfConfigOptions } from './hf_config.ts';

@@ -46,10 +46,9 @@
  * `maxSkippedInARow`-th in a row pauses the job with an error in its stats ('job-paused') and
  * rejects with NonFiniteStepsError; resume() gives it a fresh run of chances.
  */
-import { adapterKind } from '../gpu/adapter_kind.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
-import { estimateTrainingMemory } from '../model/memory.ts';
+import { adapterMemoryDevice, estimateTrainingMemory } from '../model/memory.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
 import type { RegistryStats } from './adapter_registry.ts';
 import {
@@ -357,7 +356,7 @@ export class WorkerService implements ServiceClient {
       ...(opts.recompute ? { recompute: true } : {}),
       ...(opts.valueHead ? { valueHead: true } : {}),
       // Logits in blocks of rows that fit one binding, texture copies on llvmpipe: as the worker's device runs it.
-      device: { maxStorageBufferBindingSize: this.adapter.limits.maxStorageBufferBindingSize, textureReads: adapterKind(this.adapter) === 'llvmpipe' },
+      device: adapterMemoryDevice(this.adapter),
     });
     const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'job', closed: false, tail: Promise.resolve() };
     await this.scheduler.submit({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type LoraConfig, type ModelConfig, validateConfig, validateLora } from '../../src/model/config.ts';
 import { ModelConfigError } from '../../src/model/errors.ts';
-import { estimateTrainingMemory, trainingMemoryDevice } from '../../src/model/memory.ts';
+import { adapterMemoryDevice, estimateTrainingMemory, trainingMemoryDevice } from '../../src/model/memory.ts';
 import { bucketBytes } from '../../src/gpu/pool.ts';
 import { countLoraParameters, countParameters, loraSpecs, parameterSpecs } from '../../src/model/params.ts';
 import { PRESETS, preset } from '../../src/model/presets.ts';
@@ -218,10 +218,15 @@ describe('estimateTrainingMemory', () => {
     }
   });
 
-  it('reads the device facts off a context', () => {
+  it('reads the device facts off a context or an adapter summary', () => {
     const ctx = (kind: string) => ({ kind, limit: (n: string) => (n === 'maxStorageBufferBindingSize' ? 2 ** 27 : 0) });
     expect(trainingMemoryDevice(ctx('llvmpipe'))).toEqual(llvmpipe);
     expect(trainingMemoryDevice(ctx('swiftshader'))).toEqual({ maxStorageBufferBindingSize: 2 ** 27, textureReads: false });
+    const summary = (description: string) => ({
+      host: 'deno' as const, vendor: 'mesa', architecture: '', device: '', description, isFallbackAdapter: false, features: [], limits: { maxStorageBufferBindingSize: 2 ** 27 },
+    });
+    expect(adapterMemoryDevice(summary('llvmpipe (LLVM 19.1.7, 256 bits)'))).toEqual(llvmpipe);
+    expect(adapterMemoryDevice(summary('SwiftShader Device')).textureReads).toBe(false);
   });
 
   it('rejects impossible requests with the field named', () => {

@@ -13,7 +13,8 @@ import { packDatums } from '../../../src/algorithms/pack.ts';
 import { sftDatumsFromPairs } from '../../../src/algorithms/sft.ts';
 import type { SampleRequest } from '../../../src/env/types.ts';
 import type { LoraConfig } from '../../../src/model/config.ts';
-import { estimateTrainingMemory } from '../../../src/model/memory.ts';
+import { summarizeAdapter } from '../../../src/gpu/device.ts';
+import { adapterMemoryDevice, estimateTrainingMemory } from '../../../src/model/memory.ts';
 import { countParameters } from '../../../src/model/params.ts';
 import { preset } from '../../../src/model/presets.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
@@ -112,8 +113,8 @@ export const workerServiceCases: PlainCase[] = [
       }
       const sum = adapterState.reduce((a, b) => a + b, 0);
       assert.isAtMost(mem.liveBytes, 1.1 * (base + sum), JSON.stringify(mem.owners));
-      // The scheduler reserved the base once and each job its own part.
-      const est = estimateTrainingMemory(cfg, { ...small, mode: 'lora', lora });
+      // The scheduler reserved the base once and each job its own part (estimated for the worker's device).
+      const est = estimateTrainingMemory(cfg, { ...small, mode: 'lora', lora, device: adapterMemoryDevice(service.adapter) });
       assert.strictEqual(service.scheduler.usedBytes, 4 * countParameters(cfg) + 3 * est.jobBytes);
       for (const j of jobs) await j.close();
       assert.strictEqual((await service.memory()).owners[`job:${jobs[0].id}`].currentBytes, 0);
@@ -234,8 +235,11 @@ export const workerServiceCases: PlainCase[] = [
     name: 'worker service: admission control refuses a job whose memory estimate exceeds the budget',
     async fn() {
       const cfg = preset('tiny-gpt2');
-      const loraEst = estimateTrainingMemory(cfg, { ...small, mode: 'lora', lora });
-      const fullEst = estimateTrainingMemory(cfg, { ...small, mode: 'full' });
+      const adapter = await navigator.gpu.requestAdapter(); // the one the worker's device comes from
+      assert.isNotNull(adapter);
+      const device = adapterMemoryDevice(summarizeAdapter(adapter!));
+      const loraEst = estimateTrainingMemory(cfg, { ...small, mode: 'lora', lora, device });
+      const fullEst = estimateTrainingMemory(cfg, { ...small, mode: 'full', device });
       assert.isAbove(fullEst.jobBytes, loraEst.jobBytes);
       const budget = 4 * countParameters(cfg) + loraEst.jobBytes; // the base and one LoRA job, no more
       await withService(async (service) => {
