@@ -25,7 +25,7 @@ import { Recorder } from '../gpu/recorder.ts';
 import { emptyTensor, type Tensor } from '../gpu/tensor.ts';
 import { sampleSettings } from '../ops/sample.ts';
 import { type DecodeScratch, decodeScratch, type DecodeSampling, recordDecodeStep, recordSampleStep, type SampleBuffers } from './decode.ts';
-import { KvCache } from './kv_cache.ts';
+import { KvCache, kvCacheRowLimit } from './kv_cache.ts';
 import { logitsRowLimit } from './infer_block.ts';
 import { checkPrompts, type PromptBatch, recordPrefill, releasePrompts, uploadPrompts } from './prefill.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
@@ -127,6 +127,13 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
   if (B > rowsMax) {
     throw new LimitError('generate', `${B} prompts need logits [${B}, ${cfg.vocabSize}] (f32) in one storage binding, over the device's ` +
       `maxStorageBufferBindingSize of ${ctx.limit('maxStorageBufferBindingSize')}; generate at most ${rowsMax} at once (engineSampleFn splits its batches so)`);
+  }
+  const cacheRows = kvCacheRowLimit(ctx, cfg);
+  if (B * Tmax > cacheRows) {
+    const per = `[${B}, ${Tmax}, ${cfg.nKvHead}, ${cfg.headDim}] (f32) per layer`;
+    throw new LimitError('generate', `${B} sequences of up to ${Tmax} tokens need KV caches ${per} in one storage binding, over the device's ` +
+      `maxStorageBufferBindingSize of ${ctx.limit('maxStorageBufferBindingSize')}; at most ${cacheRows} cache rows (sequences × tokens) fit ` +
+      (Tmax > cacheRows ? 'one binding, fewer than one sequence needs: lower maxTokens or the prompt' : 'at once (engineSampleFn splits its batches so)'));
   }
   const owner = opts.owner ?? 'generate';
   const stopTokens = new Set(opts.stopTokens ?? []);

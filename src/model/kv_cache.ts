@@ -30,6 +30,15 @@ export function kvCacheBytes(cfg: ModelConfig, B: number, Tmax: number): number 
   return kv + 4 * B * 4;
 }
 
+/**
+ * Most cache rows (sequences × positions) one layer's keys — or values, [B, Tmax, Hkv, D] f32 —
+ * hold in one storage binding: attention binds each whole, so a generation batch's B · Tmax must
+ * stay within it (engineSampleFn splits its batches so).
+ */
+export function kvCacheRowLimit(ctx: GpuContext, cfg: ModelConfig): number {
+  return Math.floor(ctx.limit('maxStorageBufferBindingSize') / (4 * cfg.nKvHead * cfg.headDim));
+}
+
 export class KvCache {
   readonly ctx: GpuContext;
   readonly cfg: ModelConfig;

@@ -4,8 +4,9 @@
  *
  * A batch of requests is split into groups that can share one generate() call — same adapter,
  * temperature, stop tokens and stop strings — and each group runs as one batch (split into
- * batches of at most `maxBatch` sequences whose padded prefill and logits [B, V] fit one storage
- * binding). The
+ * batches of at most `maxBatch` sequences whose padded prefill, logits [B, V] and per-layer KV
+ * cache [B, Tmax, Hkv, D] each fit one storage binding; a request whose own cache cannot is
+ * refused with a LimitError before anything runs). The
  * adapter is resolved per request id (undefined = the base model), so switching adapters never
  * touches the base weights.
  *
@@ -20,11 +21,12 @@
  * temperature and filters, generate's `samplingLogprobs`). At temperature 1 without top-k/top-p
  * the two are the same quantity.
  */
-import { ConfigError } from '../errors.ts';
+import { ConfigError, LimitError } from '../errors.ts';
 import type { SampleFn, SampleRequest, SampleResult } from '../env/types.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { type FinishReason, generate, type GenerateOptions } from './generate.ts';
 import { logitsRowLimit, weightsCtx } from './infer_block.ts';
+import { kvCacheRowLimit } from './kv_cache.ts';
 import type { ModelConfig } from './config.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
@@ -65,24 +67,38 @@ export function prefillRowLimit(ctx: GpuContext, cfg: ModelConfig): number {
   return Math.max(1, Math.floor(ctx.limit('maxStorageBufferBindingSize') / (4 * width)));
 }
 
+/** What a batch may hold: sequences, padded prefill rows, KV-cache rows (sequences × longest prompt + tokens). */
+interface BatchLimits {
+  readonly sequences: number;
+  readonly prefillRows: number;
+  readonly cacheRows: number;
+}
+
 /**
- * Splits a group (prompt lengths in request order) into generate() batches of at most `maxBatch`
- * sequences whose padded prefill (count × longest prompt) stays within `rowLimit` rows; a
- * prompt longer than rowLimit still gets a batch of its own (the kernels then refuse it).
+ * Splits a group (per request in request order: prompt length and cache rows, i.e. prompt plus
+ * the tokens it may generate) into generate() batches of at most `limits.sequences` sequences
+ * whose padded prefill (count × longest prompt) and KV cache (count × most cache rows) stay
+ * within their limits; a request over a limit alone still gets a batch of its own (a prompt the
+ * kernels then refuse; a cache is refused before: see engineSampleFn).
  */
-function batches(lengths: readonly number[], maxBatch: number, rowLimit: number): number[][] {
+function batches(items: readonly { prompt: number; cache: number }[], limits: BatchLimits): number[][] {
   const out: number[][] = [];
   let cur: number[] = [];
-  let longest = 0;
-  lengths.forEach((len, j) => {
-    const l = Math.max(longest, len);
-    if (cur.length > 0 && (cur.length + 1 > maxBatch || (cur.length + 1) * l > rowLimit)) {
+  let prompt = 0;
+  let cache = 0;
+  items.forEach((it, j) => {
+    const p = Math.max(prompt, it.prompt);
+    const c = Math.max(cache, it.cache);
+    const n = cur.length + 1;
+    if (cur.length > 0 && (n > limits.sequences || n * p > limits.prefillRows || n * c > limits.cacheRows)) {
       out.push(cur);
       cur = [];
-      longest = 0;
+      prompt = 0;
+      cache = 0;
     }
     cur.push(j);
-    longest = Math.max(longest, len);
+    prompt = Math.max(prompt, it.prompt);
+    cache = Math.max(cache, it.cache);
   });
   if (cur.length > 0) out.push(cur);
   return out;
@@ -97,9 +113,15 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
   const ctx = opts.ctx ?? weightsCtx(weights);
   const maxBatch = opts.maxBatch ?? 64;
   if (!Number.isInteger(maxBatch) || maxBatch < 1) throw new ConfigError('engineSampleFn.maxBatch', `must be a positive integer, got ${maxBatch}`);
-  const maxSeqLen = weights.cfg.maxSeqLen;
-  const rowLimit = prefillRowLimit(ctx, weights.cfg);
-  const batchLimit = Math.min(maxBatch, logitsRowLimit(ctx, weights.cfg));
+  const cfg = weights.cfg;
+  const maxSeqLen = cfg.maxSeqLen;
+  const limits: BatchLimits = {
+    sequences: Math.min(maxBatch, logitsRowLimit(ctx, cfg)),
+    prefillRows: prefillRowLimit(ctx, cfg),
+    cacheRows: kvCacheRowLimit(ctx, cfg),
+  };
+  /** KV-cache rows of a request: its prompt and the tokens it may generate. */
+  const cacheRows = (r: SampleRequest) => r.promptTokens.length + Math.min(r.maxTokens, maxSeqLen - r.promptTokens.length);
 
   const resolve = async (id: string | undefined): Promise<AdapterWeights | null> => {
     if (id === undefined) return null;
@@ -121,6 +143,11 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
         results[i] = { tokens: [], logprobs: [], ...(opts.stopReasons ? { stopReason: 'length' as const } : {}) };
         return;
       }
+      if (cacheRows(r) > limits.cacheRows) {
+        throw new LimitError('engineSampleFn', `requests[${i}] needs ${cacheRows(r)} KV-cache rows (${r.promptTokens.length} prompt tokens + ` +
+          `${cacheRows(r) - r.promptTokens.length} new), ${4 * cfg.nKvHead * cfg.headDim} bytes each per layer: over the device's ` +
+          `maxStorageBufferBindingSize of ${ctx.limit('maxStorageBufferBindingSize')}, which holds ${limits.cacheRows} rows; lower its maxTokens or prompt`);
+      }
       const k = groupKey(r);
       const g = groups.get(k);
       if (g) g.push(i);
@@ -129,7 +156,8 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
     for (const members of groups.values()) {
       const first = requests[members[0]];
       const adapter = await resolve(first.adapterId);
-      for (const idx of batches(members.map((i) => requests[i].promptTokens.length), batchLimit, rowLimit).map((b) => b.map((j) => members[j]))) {
+      const items = members.map((i) => ({ prompt: requests[i].promptTokens.length, cache: cacheRows(requests[i]) }));
+      for (const idx of batches(items, limits).map((b) => b.map((j) => members[j]))) {
         const reqs = idx.map((i) => requests[i]);
         const res = await generate(ctx, weights, adapter, reqs.map((r) => r.promptTokens), {
           maxTokens: reqs.map((r) => Math.min(r.maxTokens, maxSeqLen - r.promptTokens.length)),

@@ -12,6 +12,8 @@
  *     (full and LoRA) and the parameters after 3 AdamW steps within 1e-5, greedy tokens equal,
  *     and the tfjs parity of test/reference/parity.ts within its 1e-4;
  *   - generate refuses more prompts than logits rows fit one binding, engineSampleFn splits them;
+ *     likewise for KV caches (a llama on 1 KiB bindings), and a sequence whose own cache cannot fit is
+ *     refused with a LimitError before anything runs;
  *     what cannot be split is refused before dispatch with a LimitError naming kernel and tensor.
  */
 import { assert } from 'chai';
@@ -23,6 +25,7 @@ import { BaseModel } from '../../../src/model/base_model.ts';
 import { type LoraConfig, type ModelConfig, validateConfig } from '../../../src/model/config.ts';
 import { f32ToF16Array } from '../../../src/model/f16.ts';
 import { generate } from '../../../src/model/generate.ts';
+import { kvCacheRowLimit } from '../../../src/model/kv_cache.ts';
 import { LoraAdapter } from '../../../src/model/lora.ts';
 import { engineSampleFn } from '../../../src/model/sample_fn.ts';
 import { Trainer } from '../../../src/model/trainer.ts';
@@ -285,4 +288,51 @@ const limitsCase: GpuCase = {
   },
 };
 
-export const bindingSplitCases: GpuCase[] = [matmulCase, elementwiseCase, ...cfgs.map(modelCase), parityCase, limitsCase];
+/** A llama whose KV cache row (4 KV heads · 4 · 4 = 64 bytes per layer) is large next to everything else. */
+const LLAMA_KV = validateConfig({
+  family: 'llama', name: 'tiny-llama-kv', vocabSize: 64, nLayer: 2, dModel: 16, nHead: 4, nKvHead: 4, headDim: 4, dFF: 32,
+  maxSeqLen: 32, normEps: 1e-5, ropeTheta: 10000, tieEmbeddings: false, qkvBias: false, oBias: false, mlpBias: false,
+});
+
+const kvCacheCase: GpuCase = {
+  name: 'binding split: engineSampleFn splits batches so each KV cache fits one binding; a sequence whose cache cannot is refused before anything runs',
+  fn: async (ctx) => {
+    // On 1 KiB bindings 16 cache rows fit: 2-token prompts with 5 new tokens (7 rows) go 2 to a
+    // batch — fewer than the logits (3 rows of 64) or the prefill (8 rows of 32) would allow.
+    const cfg = LLAMA_KV;
+    const params = parityParams(cfg, 8);
+    const requests = Array.from({ length: 5 }, (_, i) => ({ promptTokens: [i + 1, 40 + i], maxTokens: 5, temperature: 0, stopTokens: [], stopStrings: [], seed: i }));
+    const capped = await cappedGpu(1024);
+    assert.strictEqual(kvCacheRowLimit(capped, cfg), 16);
+    const results: unknown[] = [];
+    for (const g of [ctx, capped]) {
+      const model = BaseModel.upload(g, cfg, params);
+      try {
+        let chunks = 0;
+        const sample = engineSampleFn({ weights: model, chunk: 8, quantum: (fn) => (chunks++, fn()) });
+        results.push(await sample(requests));
+        assert.strictEqual(chunks, g === capped ? 3 : 1, 'generate() calls of one chunk each: batches of 2, 2, 1 under the cap');
+        if (g === capped) {
+          let err: unknown = null;
+          await generate(g, model, null, requests.slice(0, 3).map((r) => r.promptTokens), { maxTokens: 5, temperature: 0, seed: 0 }).catch((e) => (err = e));
+          assert.instanceOf(err, LimitError);
+          assert.match(String(err), /generate: 3 sequences of up to 7 tokens need KV caches \[3, 7, 4, 4\].*at most 16 cache rows/);
+          err = null;
+          await generate(g, model, null, [[1, 2]], { maxTokens: 20, temperature: 0, seed: 0 }).catch((e) => (err = e));
+          assert.match(String(err), /fewer than one sequence needs/);
+          err = null;
+          const before = g.pool.stats().liveBytes;
+          await sample([...requests, { ...requests[0], maxTokens: 20 }]).catch((e) => (err = e));
+          assert.instanceOf(err, LimitError);
+          assert.match(String(err), /engineSampleFn: requests\[5\] needs 22 KV-cache rows \(2 prompt tokens \+ 20 new\), 64 bytes each per layer: .* holds 16 rows/);
+          assert.strictEqual(g.pool.stats().liveBytes, before);
+        }
+      } finally {
+        model.release();
+      }
+    }
+    assert.deepEqual(results[1], results[0], 'engineSampleFn results under the cap equal one batch of 5');
+  },
+};
+
+export const bindingSplitCases: GpuCase[] = [matmulCase, elementwiseCase, ...cfgs.map(modelCase), parityCase, limitsCase, kvCacheCase];
