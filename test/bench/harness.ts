@@ -8,6 +8,15 @@
  * stopping early — after at least `minIters` — once `budgetMs` of timed work has been spent, so the
  * big shapes on a software adapter stay affordable; likewise the warm-up ends early after one
  * iteration that took `warmupStopMs` or more. The reported figure is the median.
+ *
+ * Batches (`batchMs`): a completion wait costs a platform constant on top of the GPU's work — Deno
+ * resolves `mapAsync` and `onSubmittedWorkDone` only at its device poll, which sleeps 10 ms after
+ * each check (11.5 ms measured for an empty submission on llvmpipe) — that would otherwise swamp
+ * the short kernels of every implementation alike. With `batchMs`, each timed sample is
+ * `fn(k)`: k iterations issued back to back with one completion wait, its time divided by k, where
+ * k = clamp(floor(batchMs / the last warm-up iteration's ms), 1, maxBatch) — chosen per
+ * implementation from its own warm-up, so an iteration of batchMs or more runs alone. The budget
+ * counts whole samples.
  */
 
 export interface TimingOptions {
@@ -19,6 +28,10 @@ export interface TimingOptions {
   budgetMs: number;
   /** End the warm-up after the first warm-up iteration that took at least this long (big shapes). */
   warmupStopMs?: number;
+  /** Aim for timed samples of about this many ms, several iterations per completion wait (see the file header). */
+  batchMs?: number;
+  /** Most iterations in one sample (default 8). */
+  maxBatch?: number;
   /** Clock in ms; `performance.now` by default (tests inject a fake one). */
   now?: () => number;
 }
@@ -31,6 +44,8 @@ export interface TimingStats {
   n: number;
   /** Warm-up iterations run. */
   warmup: number;
+  /** Iterations per timed sample (one completion wait each sample). */
+  batch: number;
 }
 
 /** Median of a non-empty list (mean of the two middle values for an even count). */
@@ -41,23 +56,29 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-/** Run `fn` for warm-up, then time it; see the file header for the protocol. */
-export async function measure(fn: () => Promise<void>, opts: TimingOptions): Promise<TimingStats> {
+/**
+ * Run `fn` for warm-up, then time it; see the file header for the protocol. `fn(k)` runs k
+ * iterations back to back and resolves once the GPU has finished them all (k is 1 without `batchMs`).
+ */
+export async function measure(fn: (iterations: number) => Promise<void>, opts: TimingOptions): Promise<TimingStats> {
   const now = opts.now ?? (() => performance.now());
   let warm = 0;
+  let last = Infinity;
   while (warm < opts.warmup) {
     const t0 = now();
-    await fn();
+    await fn(1);
+    last = now() - t0;
     warm++;
-    if (opts.warmupStopMs !== undefined && now() - t0 >= opts.warmupStopMs) break;
+    if (opts.warmupStopMs !== undefined && last >= opts.warmupStopMs) break;
   }
+  const batch = opts.batchMs === undefined || !(last > 0) ? 1 : Math.max(1, Math.min(opts.maxBatch ?? 8, Math.floor(opts.batchMs / last)));
   const samples: number[] = [];
   let spent = 0;
   while (samples.length < Math.max(1, opts.iters)) {
     const t0 = now();
-    await fn();
+    await fn(batch);
     const dt = now() - t0;
-    samples.push(dt);
+    samples.push(dt / batch);
     spent += dt;
     if (samples.length >= opts.minIters && spent >= opts.budgetMs) break;
   }
@@ -67,6 +88,7 @@ export async function measure(fn: () => Promise<void>, opts: TimingOptions): Pro
     max_ms: Math.max(...samples),
     n: samples.length,
     warmup: warm,
+    batch,
   };
 }
 
@@ -131,6 +153,8 @@ export interface ResultRow {
   max_rel_err: Record<string, number>;
   /** The model size the shape stands for. */
   model: string;
+  /** Iterations per completion wait in each implementation's timed samples (TimingStats.batch), where batched. */
+  iterations_per_wait?: { ours: number | null; tfjs: number | null; jax: number | null };
   /** Why a number is null, what failed. */
   notes: string[];
 }
@@ -145,6 +169,7 @@ export interface RowInput {
   peers: Record<PeerName, number | null>;
   peak_bytes: { ours: number | null; tfjs: number | null; jax: number | null };
   max_rel_err: Record<string, number>;
+  iterations_per_wait?: { ours: number | null; tfjs: number | null; jax: number | null };
   notes: string[];
 }
 
@@ -166,6 +191,7 @@ export function makeRow(r: RowInput): ResultRow {
     peer_gflops: { tfjs: gflops(r.flops, r.peers.tfjs), jax: gflops(r.flops, r.peers.jax) },
     max_rel_err: { ...r.max_rel_err },
     model: r.model,
+    ...(r.iterations_per_wait ? { iterations_per_wait: { ...r.iterations_per_wait } } : {}),
     notes: [...r.notes],
   };
 }

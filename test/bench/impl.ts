@@ -7,8 +7,11 @@ import type { BenchCase, Inputs, Outputs } from './cases.ts';
 export type ImplName = 'ours' | 'tfjs' | 'jax';
 
 export interface Prepared {
-  /** One iteration, resolved only when the GPU has finished it (nothing is read back). */
-  run(): Promise<void>;
+  /**
+   * `iterations` iterations (default 1) issued back to back, resolved only when the GPU has
+   * finished them all — one completion wait however many (nothing is read back).
+   */
+  run(iterations?: number): Promise<void>;
   /** One iteration, its outputs read back (named as in OUTPUT_NAMES). */
   outputs(): Promise<Outputs>;
   /** Peak device bytes during one iteration (inputs included), or null where not measurable. */

@@ -29,7 +29,7 @@ export const TARGETS: Readonly<Record<string, number>> = {
   policy_loss_fwd_bwd: 5,
 };
 
-export const TIMING_FULL: TimingOptions = { warmup: 2, iters: 10, minIters: 3, budgetMs: 15_000, warmupStopMs: 3_000 };
+export const TIMING_FULL: TimingOptions = { warmup: 2, iters: 10, minIters: 3, budgetMs: 15_000, warmupStopMs: 3_000, batchMs: 250, maxBatch: 8 };
 export const TIMING_QUICK: TimingOptions = { warmup: 1, iters: 3, minIters: 3, budgetMs: 0 };
 
 export interface CheckResult {
@@ -103,10 +103,12 @@ interface ImplRun {
   gpuMs: number | null;
   peak: number | null;
   outputs: Outputs | null;
+  /** Iterations per completion wait of the timed samples. */
+  batch: number | null;
 }
 
 async function runImpl(impl: Impl, c: BenchCase, inputs: ReturnType<typeof makeInputs>, timing: TimingOptions, notes: string[], log: (s: string) => void): Promise<ImplRun> {
-  const none: ImplRun = { ms: null, gpuMs: null, peak: null, outputs: null };
+  const none: ImplRun = { ms: null, gpuMs: null, peak: null, outputs: null, batch: null };
   const why = impl.missing(c);
   if (why) {
     notes.push(`${impl.name}: ${why}`);
@@ -119,7 +121,7 @@ async function runImpl(impl: Impl, c: BenchCase, inputs: ReturnType<typeof makeI
       stage = 'first iteration';
       const outputs = await p.outputs();
       stage = 'timing';
-      const stats = await measure(() => p.run(), timing);
+      const stats = await measure((k) => p.run(k), timing);
       let gpuMs: number | null = null;
       if (p.gpuMs) {
         stage = 'GPU timing';
@@ -132,8 +134,8 @@ async function runImpl(impl: Impl, c: BenchCase, inputs: ReturnType<typeof makeI
       }
       stage = 'peak bytes';
       const peak = await p.peakBytes();
-      log(`    ${impl.name.padEnd(4)} ${fmtMs(stats.median_ms)} ms (median of ${stats.n}, min ${fmtMs(stats.min_ms)}, max ${fmtMs(stats.max_ms)})`);
-      return { ms: stats.median_ms, gpuMs, peak, outputs };
+      log(`    ${impl.name.padEnd(4)} ${fmtMs(stats.median_ms)} ms (median of ${stats.n}${stats.batch > 1 ? ` samples of ${stats.batch}` : ''}, min ${fmtMs(stats.min_ms)}, max ${fmtMs(stats.max_ms)})`);
+      return { ms: stats.median_ms, gpuMs, peak, outputs, batch: stats.batch };
     } finally {
       p.dispose();
     }
@@ -191,6 +193,7 @@ export async function runKernels(
       peers: { tfjs: runs.tfjs?.ms ?? null, jax: runs.jax?.ms ?? null },
       peak_bytes: { ours: runs.ours?.peak ?? null, tfjs: runs.tfjs?.peak ?? null, jax: runs.jax?.peak ?? null },
       max_rel_err,
+      iterations_per_wait: { ours: runs.ours?.batch ?? null, tfjs: runs.tfjs?.batch ?? null, jax: runs.jax?.batch ?? null },
       notes,
     }));
   }
@@ -235,10 +238,14 @@ export function kernelsMarkdown(rep: KernelsReport, measured: string, quick: boo
     '',
     'How to read it:',
     '',
-    '- ms: wall clock of one iteration until the GPU has finished it (ours: record + `Recorder.submit()` + ' +
+    '- ms: wall clock per iteration until the GPU has finished it (ours: record + `Recorder.submit()` + ' +
       '`queue.onSubmittedWorkDone()`; tfjs: its queue submitted and `onSubmittedWorkDone()`; jax-js: `blockUntilReady()` on every ' +
       'output), median after warm-up; nothing is read back. Warm-up: the iteration whose outputs are checked, then 2 more (1 where ' +
-      'it took 3 s or more). Full runs time up to 10 iterations and stop after 3 once 15 s were spent.',
+      'it took 3 s or more). Full runs time up to 10 samples and stop after 3 once 15 s were spent. A sample is k iterations issued ' +
+      'back to back with one completion wait, divided by k, k = min(8, 250 ms / the implementation\'s last warm-up iteration) and ' +
+      'at least 1 (the JSON\'s `iterations_per_wait`): Deno resolves a completion wait only at its device poll, which sleeps 10 ms ' +
+      'after each check (11.5 ms measured for an empty submission here), a constant that would otherwise swamp short kernels of ' +
+      'every implementation alike.',
     '- ours GPU ms: timestamp queries around the submission (median of 3), where the adapter offers `timestamp-query`.',
     '- speedup: best peer ms / ours ms. GFLOP/s: useful FLOPs (see test/bench/cases.ts: attention counts 6·B·H·T²·D for the ' +
       'causal forward and backward; policy loss a nominal 8·N·V) over the median.',

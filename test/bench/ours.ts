@@ -66,8 +66,9 @@ export class Ours implements Impl {
       return rec.submit(); // resolves once the GPU is done (see the file comment)
     };
     return Promise.resolve({
-      async run() {
-        await iterate();
+      async run(iterations = 1) {
+        // Each iteration its own Recorder and submission, as a caller's loop would have them.
+        await Promise.all(Array.from({ length: iterations }, () => iterate()));
       },
       async outputs(): Promise<Outputs> {
         const rec = new Recorder(ctx, { label });

@@ -28,7 +28,7 @@ describe('bench statistics', () => {
     };
     const s = await measure(fn, { warmup: 2, iters: 5, minIters: 5, budgetMs: 0, now: () => t });
     expect(i).toBe(7);
-    expect(s).toEqual({ median_ms: 6, min_ms: 4, max_ms: 50, n: 5, warmup: 2 });
+    expect(s).toEqual({ median_ms: 6, min_ms: 4, max_ms: 50, n: 5, warmup: 2, batch: 1 });
   });
 
   it('stops early once the budget is spent, but not before minIters', async () => {
@@ -59,6 +59,30 @@ describe('bench statistics', () => {
     expect(calls).toBe(3);
     const s2 = await measure(fn, { warmup: 3, iters: 2, minIters: 2, budgetMs: 0, warmupStopMs: 60, now: () => t });
     expect(s2.warmup).toBe(3);
+  });
+
+  it('times samples of several iterations per completion wait, sized from the last warm-up iteration', async () => {
+    // Each call costs a 10 ms completion wait plus 4 ms per iteration.
+    let t = 0;
+    const calls: number[] = [];
+    const fn = (k: number) => {
+      calls.push(k);
+      t += 10 + 4 * k;
+      return Promise.resolve();
+    };
+    const s = await measure(fn, { warmup: 2, iters: 3, minIters: 3, budgetMs: 0, batchMs: 100, now: () => t });
+    // The last warm-up took 14 ms: floor(100 / 14) = 7 iterations a sample, each sample (10 + 28) / 7 ms.
+    expect(calls).toEqual([1, 1, 7, 7, 7]);
+    expect(s.batch).toBe(7);
+    expect(s.median_ms).toBeCloseTo(38 / 7, 12);
+    // Capped by maxBatch; an iteration longer than batchMs runs alone.
+    calls.length = 0;
+    expect((await measure(fn, { warmup: 1, iters: 1, minIters: 1, budgetMs: 0, batchMs: 1000, maxBatch: 3, now: () => t })).batch).toBe(3);
+    expect((await measure(fn, { warmup: 1, iters: 1, minIters: 1, budgetMs: 0, batchMs: 5, now: () => t })).batch).toBe(1);
+    // Without batchMs every sample is one iteration.
+    calls.length = 0;
+    await measure(fn, { warmup: 1, iters: 2, minIters: 2, budgetMs: 0, now: () => t });
+    expect(calls).toEqual([1, 1, 1]);
   });
 
   it('measures agreement as the worst relative L2 error over the outputs', () => {

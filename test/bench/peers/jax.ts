@@ -123,8 +123,9 @@ export class JaxPeer implements Impl {
     const names = OUTPUT_NAMES[c.name];
     const errors = this.#errors!;
     return Promise.resolve({
-      async run() {
-        const outs = step();
+      async run(iterations = 1) {
+        const outs: JArray[] = [];
+        for (let i = 0; i < iterations; i++) outs.push(...step());
         await Promise.all(outs.map((o) => o.blockUntilReady()));
         for (const o of outs) o.dispose();
         errors.check();

@@ -135,8 +135,9 @@ export class TfjsPeer implements Impl {
     const iterate = () => tf.tidy(step);
     const errors = this.#errors!;
     return Promise.resolve({
-      async run() {
-        const outs = iterate();
+      async run(iterations = 1) {
+        const outs: tf.Tensor[] = [];
+        for (let i = 0; i < iterations; i++) outs.push(...iterate());
         await finish();
         tf.dispose(outs);
         errors.check();
