@@ -24,8 +24,8 @@
  *              adapted module (recording scratch, held until the submit)
  *   textures   where the matmul reads its operands through texture copies (llvmpipe): the copies
  *              of the largest A and B operands and one more of the smaller (the recording reuses
- *              a texture given back for a later copy that fits it, so only a few sizes are held),
- *              and the loss's copy of each logits block (each held until the submit)
+ *              a texture given back for a later copy that fits it, so only a few sizes are held);
+ *              the loss's copy of a logits block is given back after its dispatch like them
  * Logits [N, V] are never built whole: with `device` (or `logitsChunkRows`) Nb is what one storage
  * binding holds (forward.ts logitsBlockRows), else N.
  * Checked against the pool's measured peaks: tiny models in test/shared/cases/trainer.ts (within
@@ -171,14 +171,15 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
 
   // Texture copies: the largest A (activations [N, ·], a dlogits block) and B (a weight, a range
   // of the head, a K range of llvmpipeMaxK rows) of any product, one more of the smaller of the
-  // two (a copy no texture given back was large enough for), and the loss's copy of every block.
+  // two (a copy no texture given back was large enough for). The loss's copy of a logits block is
+  // one of these: it is given back after its dispatch, and the largest A counts a dlogits block.
   let textureBytes = 0;
   if (opts.device?.textureReads) {
     const maxA = textureOf(Math.max(N * Math.max(C, Q, F), Nb * V));
     const linears = blockLinears(cfg).map((t) => numel(loraTargetDims(cfg, t)));
     const maxK = llvmpipeMaxK(R);
     const maxB = textureOf(Math.max(...linears, Math.min(V * C, MAX_TEXTURE_COPY_BYTES / 4), Math.min(V, maxK) * C, full ? Math.min(N, maxK) * Math.max(C, Q, F) : 0));
-    textureBytes = maxA + maxB + Math.min(maxA, maxB) + Math.ceil(N / Nb) * textureOf(Nb * V);
+    textureBytes = maxA + maxB + Math.min(maxA, maxB);
   }
 
   const jobBytes = weightBytes + gradBytes + optimizerBytes + activationBytes + logitsBytes + workspaceBytes + textureBytes;

@@ -326,6 +326,8 @@ export function policyLoss(
       kernel: KERNEL, entryPoint: main[used].entry, constants: used === 'texture' ? { WG: wg, ALIGNED: +vec4 } : { WG: wg },
       params: params(rowThreads, table?.width ?? 0, r0, rows), workgroups, bindings: main[used].bindings,
     });
+    // The block's copy is read by this dispatch only: the next block's (or a later product's) copy reuses it.
+    if (table) rec.releaseTexture(table);
     blocks?.consume?.(rec, r0, rows);
   }
   rec.dispatch({
