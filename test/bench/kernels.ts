@@ -13,8 +13,9 @@
  */
 import { BENCH_NAMES, type BenchCase, CHECK_CASES, flops, makeInputs, OUTPUT_NAMES, type Outputs, shapeString, TIMED_CASES } from './cases.ts';
 import {
-  fmtMs, makeRow, maxRelErr, measure, median, outliers, type ResultRow, rowCells, TABLE_HEADERS, textTable, type TimingOptions,
+  fmtMs, fmtNum, makeRow, maxRelErr, measure, median, outliers, type ResultRow, rowCells, TABLE_HEADERS, textTable, type TimingOptions,
 } from './harness.ts';
+import { type DevicePeak, measureDevicePeak } from './peak.ts';
 import type { Impl, ImplName } from './impl.ts';
 import { markdownTable } from './markdown.ts';
 
@@ -43,6 +44,8 @@ export interface CheckResult {
 export interface KernelsReport {
   results: ResultRow[];
   checks: CheckResult[];
+  /** The adapter's measured f32 FMA peak (test/bench/peak.ts), when it could be measured. */
+  peak: DevicePeak | null;
   /** Problems that should fail the run: disagreeing outputs. */
   failures: string[];
 }
@@ -147,13 +150,28 @@ async function runImpl(impl: Impl, c: BenchCase, inputs: ReturnType<typeof makeI
   }
 }
 
+/** The row's TFLOP/s and its fraction of the device's measured peak (JSON extras). */
+export function withPeak(r: ResultRow, peak: DevicePeak | null): ResultRow & { ours_tflops: number | null; ours_fraction_of_peak: number | null } {
+  const tflops = r.ours_gflops === null ? null : r.ours_gflops / 1000;
+  return { ...r, ours_tflops: tflops, ours_fraction_of_peak: r.ours_gflops === null || !peak ? null : r.ours_gflops / peak.gflops };
+}
+
 /** Run the part. `impls` are initialized already (a failed peer is simply absent, noted in `down`). */
 export async function runKernels(
   impls: Impl[],
   down: Partial<Record<ImplName, string>>,
-  opts: { quick: boolean; filter?: string; log: (s: string) => void },
+  opts: { quick: boolean; filter?: string; log: (s: string) => void; device?: GPUDevice },
 ): Promise<KernelsReport> {
   const { log } = opts;
+  let peak: DevicePeak | null = null;
+  if (opts.device) {
+    try {
+      peak = await measureDevicePeak(opts.device);
+      log(`kernels: device f32 FMA peak ${fmtNum(peak.gflops)} GFLOP/s (${peak.timing}, ${peak.workgroups} workgroups of 64, ${fmtMs(1000 * peak.seconds)} ms)`);
+    } catch (e) {
+      log(`kernels: the device's peak could not be measured: ${errText(e)}`);
+    }
+  }
   const timing = opts.quick ? TIMING_QUICK : TIMING_FULL;
   log(`kernels: checking every implementation on small shapes (tolerance ${CHECK_TOL} relative L2)`);
   const want = (c: BenchCase) => !opts.filter || c.name.includes(opts.filter);
@@ -200,7 +218,7 @@ export async function runKernels(
   log('');
   log(textTable(TABLE_HEADERS, results.map(rowCells)));
   for (const r of results) for (const n of r.notes) log(`  ${r.name} ${r.shape}: ${n}`);
-  return { results, checks, failures };
+  return { results: results.map((r) => withPeak(r, peak)), checks, failures, peak };
 }
 
 /** The body of the kernels section of BENCHMARKS.md. */
@@ -214,6 +232,19 @@ export function kernelsMarkdown(rep: KernelsReport, measured: string, quick: boo
     markdownTable(TABLE_HEADERS, rep.results.map(rowCells)),
     '',
   ];
+  if (rep.peak) {
+    const p = rep.peak;
+    lines.push(
+      `Against the device's peak: a kernel of nothing but independent f32 fused multiply-adds (test/bench/peak.ts) reaches ` +
+        `${fmtNum(p.gflops)} GFLOP/s = ${(p.gflops / 1000).toPrecision(3)} TFLOP/s on this adapter (${p.timing}); ours, per row:`,
+      '',
+      markdownTable(['name', 'shape', 'ours TFLOP/s', 'fraction of peak'], rep.results.map((r) => {
+        const x = withPeak(r, p);
+        return [r.name, r.shape, x.ours_tflops === null ? '—' : x.ours_tflops.toPrecision(3), x.ours_fraction_of_peak === null ? '—' : `${(100 * x.ours_fraction_of_peak).toPrecision(3)}%`];
+      })),
+      '',
+    );
+  }
   const noted = rep.results.filter((r) => r.notes.length);
   if (noted.length) {
     lines.push('Notes:', '');

@@ -108,9 +108,10 @@ async function main(args: BenchArgs): Promise<number> {
             log(`${peer.name}: unavailable, its columns will be null: ${down[peer.name]}`);
           }
         }
-        const rep = await runKernels(impls, down, { quick: args.quick, filter: args.filter, log });
+        const rep = await runKernels(impls, down, { quick: args.quick, filter: args.filter, log, device: ours.ctx.device });
         json.results = rep.results;
         json.checks = rep.checks;
+        json.device_peak = rep.peak && { ...rep.peak, tflops: rep.peak.gflops / 1000 };
         sectionMakers.set('kernels', () => kernelsMarkdown(rep, measuredLine(run), args.quick));
         if (rep.failures.length) {
           failed = true;

@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { BenchArgsError, benchHelp, parseBenchArgs } from '../../test/bench/args.ts';
 import { CHECK_CASES, flops, makeInputs, OUTPUT_NAMES, TIMED_CASES } from '../../test/bench/cases.ts';
 import { makeRow, maxRelErr, measure, median, outliers, type RowInput, rowCells, TABLE_HEADERS } from '../../test/bench/harness.ts';
+import { kernelsMarkdown, withPeak } from '../../test/bench/kernels.ts';
+import { peakGrid } from '../../test/bench/peak.ts';
 import { GENERATED_NOTE, markdownTable, parseSections, renderHeader, type RunInfo, section, updateMarkdown } from '../../test/bench/markdown.ts';
 
 describe('bench statistics', () => {
@@ -253,5 +255,33 @@ describe('algorithms part', () => {
     expect(md).toMatch(/\| grpo \| 0\.005 \| 0\.050 \| 0\.350 \| \+0\.300 \| yes \| 0\.250 → 0\.500 \| 0\.05 0\.35 \|/);
     expect(md).toMatch(/\| dpo \| 0\.005 \| 0\.200 \| 0\.200 \| \+0\.000 \| \*\*no\*\* \|/);
     expect(md).toContain('Quick run');
+  });
+});
+
+describe('the device peak in the kernels report', () => {
+  it('lays a grid over x ≤ 65535 workgroups', () => {
+    expect(peakGrid(300)).toEqual([300, 1]);
+    expect(peakGrid(65535)).toEqual([65535, 1]);
+    const [x, y] = peakGrid(400_000);
+    expect(x).toBeLessThanOrEqual(65535);
+    expect(x * y).toBeGreaterThanOrEqual(400_000);
+    expect(x * y - 400_000).toBeLessThan(y);
+  });
+
+  it('gives each row its TFLOP/s and fraction of the measured peak, and renders them', () => {
+    const row = makeRow({
+      name: 'matmul', shape: '[256,256]x[256,1024]', model: '10M', flops: 2 * 256 * 256 * 1024, ours_ms: 10, ours_gpu_ms: null,
+      peers: { tfjs: 20, jax: 30 }, peak_bytes: { ours: null, tfjs: null, jax: null }, max_rel_err: {}, notes: [],
+    });
+    const peak = { gflops: 50, timing: 'timestamp-query' as const, workgroups: 256, seconds: 0.1 };
+    const x = withPeak(row, peak);
+    expect(x.ours_gflops).toBeCloseTo(13.4217728, 9);
+    expect(x.ours_tflops).toBeCloseTo(0.0134217728, 12);
+    expect(x.ours_fraction_of_peak).toBeCloseTo(13.4217728 / 50, 12);
+    expect(withPeak(row, null).ours_fraction_of_peak).toBeNull();
+    const md = kernelsMarkdown({ results: [row], checks: [], failures: [], peak }, '_m_', false);
+    expect(md).toContain('reaches 50.0 GFLOP/s = 0.0500 TFLOP/s on this adapter (timestamp-query)');
+    expect(md).toMatch(/\| matmul \| \[256,256\]x\[256,1024\] \| 0\.0134 \| 26\.8% \|/);
+    expect(kernelsMarkdown({ results: [row], checks: [], failures: [], peak: null }, '_m_', false)).not.toContain('fraction of peak');
   });
 });
