@@ -9,6 +9,7 @@
 import type { KernelProfiler } from './profiler.ts';
 import { ConfigError, WebGpuUnavailableError } from '../errors.ts';
 import { BufferPool, BufferUsage } from './pool.ts';
+import { TextureCache } from './texture_cache.ts';
 import { type PipelineCache, pipelineCacheFor } from './pipelines.ts';
 import { type AdapterKind, adapterKind } from './adapter_kind.ts';
 
@@ -134,6 +135,8 @@ export class GpuContext {
   /** Resolve targets of timestamp queries. */
   readonly queryPool: BufferPool;
   readonly pipelines: PipelineCache;
+  /** Scratch textures of finished recordings, kept for the next (Recorder.tempTexture). */
+  readonly textureCache = new TextureCache();
   /** When set, every submission times each dispatch on its own (see KernelProfiler). */
   profiler: KernelProfiler | null = null;
   /** Resolves when the device is lost (including by `destroy()`). */
@@ -199,6 +202,7 @@ export class GpuContext {
   /** Destroys the device (every buffer with it). The `lost` promise resolves with reason 'destroyed'. */
   destroy(): void {
     for (const p of [this.pool, this.uniformPool, this.readbackPool, this.queryPool]) p.trim();
+    this.textureCache.trim();
     this.device.destroy();
   }
 }

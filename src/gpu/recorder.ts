@@ -16,6 +16,7 @@ import { GpuValidationError, LimitError, ReleasedError, WebtinkerError } from '.
 import type { GpuContext } from './device.ts';
 import type { Constants } from './pipelines.ts';
 import { type AnyHostArray, type DType, emptyTensor, hostArray, Tensor } from './tensor.ts';
+import type { CachedTexture } from './texture_cache.ts';
 
 /** Little-endian packer for a WGSL uniform struct of 4-byte scalars (u32, i32, f32), in order. */
 export class Params {
@@ -92,12 +93,7 @@ export function texelTableWidth(ctx: GpuContext): number {
 }
 
 /** A scratch texture of a recording: its size class (format, texel rows) and charged bytes. */
-interface ScratchTexture {
-  readonly texture: GPUTexture;
-  readonly format: GPUTextureFormat;
-  readonly height: number;
-  readonly bytes: number;
-}
+type ScratchTexture = CachedTexture;
 
 export interface SubmitResult {
   /** GPU time of the submission in nanoseconds where timestamp queries are available. */
@@ -120,7 +116,7 @@ export class Recorder {
   #paramBytes = 0;
   #submitted = false;
   #temps: Tensor[] = [];
-  /** Every scratch texture of the recording (destroyed at submit) ... */
+  /** Every scratch texture of the recording (to the context's TextureCache at submit) ... */
   #textures: ScratchTexture[] = [];
   /** ... and those given back by releaseTexture, free for a later tempTexture of this recording. */
   #freeTextures: ScratchTexture[] = [];
@@ -188,8 +184,9 @@ export class Recorder {
    * binding holds, a multiple of 4) as texels of a new 2-D texture for this recording only,
    * rgba32float (rgba16float for f16, whose values a texel fetch widens to f32 exactly): texel k
    * holds elements 4k .. 4k+3, at (k % width, k / width), copied at this point of the recording.
-   * The width is `texelTableWidth(ctx)`. The texture is destroyed, and its bytes (charged to the
-   * recording's pool owner meanwhile) given back, once the work is submitted.
+   * The width is `texelTableWidth(ctx)`. Once the work is submitted the texture goes to the
+   * context's TextureCache for a later recording, and its bytes (charged to the recording's pool
+   * owner meanwhile) are given back.
    * Why: on Mesa's llvmpipe a texel fetch costs a fraction of a storage-buffer load (measured
    * ~10x less per element), so a kernel that reads a large tensor several times reads it here.
    *
@@ -222,11 +219,15 @@ export class Recorder {
       scratch = this.#freeTextures.splice(best, 1)[0];
       scratch.texture.label = `${this.label}/${label}`;
     } else {
-      const texture = this.ctx.device.createTexture({
-        label: `${this.label}/${label}`, size: [width, height], format,
-        usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
-      });
-      scratch = { texture, format, height, bytes: width * height * texelBytes };
+      // One kept from an earlier recording (no allocation, no first-touch faults), else a new one.
+      scratch = this.ctx.textureCache.take(format, height) ?? {
+        texture: this.ctx.device.createTexture({
+          label: `${this.label}/${label}`, size: [width, height], format,
+          usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
+        }),
+        format, height, bytes: width * height * texelBytes,
+      };
+      scratch.texture.label = `${this.label}/${label}`;
       this.ctx.pool.charge(`recorder:${this.label}`, scratch.bytes);
       this.#textures.push(scratch);
     }
@@ -451,13 +452,14 @@ export class Recorder {
     return result;
   }
 
-  /** Scratch tensors back to the pool and scratch textures destroyed (safe after the submit, by queue order). */
+  /** Scratch tensors back to the pool and scratch textures to the context's cache (safe after the submit, by queue order). */
   #releaseTemps(): void {
     for (const t of this.#temps.splice(0)) t.release();
     this.#freeTextures.length = 0;
-    for (const { texture, bytes } of this.#textures.splice(0)) {
-      texture.destroy();
-      this.ctx.pool.uncharge(`recorder:${this.label}`, bytes);
+    for (const t of this.#textures.splice(0)) {
+      this.ctx.pool.uncharge(`recorder:${this.label}`, t.bytes);
+      if (this.ctx.isLost) t.texture.destroy();
+      else this.ctx.textureCache.put(t);
     }
   }
 

@@ -293,7 +293,7 @@ gpuCoreCases.push({
 });
 
 gpuCoreCases.push({
-  name: 'recorder: a scratch texture given back is the copy target of a later tempTexture that fits it (charged once, freed at submit)',
+  name: 'recorder: a scratch texture given back is the copy target of a later tempTexture that fits it (charged once, freed at submit, kept for the next recording)',
   async fn(ctx) {
     const row = 4 * texelTableWidth(ctx); // f32 elements per texel row
     const x = emptyTensor(ctx, [2 * row], 'f32', { owner: 'case', label: 'x' });
@@ -316,6 +316,16 @@ gpuCoreCases.push({
     assert.throws(() => other.releaseTexture(tz), WebtinkerError, /not a scratch texture of recorder "other"/);
     await other.submit();
     await rec.submit();
+    assert.strictEqual(ctx.pool.owner(owner).currentBytes, 0);
+    // Kept for the next recording: its one-row copy gets the smallest kept texture that fits (x's).
+    const kept = ctx.textureCache.size;
+    assert.isAtLeast(kept, 2);
+    const next = new Recorder(ctx, { label: 'textures' });
+    assert.strictEqual(next.tempTexture(y, 'y').texture, tx.texture);
+    assert.strictEqual(ctx.textureCache.size, kept - 1);
+    assert.strictEqual(ctx.pool.owner(owner).currentBytes, 2 * row * 4);
+    await next.submit();
+    assert.strictEqual(ctx.textureCache.size, kept);
     assert.strictEqual(ctx.pool.owner(owner).currentBytes, 0);
     for (const t of [x, y, z]) t.release();
   },

@@ -1,0 +1,74 @@
+/**
+ * Scratch textures kept between recordings (Recorder.tempTexture), as the buffer pool keeps
+ * released buffers. On Mesa's llvmpipe a new texture's memory is allocated and faulted in on its
+ * first write: a fresh 64 MiB rgba32float texture plus one copy into it cost 52 ms, the same copy
+ * into a texture kept from before 14 ms (measured). Recordings that read their operands through
+ * texture copies (every matmul and the policy loss there) make the same sizes step after step, so
+ * they take them from here.
+ *
+ * Reuse is safe by queue order, as for pooled buffers: a recording gives its textures back when
+ * its work is submitted, and a later recording's copy into one runs after every command of the
+ * earlier submission. Kept bytes are bounded (`limitBytes`, oldest destroyed first); they are not
+ * live, so the buffer pool's live stats do not count them (`bytes` says what is held).
+ */
+
+export interface CachedTexture {
+  readonly texture: GPUTexture;
+  readonly format: GPUTextureFormat;
+  /** Texel rows (the width is the context's texelTableWidth). */
+  readonly height: number;
+  readonly bytes: number;
+}
+
+export class TextureCache {
+  /** Most bytes kept; a texture given back beyond it destroys the oldest kept ones first. */
+  limitBytes: number;
+  #kept: CachedTexture[] = [];
+  #bytes = 0;
+
+  constructor(limitBytes = 512 * 2 ** 20) {
+    this.limitBytes = limitBytes;
+  }
+
+  /** Bytes of the textures kept. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get size(): number {
+    return this.#kept.length;
+  }
+
+  /** The kept texture of `format` with the fewest rows ≥ `height` (removed from the cache), or null. */
+  take(format: GPUTextureFormat, height: number): CachedTexture | null {
+    let best = -1;
+    this.#kept.forEach((t, i) => {
+      if (t.format === format && t.height >= height && (best < 0 || t.height < this.#kept[best].height)) best = i;
+    });
+    if (best < 0) return null;
+    const [t] = this.#kept.splice(best, 1);
+    this.#bytes -= t.bytes;
+    return t;
+  }
+
+  /** Keep `t` for a later recording (destroyed at once when it alone is over the limit). */
+  put(t: CachedTexture): void {
+    if (t.bytes > this.limitBytes) {
+      t.texture.destroy();
+      return;
+    }
+    this.#kept.push(t);
+    this.#bytes += t.bytes;
+    while (this.#bytes > this.limitBytes) {
+      const old = this.#kept.shift()!;
+      this.#bytes -= old.bytes;
+      old.texture.destroy();
+    }
+  }
+
+  /** Destroy every kept texture. */
+  trim(): void {
+    for (const t of this.#kept.splice(0)) t.texture.destroy();
+    this.#bytes = 0;
+  }
+}
