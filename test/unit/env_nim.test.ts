@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/env/agent.ts';
 import { replayTurnBasedDemonstrations } from '../../src/env/demos.ts';
 import {
-  isLegalNimMove, nimDemonstrations, nimEnv, nimOptimalMove, nimPiles, nimRandomPolicy, parseNimMove, parseNimPiles, randomNimMove,
+  isLegalNimMove, nimDemonstrations, nimEnv, nimOptimalMove, nimPiles, nimRandomPolicy, nimStallMove, parseNimMove, parseNimPiles, randomNimMove,
 } from '../../src/env/envs/nim.ts';
 import { rolloutTurnBased } from '../../src/env/multiagent.ts';
 import { Rng } from '../../src/util/rng.ts';
@@ -78,6 +78,26 @@ describe('nim environment', () => {
     const wins = out.games.filter((g) => g.rewardsP[0] === 1).length;
     expect(wins).toBeGreaterThan(50);
     expect(out.seats[0]!.metrics.meanReward).toBeCloseTo((2 * wins - 60) / 60, 12);
+  });
+
+  it("with demoLosingMove 'stall' every demonstrated move is a function of the piles: Bouton's move, else one from the largest pile", () => {
+    expect(nimStallMove([2, 5, 5])).toEqual({ pile: 1, count: 1 });
+    expect(() => nimStallMove([0, 0])).toThrow(/empty/);
+    // nim-sum 0: a losing position, so the stall move; otherwise the winning move.
+    expect(nimOptimalMove([1, 2, 3], new Rng(1), 'stall')).toEqual({ pile: 2, count: 1 });
+    expect(nimOptimalMove([1, 2, 4], new Rng(1), 'stall')).toEqual({ pile: 2, count: 1 });
+    expect(nimOptimalMove([3, 5, 1], new Rng(1), 'stall')).toEqual({ pile: 1, count: 3 });
+    const opts = { demoOptimalRate: 1, demoLosingMove: 'stall' } as const;
+    for (const d of nimDemonstrations(40, new Rng(9), opts)) {
+      const piles = nimPiles(d.seed, 3, 5);
+      for (const a of d.actions) {
+        const m = nimOptimalMove(piles, new Rng(0), 'stall');
+        expect(a).toBe(`<answer>${m.pile + 1} ${m.count}</answer>`);
+        piles[m.pile] -= m.count;
+      }
+      expect(piles.every((n) => n === 0)).toBe(true);
+    }
+    expect(() => nimEnv({ demoLosingMove: 'sometimes' as never })).toThrow(/demoLosingMove/);
   });
 
   it('demonstrations are whole legal games that replay into one trajectory per seat', async () => {

@@ -22,6 +22,12 @@ export interface NimOptions {
   readonly players?: number;
   /** Demonstrations: probability that a move is Bouton-optimal (else random). Default 0.8. */
   readonly demoOptimalRate?: number;
+  /**
+   * Demonstrations: the "optimal" move where none wins (nim-sum 0): 'random' (default), or 'stall' —
+   * take one object from the largest pile (the first of equals), so that every demonstrated move
+   * is a function of the piles alone, which a small model can learn as a look-up.
+   */
+  readonly demoLosingMove?: 'random' | 'stall';
 }
 
 type Full = Required<NimOptions>;
@@ -63,8 +69,19 @@ export function randomNimMove(piles: readonly number[], rng: Rng): NimMove {
   return { pile, count: 1 + rng.nextInt(piles[pile]) };
 }
 
-/** Bouton: a move leaving nim-sum 0 when one exists, else a random move. */
-export function nimOptimalMove(piles: readonly number[], rng: Rng): NimMove {
+/** Take one object from the largest pile (the first of equals). */
+export function nimStallMove(piles: readonly number[]): NimMove {
+  let pile = 0;
+  piles.forEach((n, i) => n > piles[pile] && (pile = i));
+  if (piles[pile] === 0) throw new RangeError('nimStallMove: every pile is empty');
+  return { pile, count: 1 };
+}
+
+/**
+ * Bouton: a move leaving nim-sum 0 when one exists (the first pile that allows it), else — a losing
+ * position — a random move, or with `losing: 'stall'` one object from the largest pile.
+ */
+export function nimOptimalMove(piles: readonly number[], rng: Rng, losing: 'random' | 'stall' = 'random'): NimMove {
   const x = piles.reduce((a, b) => a ^ b, 0);
   if (x !== 0) {
     for (let i = 0; i < piles.length; i++) {
@@ -72,7 +89,7 @@ export function nimOptimalMove(piles: readonly number[], rng: Rng): NimMove {
       if (target < piles[i]) return { pile: i, count: piles[i] - target };
     }
   }
-  return randomNimMove(piles, rng);
+  return losing === 'stall' ? nimStallMove(piles) : randomNimMove(piles, rng);
 }
 
 /** "Piles: 3 1 4." read back from an observation (the last such line). */
@@ -154,7 +171,7 @@ export function nimDemonstrations(n: number, rng: Rng, options: NimOptions = {})
     const piles = nimPiles(seed, o.piles, o.maxPile);
     const actions: string[] = [];
     while (piles.some((p) => p > 0)) {
-      const move = rng.nextFloat() < o.demoOptimalRate ? nimOptimalMove(piles, rng) : randomNimMove(piles, rng);
+      const move = rng.nextFloat() < o.demoOptimalRate ? nimOptimalMove(piles, rng, o.demoLosingMove) : randomNimMove(piles, rng);
       piles[move.pile] -= move.count;
       actions.push(formatNimMove(move));
     }
@@ -163,7 +180,8 @@ export function nimDemonstrations(n: number, rng: Rng, options: NimOptions = {})
 }
 
 function fullOptions(o: NimOptions): Full {
-  const full = { piles: 3, maxPile: 5, players: 2, demoOptimalRate: 0.8, ...o };
+  const full: Full = { piles: 3, maxPile: 5, players: 2, demoOptimalRate: 0.8, demoLosingMove: 'random', ...o };
+  if (full.demoLosingMove !== 'random' && full.demoLosingMove !== 'stall') throw new RangeError(`nim: demoLosingMove must be 'random' or 'stall', got ${String(full.demoLosingMove)}`);
   for (const k of ['piles', 'maxPile'] as const) if (!Number.isInteger(full[k]) || full[k] < 1) throw new RangeError(`nim: ${k} must be >= 1, got ${full[k]}`);
   if (!Number.isInteger(full.players) || full.players < 2) throw new RangeError(`nim: players must be >= 2, got ${full.players}`);
   return full;
