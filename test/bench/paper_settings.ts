@@ -57,9 +57,9 @@ export interface PaperSettings {
 }
 
 /**
- * Issue 8's run: about 80 minutes on two llvmpipe cores (scaled from per-step timings at these
- * sizes: a calculator warm-start step ~1 s, a nim one of 16 ~4 s, a table job's RL phase ~3 min,
- * Chromium's ~2.3× Deno's).
+ * Issue 8's run: 2227 s on two llvmpipe cores (measured 2026-12-03): warm starts 129–151 s per
+ * seed, a table job's RL phase 32–68 s, reproducibility ~2 min, the arena ~6 min, the three
+ * Chromium jobs on SwiftShader 19 min (5–8 min each, ~5–7× Deno's).
  */
 export const PAPER_RUN: PaperSettings = Object.freeze({
   env: 'calculator',
