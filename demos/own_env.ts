@@ -25,6 +25,6 @@ export const reverseEnv: EnvSpec = {
 };
 
 if (import.meta.main) {
-  const r = await train({ env: reverseEnv, warmStart: { steps: 100 }, steps: 20 });
+  const r = await train({ env: reverseEnv, warmStart: { steps: 300 }, steps: 20 });
   console.log(`held-out success after SFT ${r.successBefore}, after GRPO ${r.successAfter}`);
 }
