@@ -16,7 +16,7 @@ import { GpuValidationError, LimitError, ReleasedError, WebtinkerError } from '.
 import type { GpuContext } from './device.ts';
 import type { Constants } from './pipelines.ts';
 import { type AnyHostArray, type DType, emptyTensor, hostArray, Tensor } from './tensor.ts';
-import type { CachedTexture } from './texture_cache.ts';
+import { type CachedTexture, takeFitting } from './texture_cache.ts';
 
 /** Little-endian packer for a WGSL uniform struct of 4-byte scalars (u32, i32, f32), in order. */
 export class Params {
@@ -92,9 +92,6 @@ export function texelTableWidth(ctx: GpuContext): number {
   return Math.max(32, Math.floor(Math.min(8192, ctx.limit('maxTextureDimension2D')) / 32) * 32);
 }
 
-/** A scratch texture of a recording: its size class (format, texel rows) and charged bytes. */
-type ScratchTexture = CachedTexture;
-
 export interface SubmitResult {
   /** GPU time of the submission in nanoseconds where timestamp queries are available. */
   gpuNs?: number;
@@ -117,9 +114,9 @@ export class Recorder {
   #submitted = false;
   #temps: Tensor[] = [];
   /** Every scratch texture of the recording (to the context's TextureCache at submit) ... */
-  #textures: ScratchTexture[] = [];
+  #textures: CachedTexture[] = [];
   /** ... and those given back by releaseTexture, free for a later tempTexture of this recording. */
-  #freeTextures: ScratchTexture[] = [];
+  #freeTextures: CachedTexture[] = [];
 
   constructor(ctx: GpuContext, opts: { label?: string; timing?: boolean } = {}) {
     this.ctx = ctx;
@@ -210,27 +207,19 @@ export class Recorder {
       throw new LimitError(label, `${src} cannot be laid out as ${half ? 'rgba16float' : 'rgba32float'} texels of a ${width}-wide texture (${texels} texels, maxTextureDimension2D ${maxDim})`);
     }
     const format: GPUTextureFormat = half ? 'rgba16float' : 'rgba32float';
-    let best = -1;
-    this.#freeTextures.forEach((t, i) => {
-      if (t.format === format && t.height >= height && (best < 0 || t.height < this.#freeTextures[best].height)) best = i;
-    });
-    let scratch: ScratchTexture;
-    if (best >= 0) {
-      scratch = this.#freeTextures.splice(best, 1)[0];
-      scratch.texture.label = `${this.label}/${label}`;
-    } else {
-      // One kept from an earlier recording (no allocation, no first-touch faults), else a new one.
+    // One given back earlier in this recording, else one kept from an earlier recording (no
+    // allocation, no first-touch faults; charged again), else a new one.
+    const name = `${this.label}/${label}`;
+    let scratch = takeFitting(this.#freeTextures, format, height);
+    if (!scratch) {
       scratch = this.ctx.textureCache.take(format, height) ?? {
-        texture: this.ctx.device.createTexture({
-          label: `${this.label}/${label}`, size: [width, height], format,
-          usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST,
-        }),
+        texture: this.ctx.device.createTexture({ label: name, size: [width, height], format, usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST }),
         format, height, bytes: width * height * texelBytes,
       };
-      scratch.texture.label = `${this.label}/${label}`;
       this.ctx.pool.charge(`recorder:${this.label}`, scratch.bytes);
       this.#textures.push(scratch);
     }
+    scratch.texture.label = name;
     const { texture } = scratch;
     this.#commands.push({ kind: 'texels', src: src.buffer, srcOffset: src.byteOffset, dst: texture, width, texels, texelBytes });
     return { texture, textureView: texture.createView(), width };

@@ -20,6 +20,18 @@ export interface CachedTexture {
   readonly bytes: number;
 }
 
+/**
+ * Removes from `list` and returns the texture of `format` with the fewest rows ≥ `height`, or null:
+ * the fit rule of the cache and of a recording's textures given back (Recorder.releaseTexture).
+ */
+export function takeFitting(list: CachedTexture[], format: GPUTextureFormat, height: number): CachedTexture | null {
+  let best = -1;
+  list.forEach((t, i) => {
+    if (t.format === format && t.height >= height && (best < 0 || t.height < list[best].height)) best = i;
+  });
+  return best < 0 ? null : list.splice(best, 1)[0];
+}
+
 export class TextureCache {
   /** Most bytes kept; a texture given back beyond it destroys the oldest kept ones first. */
   limitBytes: number;
@@ -41,13 +53,8 @@ export class TextureCache {
 
   /** The kept texture of `format` with the fewest rows ≥ `height` (removed from the cache), or null. */
   take(format: GPUTextureFormat, height: number): CachedTexture | null {
-    let best = -1;
-    this.#kept.forEach((t, i) => {
-      if (t.format === format && t.height >= height && (best < 0 || t.height < this.#kept[best].height)) best = i;
-    });
-    if (best < 0) return null;
-    const [t] = this.#kept.splice(best, 1);
-    this.#bytes -= t.bytes;
+    const t = takeFitting(this.#kept, format, height);
+    if (t) this.#bytes -= t.bytes;
     return t;
   }
 
