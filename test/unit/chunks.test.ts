@@ -5,6 +5,9 @@ import { alignedWindow, flatChunkElems, flatChunks, rowChunks, splitRange, windo
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { type DType, Tensor } from '../../src/gpu/tensor.ts';
 import { mat, splitProduct, vec4View } from '../../src/ops/matmul_split.ts';
+import { matmulSplitRef } from '../../src/ops/matmul_split.ref.ts';
+import { matmulRef } from '../../src/ops/matmul.ref.ts';
+import { Rng } from '../../src/util/rng.ts';
 import { LLVMPIPE_STEP_ITERATIONS, llvmpipeMaxK } from '../../src/ops/matmul.ts';
 import { LimitError } from '../../src/errors.ts';
 
@@ -139,6 +142,28 @@ describe('splitProduct', () => {
     expect(llvmpipeMaxK(0) % 64).toBe(0);
     expect(llvmpipeMaxK(64)).toBeLessThan(llvmpipeMaxK(0));
     expect((llvmpipeMaxK(0) / 4 + 1) * LLVMPIPE_STEP_ITERATIONS).toBeLessThanOrEqual(65535 - 1000);
+  });
+  it('every plan covers each (m, n, k) once: run through the split reference, M and N ranges give the whole product exactly, K ranges within f32 rounding', () => {
+    const rng = new Rng(5);
+    const cases = [
+      { M: N, N: V, K: C, transA: false, transB: true }, // logits: ranges of N
+      { M: N, N: C, K: V, transA: false, transB: false }, // dx: ranges of K
+      { M: V, N: C, K: N, transA: true, transB: false }, // dW: ranges of M
+    ];
+    for (const d of cases) {
+      const stored = (rows: number, cols: number, t: boolean) => tensor(ctx, t ? [cols, rows] : [rows, cols]);
+      const subs = splitProduct('matmul', ctx, { batch: 1, ...d }, mat('m', 'a', stored(d.M, d.K, d.transA)), mat('m', 'b', stored(d.K, d.N, d.transB)), mat('m', 'c', tensor(ctx, [d.M, d.N])), d.transA, d.transB);
+      expect(subs.length).toBeGreaterThan(1);
+      const hits = new Uint32Array(d.M * d.N * d.K);
+      for (const s of subs) for (let m = s.m0; m < s.m0 + s.M; m++) for (let n = s.n0; n < s.n0 + s.N; n++) for (let k = s.k0; k < s.k0 + s.K; k++) hits[(m * d.N + n) * d.K + k]++;
+      expect(hits.every((h) => h === 1)).toBe(true);
+      const a = rng.normalArray(d.M * d.K, 1), b = rng.normalArray(d.K * d.N, 1);
+      const whole = new Float32Array(d.M * d.N), split = new Float32Array(d.M * d.N);
+      matmulRef(whole, a, b, { batch: 1, ...d });
+      matmulSplitRef(split, a, b, d, subs);
+      if (subs.every((s) => s.K === d.K)) expect(split).toEqual(whole);
+      else for (let i = 0; i < whole.length; i++) expect(Math.abs(split[i] - whole[i])).toBeLessThanOrEqual(1e-5 * (1 + Math.abs(whole[i])) * subs.length);
+    }
   });
   it('refuses a batched product over the limit', () => {
     const a3 = tensor(ctx, [2, 400, 24]), b = tensor(ctx, [24, 8]), c3 = tensor(ctx, [2, 400, 8]);
