@@ -56,6 +56,7 @@ import {
   type ServiceClient,
 } from './clients.ts';
 import { JobStateError, NonFiniteStepsError } from './errors.ts';
+import { type Restored, reviveClients } from './worker_revive.ts';
 import { GpuClient, type GpuClientEvent } from './gpu_client.ts';
 import type { SamplerInfo, ServiceMemory } from './protocol.ts';
 import { type PriorityClass, Scheduler } from './scheduler.ts';
@@ -85,7 +86,7 @@ export class WorkerService implements ServiceClient {
   /** Sampling and inference clients that are recreated after a loss, by sampler id. */
   #revivable = new Map<string, Revivable>();
   /** What the last recovery brought back (in its 'recovered' event). */
-  #restored: { models: string[]; samplers: string[] } = { models: [], samplers: [] };
+  #restored: Restored = { models: [], samplers: [] };
   #listeners = new Set<(e: WorkerServiceEvent) => void>();
   #unsub: (() => void)[] = [];
   #lossWaiters = new Set<() => void>();
@@ -178,43 +179,20 @@ export class WorkerService implements ServiceClient {
     }
   }
 
-  /**
-   * After a loss (in epoch `epoch`, on the ready new device): recreate the base models the
-   * revivable clients sample, from their recipes and under their ids, then each client's sampler
-   * under its id, and point the clients at them. A client whose model or sampler cannot be made
-   * again stays lost (its calls reject with LostWithDeviceError); a later loss starts over.
-   */
-  async #revive(epoch: number, revive: Revivable[], recipes: Map<string, { cfg: ModelConfig; recipe: CreateModelOptions }>): Promise<void> {
-    const restored = { models: [] as string[], samplers: [] as string[] };
+  /** After a loss (in epoch `epoch`, on the ready new device): the revivable clients come back (worker_revive.ts). */
+  #revive(epoch: number, revive: Revivable[], recipes: Map<string, { cfg: ModelConfig; recipe: CreateModelOptions }>): Promise<void> {
+    const restored: Restored = { models: [], samplers: [] };
     this.#restored = restored;
-    const failed = new Set<string>();
-    for (const r of revive) {
-      if (this.#epoch !== epoch || r.client.userClosed || this.#models.has(r.modelId) || failed.has(r.modelId)) continue;
-      const m = recipes.get(r.modelId);
-      try {
-        if (!m) throw new JobStateError(`no recipe for model "${r.modelId}"`);
-        await this.#createModelNow(m.cfg, m.recipe, r.modelId);
-        restored.models.push(r.modelId);
-      } catch {
-        failed.add(r.modelId);
-      }
-    }
-    for (const r of revive) {
-      if (this.#epoch !== epoch || r.client.userClosed || failed.has(r.modelId) || !this.#models.has(r.modelId)) continue;
-      try {
-        const { owned } = await this.#registerSampler(r.client.id, r.cfg, r.snapshotParams, r.sch, r.make);
-        r.client.owned = owned;
-        if (r.client.userClosed) {
-          // Closed while it was being made again: free it at once.
-          await this.closeOwned(owned, r.client.id, (api) => api.closeSampler(r.client.id));
-          continue;
-        }
-        this.#revivable.set(r.client.id, r);
-        restored.samplers.push(r.client.id);
-      } catch {
-        // stays lost
-      }
-    }
+    return reviveClients({
+      current: () => this.#epoch === epoch,
+      hasModel: (id) => this.#models.has(id),
+      createModel: (cfg, recipe, id) => this.#createModelNow(cfg, recipe, id),
+      reopen: async (r) => {
+        r.client.owned = (await this.#registerSampler(r.client.id, r.cfg, r.snapshotParams, r.sch, r.make)).owned;
+      },
+      closeReopened: (r) => this.closeOwned(r.client.owned, r.client.id, (api) => api.closeSampler(r.client.id)),
+      keep: (r) => void this.#revivable.set(r.client.id, r),
+    }, revive, recipes, restored);
   }
 
   /** Resolves once a loss after `epoch` has been handled (or after `ms`, if none comes). */
