@@ -1,7 +1,8 @@
 // matmul.wgsl — batched, transposable matrix product with a fused epilogue (f32 storage; B may
 // be f16 in the generated variant matmul_f16, see BStore below).
 //
-//   C[b] = (accumulate ? C[b] : 0) + alpha · (op(A[b]) · op(B[b]) + lr_scale · U · op(V)) + bias
+//   C[b] = act((accumulate ? C[b] : 0) + alpha · (op(A[b]) · op(B[b]) + lr_scale · U · op(V)) + bias)
+//   act: identity, or GELU (tanh approximation) with flag bit 2
 //
 // Shapes (row-major storage): op(A) is M×K (A stored [M, K], or [K, M] transposed), op(B) is K×N
 // (B stored [K, N], or [N, K] transposed), C is [M, N], bias is [N]. A, B and C may be blocks of
@@ -53,8 +54,9 @@ struct Params {
   c_bstride: u32,
   alpha: f32,
   lr_scale: f32,
-  flags: u32,             // bit 0: add bias; bit 1: accumulate into C (uniform flags, not
-                          // overrides: they touch only the epilogue and would double the variants)
+  flags: u32,             // bit 0: add bias; bit 1: accumulate into C; bit 2: GELU last (uniform
+                          // flags, not overrides: they touch only the epilogue and would double
+                          // the variants)
   wg_off_x: u32,          // workgroup offsets of this dispatch, for grids split over several
   wg_off_y: u32,
   wg_off_z: u32,
@@ -204,7 +206,15 @@ fn fma_row(acc: ptr<function, array<array<f32, MAX_T>, MAX_T>>, a: vec4f, pb: pt
   }
 }
 
-// C = (accumulate ? C : 0) + alpha·acc + bias at rows m0 + i·m_step, columns n0 + j·n_step.
+// GELU, tanh approximation, exactly as gelu.wgsl's forward computes it (same expression, f32).
+const GELU_S: f32 = 0.7978845608028654; // √(2/π)
+const GELU_K: f32 = 0.044715;
+fn gelu_tanh(x: f32) -> f32 {
+  return 0.5 * x * (1.0 + tanh(clamp(GELU_S * (x + GELU_K * x * x * x), -10.0, 10.0)));
+}
+
+// C = (accumulate ? C : 0) + alpha·acc + bias at rows m0 + i·m_step, columns n0 + j·n_step, then
+// GELU of that with flag bit 2 (inference's up projection: one dispatch, not two).
 fn store_tile(acc: ptr<function, array<array<f32, MAX_T>, MAX_T>>, cbase: u32, m0: u32, m_step: u32, n0: u32, n_step: u32) {
   for (var i = 0u; i < TM; i++) {
     let m = m0 + i * m_step;
@@ -215,6 +225,7 @@ fn store_tile(acc: ptr<function, array<array<f32, MAX_T>, MAX_T>>, cbase: u32, m
         if ((p.flags & 1u) != 0u) { v = v + bias[p.bias_off + n]; }
         let o = cbase + m * p.c_ld + n;
         if ((p.flags & 2u) != 0u) { v = C[o] + v; }
+        if ((p.flags & 4u) != 0u) { v = gelu_tanh(v); }
         C[o] = v;
       }
     }

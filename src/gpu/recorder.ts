@@ -16,6 +16,7 @@ import { GpuValidationError, LimitError, ReleasedError, WebtinkerError } from '.
 import type { GpuContext } from './device.ts';
 import type { Constants } from './pipelines.ts';
 import { type AnyHostArray, type DType, emptyTensor, hostArray, Tensor } from './tensor.ts';
+import { KEPT_TEXELS_OWNER, type KeptTexels } from './kept_texels.ts';
 import { type CachedTexture, takeFitting } from './texture_cache.ts';
 
 /** Little-endian packer for a WGSL uniform struct of 4-byte scalars (u32, i32, f32), in order. */
@@ -81,6 +82,8 @@ export interface TexelTable extends TextureBinding {
   readonly texture: GPUTexture;
   /** Texels per texture row. */
   readonly width: number;
+  /** A copy the context keeps between recordings (`Recorder.texels`), not a scratch texture. */
+  readonly kept?: boolean;
 }
 
 /**
@@ -99,9 +102,10 @@ export interface SubmitResult {
 }
 
 type Command =
-  | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; paramOffset: number; paramBytes: number }
+  | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; paramOffset: number; paramBytes: number; writes: readonly number[] }
   | { kind: 'copy'; src: GPUBuffer; srcOffset: number; dst: GPUBuffer; dstOffset: number; bytes: number }
   | { kind: 'texels'; src: GPUBuffer; srcOffset: number; dst: GPUTexture; width: number; texels: number; texelBytes: number }
+  | { kind: 'kept'; entry: KeptTexels; width: number; texels: number; texelBytes: number }
   | { kind: 'read'; tensor: Tensor; resolve: (a: AnyHostArray) => void; reject: (e: unknown) => void };
 
 export class Recorder {
@@ -161,7 +165,7 @@ export class Recorder {
       this.#params.push(bytes);
       this.#paramBytes = paramOffset + paramBytes;
     }
-    this.#commands.push({ kind: 'dispatch', spec, pipeline, paramOffset, paramBytes });
+    this.#commands.push({ kind: 'dispatch', spec, pipeline, paramOffset, paramBytes, writes: this.ctx.pipelines.writableBindings(spec.kernel) });
   }
 
   /**
@@ -232,10 +236,46 @@ export class Recorder {
    */
   releaseTexture(table: TexelTable): void {
     this.#assertOpen();
+    if (table.kept) return;
     const t = this.#textures.find((x) => x.texture === table.texture);
     if (!t) throw new WebtinkerError('texture-unknown', `texture "${table.texture.label}" is not a scratch texture of recorder "${this.label}"`);
     if (this.#freeTextures.includes(t)) throw new ReleasedError(`texture "${table.texture.label}" of recorder "${this.label}"`);
     this.#freeTextures.push(t);
+  }
+
+  /**
+   * The elements of `src` as texels, like `tempTexture`, but for a tensor marked `keepTexels` (a
+   * weight) the copy is kept by the context (src/gpu/kept_texels.ts): made at the first recording
+   * that reads it and again only after something wrote the tensor, checked when the work is
+   * submitted. Such a table is `kept` and is never given back (`releaseTexture` ignores it).
+   * Other tensors, weights of under half a texture row (whole rows would be mostly padding, and
+   * their copies cost little) and weights past the store's limit get a tempTexture.
+   */
+  texels(src: Tensor, label = 'texels'): TexelTable {
+    this.#assertOpen();
+    src.assertLive();
+    if (!src.keepTexels) return this.tempTexture(src, label);
+    const half = src.dtype === 'f16';
+    const texelBytes = half ? 8 : 16;
+    const texels = src.bindingBytes / texelBytes;
+    const width = texelTableWidth(this.ctx);
+    const height = Math.max(1, Math.ceil(texels / width));
+    const format: GPUTextureFormat = half ? 'rgba16float' : 'rgba32float';
+    const store = this.ctx.keptTexels;
+    let entry = store.find(src.buffer, src.byteOffset, src.bindingBytes, format);
+    if (!entry) {
+      const bytes = width * height * texelBytes;
+      if (!Number.isInteger(texels) || texels < width / 2 || height > this.ctx.limit('maxTextureDimension2D') || !store.admits(bytes)) return this.tempTexture(src, label);
+      const kept = this.ctx.textureCache.take(format, height);
+      const texture = kept?.texture ??
+        this.ctx.device.createTexture({ label: `kept ${src.label}`, size: [width, height], format, usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST });
+      texture.label = `kept ${src.label}`;
+      entry = { buffer: src.buffer, byteOffset: src.byteOffset, bindingBytes: src.bindingBytes, texture, view: texture.createView(), format, height: kept?.height ?? height, bytes: kept?.bytes ?? bytes, gen: -1 };
+      store.add(entry);
+      this.ctx.pool.charge(KEPT_TEXELS_OWNER, entry.bytes);
+    }
+    this.#commands.push({ kind: 'kept', entry, width, texels, texelBytes });
+    return { texture: entry.texture, textureView: entry.view, width, kept: true };
   }
 
   /** Copy a tensor's elements into another of at least the same byte length. */
@@ -315,6 +355,9 @@ export class Recorder {
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
     const enc = device.createCommandEncoder({ label: this.label });
+    // Kept texture copies (re)made by this submission: forgotten again if it fails.
+    const kept = this.ctx.keptTexels;
+    const copied: KeptTexels[] = [];
     let pass: GPUComputePassEncoder | null = null;
     let passIndex = 0;
     let readIndex = 0;
@@ -354,16 +397,27 @@ export class Recorder {
         p.setBindGroup(0, group);
         const [x, y = 1, z = 1] = c.spec.workgroups;
         p.dispatchWorkgroups(x, y, z);
+        for (const i of c.writes) {
+          const b = c.spec.bindings[i];
+          if (b instanceof Tensor) kept.written(b.buffer);
+          else if (b && !('textureView' in b)) kept.written(b);
+        }
       } else if (c.kind === 'copy') {
         endPass();
         enc.copyBufferToBuffer(c.src, c.srcOffset, c.dst, c.dstOffset, c.bytes);
+        kept.written(c.dst);
       } else if (c.kind === 'texels') {
         endPass();
-        const rowBytes = c.texelBytes * c.width;
-        const full = Math.floor(c.texels / c.width);
-        const rest = c.texels - full * c.width;
-        if (full > 0) enc.copyBufferToTexture({ buffer: c.src, offset: c.srcOffset, bytesPerRow: rowBytes }, { texture: c.dst }, [c.width, full]);
-        if (rest > 0) enc.copyBufferToTexture({ buffer: c.src, offset: c.srcOffset + full * rowBytes, bytesPerRow: rowBytes }, { texture: c.dst, origin: [0, full] }, [rest, 1]);
+        copyTexels(enc, c.src, c.srcOffset, c.dst, c.width, c.texels, c.texelBytes);
+      } else if (c.kind === 'kept') {
+        const gen = kept.generation(c.entry.buffer);
+        if (c.entry.gen !== gen) {
+          endPass();
+          copyTexels(enc, c.entry.buffer, c.entry.byteOffset, c.entry.texture, c.width, c.texels, c.texelBytes);
+          c.entry.gen = gen;
+          kept.copies++;
+          copied.push(c.entry);
+        }
       } else {
         endPass();
         enc.copyBufferToBuffer(c.tensor.buffer, c.tensor.byteOffset, staging[readIndex++].buffer, 0, c.tensor.bindingBytes);
@@ -391,6 +445,7 @@ export class Recorder {
       profQuery?.destroy();
     };
     if (validation || oom) {
+      for (const e of copied) e.gen = -1;
       await device.queue.onSubmittedWorkDone().catch(() => {});
       cleanup();
       for (const s of staging) this.ctx.readbackPool.release(s.buffer);
@@ -467,6 +522,15 @@ export class Recorder {
   #assertOpen(): void {
     if (this.#submitted) throw new WebtinkerError('recorder-submitted', `recorder "${this.label}" was already submitted; make a new one per step`);
   }
+}
+
+/** Texel k of a `width`-wide texture ← elements 4k .. 4k+3 of `src` from `srcOffset` (whole rows, then the rest). */
+function copyTexels(enc: GPUCommandEncoder, src: GPUBuffer, srcOffset: number, dst: GPUTexture, width: number, texels: number, texelBytes: number): void {
+  const rowBytes = texelBytes * width;
+  const full = Math.floor(texels / width);
+  const rest = texels - full * width;
+  if (full > 0) enc.copyBufferToTexture({ buffer: src, offset: srcOffset, bytesPerRow: rowBytes }, { texture: dst }, [width, full]);
+  if (rest > 0) enc.copyBufferToTexture({ buffer: src, offset: srcOffset + full * rowBytes, bytesPerRow: rowBytes }, { texture: dst, origin: [0, full] }, [rest, 1]);
 }
 
 /** Read one tensor back to the host (one small submission). */

@@ -71,6 +71,12 @@ export class Tensor {
   readonly label: string;
   /** Where the elements start in `buffer` (0 except for views). */
   readonly byteOffset: number;
+  /**
+   * Read often, written rarely (a model's weights): where a kernel reads it through a texture
+   * copy (the matmul on llvmpipe), the copy is kept between recordings and made again only after
+   * something writes the tensor (src/gpu/kept_texels.ts). Views and row ranges take it on.
+   */
+  keepTexels = false;
   #released = false;
 
   constructor(ctx: GpuContext, buffer: GPUBuffer, shape: readonly number[], dtype: DType, owner: string, label: string, byteOffset = 0) {
@@ -88,7 +94,12 @@ export class Tensor {
    * elements — e.g. whole vec4s): a view sharing this tensor's buffer and offset. Never release it.
    */
   view(shape: readonly number[], label = this.label): Tensor {
-    return new Tensor(this.ctx, this.buffer, shape, this.dtype, this.owner, label, this.byteOffset);
+    return this.#derived(new Tensor(this.ctx, this.buffer, shape, this.dtype, this.owner, label, this.byteOffset));
+  }
+
+  #derived(t: Tensor): Tensor {
+    t.keepTexels = this.keepTexels;
+    return t;
   }
 
   /**
@@ -102,7 +113,7 @@ export class Tensor {
       throw new ShapeError('tensor', `rows [${first}, ${first + count}) are outside ${this}`);
     }
     const shape = this.shape.length === 0 ? [count] : [count, ...this.shape.slice(1)];
-    return new Tensor(this.ctx, this.buffer, shape, this.dtype, this.owner, label, this.byteOffset + first * rowElems * DTYPE_BYTES[this.dtype]);
+    return this.#derived(new Tensor(this.ctx, this.buffer, shape, this.dtype, this.owner, label, this.byteOffset + first * rowElems * DTYPE_BYTES[this.dtype]));
   }
 
   /** Number of elements. */
@@ -133,6 +144,7 @@ export class Tensor {
   release(): void {
     this.assertLive();
     this.#released = true;
+    this.ctx.forgetTexels(this.buffer);
     this.ctx.pool.release(this.buffer);
   }
 

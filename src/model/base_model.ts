@@ -83,6 +83,9 @@ export class BaseModel implements ModelWeights {
     this.f16 = f16;
     this.specs = Object.freeze(specs);
     this.#tensors = tensors;
+    // Weights are read by every step and written by an optimizer step at most: where the matmul
+    // reads through texture copies (llvmpipe) the copies are kept (Recorder.texels).
+    for (const t of tensors.values()) t.keepTexels = true;
   }
 
   /** Upload host parameters (canonical names, f32) once. All or nothing. */

@@ -12,13 +12,13 @@
  *   a   = attend(q, k, v)                           writes the cache; [N, Hq·D]
  *   x  += a·Woᵀ (+ b) (+ LoRA)                      accumulated straight into the residual
  *   h   = norm2(x)
- *   x  += act(h)·Wdownᵀ (+ b) (+ LoRA)              act: gelu(up(h)) or silu(gate(h))·up(h)
+ *   x  += act(h)·Wdownᵀ (+ b) (+ LoRA)              act: gelu(up(h)) (in the up product's epilogue)
+ *                                                   or silu(gate(h))·up(h)
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { geluForward } from '../ops/gelu.ts';
 import { layernormForward } from '../ops/layernorm.ts';
 import { matmul } from '../ops/matmul.ts';
 import { rmsnormForward } from '../ops/rmsnorm.ts';
@@ -45,8 +45,8 @@ export interface BlockScratch {
   readonly v: Tensor;
   /** [N, Hq·D] attention output */
   readonly att: Tensor;
-  /** [N, F] ×3: up, gate, activation */
-  readonly up: Tensor;
+  /** [N, F] ×3: up, gate (llama), activation */
+  readonly up: Tensor | null;
   readonly gate: Tensor | null;
   readonly act: Tensor;
   /** [N] statistics the norm kernels write (unused here) */
@@ -67,7 +67,7 @@ export function blockScratch(rec: Recorder, cfg: ModelConfig, N: number, adapter
     k: t([N, Hkv * D], 'k'),
     v: t([N, Hkv * D], 'v'),
     att: t([N, Hq * D], 'att'),
-    up: t([N, F], 'up'),
+    up: cfg.family === 'llama' ? t([N, F], 'up') : null,
     gate: cfg.family === 'llama' ? t([N, F], 'gate') : null,
     act: t([N, F], 'act'),
     mean: t([N], 'mean'),
@@ -76,9 +76,9 @@ export function blockScratch(rec: Recorder, cfg: ModelConfig, N: number, adapter
   };
 }
 
-/** y = x·Wᵀ (+ b) (+ s·(x·Aᵀ)·Bᵀ) for module `name`; `accumulate`: y += the same. */
+/** y = x·Wᵀ (+ b) (+ s·(x·Aᵀ)·Bᵀ) for module `name`; `accumulate`: y += the same; `activation`: of the result. */
 export function linear(rec: Recorder, ws: BlockScratch, weights: ModelWeights, adapter: AdapterWeights | null,
-  y: Tensor, x: Tensor, name: string, accumulate = false): void {
+  y: Tensor, x: Tensor, name: string, accumulate = false, activation?: 'gelu'): void {
   const w = weights.param(`${name}.weight`);
   const bias = weights.has(`${name}.bias`) ? weights.param(`${name}.bias`) : undefined;
   const lora = adapter?.module(name);
@@ -89,9 +89,9 @@ export function linear(rec: Recorder, ws: BlockScratch, weights: ModelWeights, a
     }
     const u = view(ws.u, [x.shape[0], R], `${ws.u.label}/${name}`);
     matmul(rec, u, x, lora.a, { transB: true });
-    matmul(rec, y, x, w, { transB: true, bias, accumulate, lowRank: { u, v: lora.b, transV: true, scale: lora.scale } });
+    matmul(rec, y, x, w, { transB: true, bias, accumulate, activation, lowRank: { u, v: lora.b, transV: true, scale: lora.scale } });
   } else {
-    matmul(rec, y, x, w, { transB: true, bias, accumulate });
+    matmul(rec, y, x, w, { transB: true, bias, accumulate, activation });
   }
 }
 
@@ -114,7 +114,7 @@ export type Attend = (layer: number) => void;
 /** One transformer block over ws.x (in place). */
 export function blockForward(rec: Recorder, ws: BlockScratch, weights: ModelWeights, adapter: AdapterWeights | null, layer: number, attend: Attend): void {
   const cfg = weights.cfg;
-  const lin = (y: Tensor, x: Tensor, t: LoraTarget, acc = false) => linear(rec, ws, weights, adapter, y, x, moduleName(layer, t), acc);
+  const lin = (y: Tensor, x: Tensor, t: LoraTarget, acc = false, act?: 'gelu') => linear(rec, ws, weights, adapter, y, x, moduleName(layer, t), acc, act);
   norm(rec, ws, weights, ws.h, ws.x, `layers.${layer}.attn_norm`);
   lin(ws.q, ws.h, 'q');
   lin(ws.k, ws.h, 'k');
@@ -122,12 +122,12 @@ export function blockForward(rec: Recorder, ws: BlockScratch, weights: ModelWeig
   attend(layer);
   lin(ws.x, ws.att, 'o', true);
   norm(rec, ws, weights, ws.h, ws.x, `layers.${layer}.mlp_norm`);
-  lin(ws.up, ws.h, 'up');
   if (cfg.family === 'gpt2') {
-    geluForward(rec, ws.act, ws.up);
+    lin(ws.act, ws.h, 'up', false, 'gelu'); // the GELU in the product's epilogue
   } else {
+    lin(ws.up as Tensor, ws.h, 'up');
     lin(ws.gate as Tensor, ws.h, 'gate');
-    swigluForward(rec, ws.act, ws.gate as Tensor, ws.up);
+    swigluForward(rec, ws.act, ws.gate as Tensor, ws.up as Tensor);
   }
   lin(ws.x, ws.act, 'down', true);
 }

@@ -25,7 +25,11 @@
  *   textures   where the matmul reads its operands through texture copies (llvmpipe): the copies
  *              of the largest A and B operands and one more of the smaller (the recording reuses
  *              a texture given back for a later copy that fits it, so only a few sizes are held);
- *              the loss's copy of a logits block is given back after its dispatch like them
+ *              the loss's copy of a logits block is given back after its dispatch like them;
+ *   kept       there too, the texture copies of the weights kept between steps (Recorder.texels):
+ *              every block linear, the head in the forward's ranges of N and, past llvmpipeMaxK
+ *              rows of vocabulary, again in the backward's ranges of K; at most the store's limit.
+ *              The base model's (shared by its LoRA jobs) or the full job's own copy's
  * Logits [N, V] are never built whole: with `device` (or `logitsChunkRows`) Nb is what one storage
  * binding holds (forward.ts logitsBlockRows), else N.
  * Checked against the pool's measured peaks: tiny models in test/shared/cases/trainer.ts (within
@@ -36,6 +40,8 @@ import { adapterKind } from '../gpu/adapter_kind.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import { bucketBytes } from '../gpu/pool.ts';
 import { embeddingScratchSize } from '../ops/embedding.ts';
+import { splitRange } from '../gpu/chunks.ts';
+import { KEPT_TEXELS_LIMIT, KEPT_TEXELS_MIN_ELEMENTS } from '../gpu/kept_texels.ts';
 import { llvmpipeMaxK, MAX_TEXTURE_COPY_BYTES } from '../ops/matmul.ts';
 import { POLICY_STATS_SIZE, policyLossScratchSize } from '../ops/policy_loss.ts';
 import { reduceScratchSize } from '../ops/reduce.ts';
@@ -51,6 +57,8 @@ export interface TrainingMemoryDevice {
   readonly maxStorageBufferBindingSize: number;
   /** The matmul and the loss read operands through texture copies (llvmpipe). Default false. */
   readonly textureReads?: boolean;
+  /** Most bytes of weight texture copies kept between steps (GpuContext.keptTexels.limitBytes). Default KEPT_TEXELS_LIMIT. */
+  readonly keptTexelLimitBytes?: number;
 }
 
 export interface TrainingMemoryOptions {
@@ -91,15 +99,17 @@ export interface TrainingMemoryEstimate {
   readonly workspaceBytes: number;
   /** Texture copies of matmul operands and of a logits block (device.textureReads). */
   readonly textureBytes: number;
+  /** Weight texture copies kept between steps (device.textureReads): in jobBytes for a full job (its own weights), else shared like sharedBytes. */
+  readonly keptTexelBytes: number;
   /** Everything but sharedBytes: what admitting this job adds when its base is already resident. */
   readonly jobBytes: number;
-  /** sharedBytes + jobBytes: the job alone on a fresh device. */
+  /** sharedBytes + jobBytes (+ keptTexelBytes of the base for a LoRA job): the job alone on a fresh device. */
   readonly totalBytes: number;
 }
 
 /** The device facts the estimate uses, from a GpuContext (structurally: kind and limit()). */
-export function trainingMemoryDevice(ctx: { kind: string; limit(name: string): number }): TrainingMemoryDevice {
-  return { maxStorageBufferBindingSize: ctx.limit('maxStorageBufferBindingSize'), textureReads: ctx.kind === 'llvmpipe' };
+export function trainingMemoryDevice(ctx: { kind: string; limit(name: string): number; keptTexels?: { limitBytes: number } }): TrainingMemoryDevice {
+  return { maxStorageBufferBindingSize: ctx.limit('maxStorageBufferBindingSize'), textureReads: ctx.kind === 'llvmpipe', keptTexelLimitBytes: ctx.keptTexels?.limitBytes };
 }
 
 /** The same facts from an adapter's summary (the page side of a GPU worker knows only that). */
@@ -181,10 +191,34 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
     const maxB = textureOf(Math.max(...linears, Math.min(V * C, MAX_TEXTURE_COPY_BYTES / 4), Math.min(V, maxK) * C, full ? Math.min(N, maxK) * Math.max(C, Q, F) : 0));
     textureBytes = maxA + maxB + Math.min(maxA, maxB);
   }
+  const keptTexelBytes = opts.device?.textureReads ? keptWeightTexels(cfg, baseBytes, opts.device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT) : 0;
 
-  const jobBytes = weightBytes + gradBytes + optimizerBytes + activationBytes + logitsBytes + workspaceBytes + textureBytes;
+  const jobBytes = weightBytes + gradBytes + optimizerBytes + activationBytes + logitsBytes + workspaceBytes + textureBytes + (full ? keptTexelBytes : 0);
   return Object.freeze({
     sharedBytes, weightBytes, gradBytes, optimizerBytes, activationBytes, logitsBytes, logitsRows: Nb, workspaceBytes, textureBytes,
-    jobBytes, totalBytes: sharedBytes + jobBytes,
+    keptTexelBytes, jobBytes, totalBytes: sharedBytes + jobBytes + (full ? 0 : keptTexelBytes),
   });
 }
+
+/**
+ * Bytes of the weight texture copies a training step keeps (Recorder.texels) of at least
+ * KEPT_TEXELS_MIN_ELEMENTS: each block linear whole; the head [V, C] in the forward's ranges of N (at most MAX_TEXTURE_COPY_BYTES each) and,
+ * when V is deeper than llvmpipeMaxK, in the backward's K ranges as well; kept in that order until
+ * `limit` (a copy that does not fit is not kept). Linear weights of `baseBytes` (2: f16) take
+ * half the texel bytes.
+ */
+function keptWeightTexels(cfg: ModelConfig, baseBytes: number, limit: number): number {
+  const { dModel: C, vocabSize: V } = cfg;
+  const copies: number[] = [];
+  const linears = blockLinears(cfg).map((t) => numel(loraTargetDims(cfg, t)));
+  // An f16 base's linear weights are copied as rgba16float: half the bytes.
+  for (let l = 0; l < cfg.nLayer; l++) for (const n of linears) if (n >= KEPT_TEXELS_MIN_ELEMENTS) copies.push((textureOf(n) * baseBytes) / 4);
+  const headRows = Math.max(1, Math.floor(MAX_TEXTURE_COPY_BYTES / (4 * C)));
+  for (const [, n] of splitRange(V, headRows)) if (n * C >= KEPT_TEXELS_MIN_ELEMENTS) copies.push(textureOf(n * C));
+  const maxK = llvmpipeMaxK(0);
+  if (V > maxK && V * C * 4 > MAX_TEXTURE_COPY_BYTES) for (const [, n] of splitRange(V, maxK)) copies.push(textureOf(n * C));
+  let kept = 0;
+  for (const b of copies) if (kept + b <= limit) kept += b;
+  return kept;
+}
+

@@ -141,6 +141,7 @@ export class AdamWOptimizer {
     for (const s of this.slots) {
       for (const [t, a] of [[s.param, state.params[s.name]], [s.m, state.m[s.name]], [s.v, state.v[s.name]]] as const) {
         q.writeBuffer(t.buffer, 0, a.buffer, a.byteOffset, a.byteLength);
+        this.ctx.keptTexels.written(t.buffer);
       }
     }
     this.step = state.step;

@@ -2,12 +2,14 @@
 const S = Math.sqrt(2 / Math.PI);
 const K = 0.044715;
 
-/** out = 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))). */
+/** 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))), in f64. */
+export function geluTanh(x: number): number {
+  return 0.5 * x * (1 + Math.tanh(S * (x + K * x * x * x)));
+}
+
+/** out = geluTanh(inp), elementwise. */
 export function geluForwardRef(out: Float32Array, inp: Float32Array): void {
-  for (let i = 0; i < inp.length; i++) {
-    const x = inp[i];
-    out[i] = 0.5 * x * (1 + Math.tanh(S * (x + K * x * x * x)));
-  }
+  for (let i = 0; i < inp.length; i++) out[i] = geluTanh(inp[i]);
 }
 
 /** dinp = dout·gelu'(x). */

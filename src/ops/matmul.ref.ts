@@ -4,8 +4,10 @@
  *
  * c[b] (=, or += with accumulate) = alpha·(op(a[b])·op(b[b]) + scale·u·op(v)) + bias. Layouts as in
  * src/ops/matmul.ts: a stored [aBatch, M, K] ([aBatch, K, M] with transA), b [bBatch, K, N]
- * ([bBatch, N, K] with transB), c [batch, M, N]; an operand batch of 1 is broadcast.
+ * ([bBatch, N, K] with transB), c [batch, M, N]; an operand batch of 1 is broadcast. With
+ * `activation: 'gelu'` the result then goes through GELU (tanh approximation).
  */
+import { geluTanh } from './gelu.ref.ts';
 
 export interface MatmulRefDims {
   batch: number;
@@ -24,6 +26,8 @@ export interface MatmulRefOptions {
   accumulate?: boolean;
   /** u [M, R], v [R, N] (or [N, R] with transV); batch 1 only. */
   lowRank?: { u: Float32Array; v: Float32Array; R: number; transV?: boolean; scale: number };
+  /** Applied last, after bias and accumulate (the kernel's flag bit 2). */
+  activation?: 'gelu';
 }
 
 export function matmulRef(c: Float32Array, a: Float32Array, b: Float32Array, d: MatmulRefDims, opts: MatmulRefOptions = {}): void {
@@ -51,7 +55,8 @@ export function matmulRef(c: Float32Array, a: Float32Array, b: Float32Array, d: 
         let v = alpha * s;
         if (opts.bias) v += opts.bias[n];
         const o = z * M * N + m * N + n;
-        c[o] = Math.fround(opts.accumulate ? c[o] + v : v);
+        const y = opts.accumulate ? c[o] + v : v;
+        c[o] = Math.fround(opts.activation === 'gelu' ? geluTanh(y) : y);
       }
     }
   }

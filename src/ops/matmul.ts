@@ -123,6 +123,11 @@ export interface MatmulOptions {
   bias?: Tensor;
   /** C += ... instead of C = ... */
   accumulate?: boolean;
+  /**
+   * Applied to every output last (after bias and accumulate): 'gelu' is GELU's tanh approximation
+   * as geluForward computes it, so an inference pass needs no separate activation dispatch.
+   */
+  activation?: 'gelu';
   lowRank?: LowRankTerm;
   config?: MatmulConfig;
   /** Kernel name used in error messages (LoRA passes its own). */
@@ -171,6 +176,7 @@ export function matmulDims(cOp: MatmulOperand, aOp: MatmulOperand, bOp: MatmulOp
   if (have.length !== want.length || have.some((d, i) => d !== want[i])) {
     throw new ShapeError(op, `c ${c.desc} should be [${want.join(', ')}] for ${desc()}`);
   }
+  if (opts.activation !== undefined && opts.activation !== 'gelu') throw new ShapeError(op, `activation must be 'gelu' or absent, got ${JSON.stringify(opts.activation)}`);
   const extras: [string, Tensor][] = [];
   if (opts.bias) {
     const bias = opts.bias;
@@ -307,6 +313,7 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
   const kernel = B.dtype === 'f16' && !tex ? 'matmul_f16' : KERNEL;
   const entryPoint = tiled ? 'main_tiled' : tex ? 'main_tex' : 'main';
   const accumulate = opts.accumulate || sub.k0 > 0;
+  const gelu = opts.activation === 'gelu' && sub.k0 + K === dims.K; // a split K: on the last range's sums
   const from = plan.dispatches.length;
   for (const [oz, nz] of splitRange(batch, maxWg)) {
     for (const [oy, ny] of splitRange(gy, maxWg)) {
@@ -318,7 +325,7 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
           .u32(transV ? 1 : N).u32(transV ? R : 1)       // V(r, n)
           .u32(aBatch === 1 ? 0 : M * K).u32(bBatch === 1 ? 0 : K * N).u32(M * N)
           .f32(opts.alpha ?? 1).f32(lr ? lr.scale : 0)
-          .u32((bias ? 1 : 0) | (accumulate ? 2 : 0))
+          .u32((bias ? 1 : 0) | (accumulate ? 2 : 0) | (gelu ? 4 : 0))
           .u32(ox).u32(oy).u32(oz)
           .u32(sub.a.off).u32(sub.b.off).u32(sub.c.off).u32(dims.c.ld).u32(sub.n0);
         plan.dispatches.push({ kernel, entryPoint, constants, bindings, params, workgroups: [nx, ny, nz] });
@@ -346,7 +353,9 @@ function checkConfig(op: string, ctx: GpuContext, cfg: MatmulConfig): void {
  * dispatch that reads it, once per plan (sub-products over K ranges read the same A or B range
  * again; A and B are only read), and the texture is given back to the recording
  * (Recorder.releaseTexture) after the last dispatch that reads it, so the next range or product
- * copies into it instead of holding a texture of its own until the submit.
+ * copies into it instead of holding a texture of its own until the submit. A weight
+ * (`Tensor.keepTexels`) is read through the copy the context keeps (Recorder.texels): copied once,
+ * not per recording, until something writes it.
  */
 export function recordMatmul(rec: Recorder, plan: MatmulPlan): void {
   const key = (t: Tensor) => `${t.byteOffset}+${t.bindingBytes}`;
@@ -361,7 +370,7 @@ export function recordMatmul(rec: Recorder, plan: MatmulPlan): void {
   const tableOf = (t: Tensor, label: string): TexelTable => {
     const ranges = tables.get(t.buffer) ?? new Map<string, TexelTable>();
     tables.set(t.buffer, ranges);
-    if (!ranges.has(key(t))) ranges.set(key(t), rec.tempTexture(t, label));
+    if (!ranges.has(key(t))) ranges.set(key(t), rec.texels(t, label));
     return ranges.get(key(t))!;
   };
   plan.dispatches.forEach((d, i) => {
@@ -382,7 +391,8 @@ export function recordMatmul(rec: Recorder, plan: MatmulPlan): void {
 }
 
 /**
- * C = alpha·(op(A)·op(B) + scale·U·op(V)) + bias; C += the same with `accumulate`. Writes (=)
+ * C = alpha·(op(A)·op(B) + scale·U·op(V)) + bias; C += the same with `accumulate`; then GELU of
+ * the result with `activation: 'gelu'`. Writes (=)
  * C by default. See the file header for shapes. Records one dispatch (more past 65535
  * workgroups per grid axis, or for an operand over the binding limit).
  */

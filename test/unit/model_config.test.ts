@@ -184,7 +184,19 @@ describe('estimateTrainingMemory', () => {
     expect(plain.textureBytes).toBe(0);
     expect(tex.textureBytes).toBeGreaterThan(2 * 16 * 2 ** 20); // a 16 MiB range of the head's 154 MB, twice
     expect(tex.textureBytes).toBeLessThan(100 * 2 ** 20);
-    expect(tex.totalBytes - tex.textureBytes).toBe(plain.totalBytes);
+    expect(plain.keptTexelBytes).toBe(0);
+    // Kept weight copies: every block linear, the head's 10 forward ranges and 13 backward K
+    // ranges (V = 50257 > llvmpipeMaxK) — over the 512 MiB default, so bounded by it.
+    expect(tex.keptTexelBytes).toBeGreaterThan(400 * 2 ** 20);
+    expect(tex.keptTexelBytes).toBeLessThanOrEqual(512 * 2 ** 20);
+    const small = est(g, { batch: 1, seqLen: 64, device: { ...llvmpipe, keptTexelLimitBytes: 64 * 2 ** 20 } });
+    expect(small.keptTexelBytes).toBeLessThanOrEqual(64 * 2 ** 20);
+    expect(small.keptTexelBytes).toBeGreaterThan(60 * 2 ** 20);
+    expect(tex.totalBytes - tex.textureBytes - tex.keptTexelBytes).toBe(plain.totalBytes);
+    // A full job keeps copies of its own weights (job bytes); a LoRA job's are the shared base's.
+    const lo = est(g, { batch: 1, seqLen: 64, mode: 'lora', lora, device: llvmpipe });
+    expect(lo.jobBytes + lo.sharedBytes + lo.keptTexelBytes).toBe(lo.totalBytes);
+    expect(tex.jobBytes + tex.sharedBytes).toBe(tex.totalBytes);
   });
 
   it('a LoRA job shares the base and owns little: under 40% of the full job at GPT-2 small (B=1 T=64; B=4 T=256 with an f16 base)', () => {

@@ -3,14 +3,17 @@
  * CPU reference and vs tfjs (tf.matMul; the backward products vs tf.grads) on shapes that divide
  * no tile (M, N or K = 1 included), all four transpose combinations, batches with a broadcast
  * operand, bias, alpha and accumulate, f16 B where the device has shader-f16, bitwise-identical
- * reruns, texture reads (main_tex) bitwise equal to buffer reads, and typed errors naming the
- * kernel and shapes.
+ * reruns, texture reads (main_tex) bitwise equal to buffer reads, a weight's kept texture copy
+ * made again after every write, and typed errors naming the kernel and shapes.
  */
 import { assert } from 'chai';
 import { LimitError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder, texelTableWidth } from '../../../src/gpu/recorder.ts';
+import { KEPT_TEXELS_OWNER } from '../../../src/gpu/kept_texels.ts';
 import { Tensor } from '../../../src/gpu/tensor.ts';
+import { add } from '../../../src/ops/add.ts';
+import { geluForward } from '../../../src/ops/gelu.ts';
 import { MAX_TEXTURE_COPY_BYTES, type MatmulConfig, matmul, matmulConfigFor, type MatmulOptions, planMatmul } from '../../../src/ops/matmul.ts';
 import { matmulRef } from '../../../src/ops/matmul.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
@@ -43,20 +46,20 @@ const tag = (p: Problem) => `[batch ${p.aBatch}/${p.bBatch} M=${p.M} N=${p.N} K=
 
 /** Runs one product on the GPU: b may be given as f16 bits. */
 async function gpuMatmul(ctx: GpuContext, p: Problem, a: Float32Array, b: Float32Array | Uint16Array, cfg: MatmulConfig,
-  extra: { bias?: Float32Array; c0?: Float32Array; alpha?: number } = {}): Promise<Float32Array> {
+  extra: { bias?: Float32Array; c0?: Float32Array; alpha?: number; activation?: 'gelu' } = {}): Promise<Float32Array> {
   const ta = up(ctx, a, aShape(p), 'a');
   const tb = up(ctx, b, bShape(p), 'b');
   const tc = extra.c0 ? up(ctx, extra.c0, cShape(p), 'c') : empty(ctx, cShape(p), 'f32', 'c');
   const tbias = extra.bias ? up(ctx, extra.bias, [p.N], 'bias') : undefined;
-  const opts: MatmulOptions = { transA: p.transA, transB: p.transB, config: cfg, bias: tbias, accumulate: Boolean(extra.c0), alpha: extra.alpha };
+  const opts: MatmulOptions = { transA: p.transA, transB: p.transB, config: cfg, bias: tbias, accumulate: Boolean(extra.c0), alpha: extra.alpha, activation: extra.activation };
   const [c] = await run<Float32Array>(ctx, [tc], (rec) => matmul(rec, tc, ta, tb, opts));
   releaseAll(ta, tb, tc, tbias);
   return c;
 }
 
-function refMatmul(p: Problem, a: Float32Array, b: Float32Array, extra: { bias?: Float32Array; c0?: Float32Array; alpha?: number } = {}): Float32Array {
+function refMatmul(p: Problem, a: Float32Array, b: Float32Array, extra: { bias?: Float32Array; c0?: Float32Array; alpha?: number; activation?: 'gelu' } = {}): Float32Array {
   const c = extra.c0 ? extra.c0.slice() : new Float32Array(p.batch * p.M * p.N);
-  matmulRef(c, a, b, p, { bias: extra.bias, accumulate: Boolean(extra.c0), alpha: extra.alpha });
+  matmulRef(c, a, b, p, { bias: extra.bias, accumulate: Boolean(extra.c0), alpha: extra.alpha, activation: extra.activation });
   return c;
 }
 
@@ -148,6 +151,39 @@ export const matmulCases: GpuCase[] = [
           assertClose(plain, refMatmul(p, a, b, { bias }), TOL_REF, `matmul bias vs ref (${name}) ${tag(p)}`);
         }
       }
+    },
+  },
+  {
+    // Inference's up projection (infer_block.ts): one dispatch instead of the product and geluForward.
+    name: "matmul: GELU in the epilogue (activation 'gelu') is bitwise the product then geluForward, matches the reference and tfjs, and applies once after a split K",
+    async fn(ctx) {
+      const rng = new Rng(5, 0x9e);
+      const cases = [
+        ...configs(ctx).slice(0, 2).map(({ name, cfg }) => ({ name, cfg, p: problem(33, 100, 7, false, true), tol: TOL_REF })),
+        { name: 'deep (K ranges on llvmpipe)', cfg: null, p: problem(16, 16, 20_011, false, true), tol: 1e-5 },
+      ];
+      for (const { name, cfg: c, p, tol } of cases) {
+        const cfg = c ?? matmulConfigFor(ctx, p);
+        const { a, b } = operands(5, p);
+        const bias = rng.normalArray(p.N);
+        const got = await gpuMatmul(ctx, p, a, b, cfg, { bias, activation: 'gelu' });
+        assertClose(got, refMatmul(p, a, b, { bias, activation: 'gelu' }), tol, `matmul gelu vs ref (${name}) ${tag(p)}`);
+        const want = tf.tidy(() => {
+          const x = tf.matMul(tf.tensor(a, aShape(p)), tf.tensor(b, bShape(p)), p.transA, p.transB).add(tf.tensor(bias));
+          const u = x.add(x.pow(3).mul(0.044715)).mul(Math.sqrt(2 / Math.PI));
+          return x.mul(0.5).mul(u.tanh().add(1)).dataSync() as Float32Array;
+        });
+        assertClose(got, want, 10 * tol, `matmul gelu vs tfjs (${name}) ${tag(p)}`);
+        // The unfused path: the product, then the activation kernel.
+        const plain = await gpuMatmul(ctx, p, a, b, cfg, { bias });
+        const tx = up(ctx, plain, [p.M, p.N], 'x'), ty = empty(ctx, [p.M, p.N], 'f32', 'y');
+        const [two] = await run<Float32Array>(ctx, [ty], (rec) => geluForward(rec, ty, tx));
+        assert.strictEqual(firstBitDiff(got, two), -1, `fused vs matmul + geluForward (${name}) ${tag(p)}`);
+        releaseAll(tx, ty);
+      }
+      const t = empty(ctx, [2, 2], 'f32', 't');
+      assert.throws(() => matmul(new Recorder(ctx), empty(ctx, [2, 2]), t, t, { activation: 'relu' as 'gelu' }), ShapeError, /activation must be 'gelu'/);
+      releaseAll(t);
     },
   },
   {
@@ -286,6 +322,74 @@ export const matmulCases: GpuCase[] = [
       for (const got of reads) assert.strictEqual(firstBitDiff((await got) as Float32Array, want), -1, 'texture ranges vs buffer reads');
       assert.strictEqual(ctx.pool.owner(owner).currentBytes, 0);
       releaseAll(a, b, c1, c2, cb);
+    },
+  },
+  {
+    name: "matmul: a weight's texture copy (keepTexels) is kept between recordings, made again after each write (a kernel later in the same recording, a copy into it), bitwise buffer reads, gone with the tensor",
+    async fn(ctx) {
+      const [M, N, K] = [5, 37, 452]; // over KEPT_TEXELS_MIN_ELEMENTS (smaller weights are not kept)
+      const rng = new Rng(23, 0x6b);
+      const w0 = rng.normalArray(N * K);
+      const a = up(ctx, rng.normalArray(M * K), [M, K], 'a'), w = up(ctx, w0, [N, K], 'w'), wSaved = up(ctx, w0, [N, K], 'w saved');
+      const cs = Array.from({ length: 5 }, (_, i) => empty(ctx, [M, N], 'f32', `c${i}`));
+      w.keepTexels = true;
+      const tex: MatmulConfig = { ...matmulConfigFor(ctx, { M, N, K }), kernel: 'register', reads: 'texture' };
+      const store = ctx.keptTexels;
+      const [size0, copies0] = [store.size, store.copies];
+      const product = (rec: Recorder, c: Tensor) => matmul(rec, c, a, w, { transB: true, config: tex });
+      const [want] = await run<Float32Array>(ctx, [cs[4]], (rec) => matmul(rec, cs[4], a, w, { transB: true, config: { ...tex, reads: 'buffer' } }));
+      const doubled = want.map((x) => 2 * x); // a·(2W)ᵀ = 2·(a·Wᵀ) exactly
+      const same = (got: Float32Array, ref: Float32Array, what: string) => assert.strictEqual(firstBitDiff(got, ref), -1, what);
+
+      const [c0] = await run<Float32Array>(ctx, [cs[0]], (rec) => product(rec, cs[0]));
+      same(c0, want, 'first recording');
+      assert.strictEqual(store.size, size0 + 1, 'one kept copy of w');
+      assert.strictEqual(store.copies, copies0 + 1);
+      assert.isAbove(ctx.pool.owner(KEPT_TEXELS_OWNER).currentBytes, 0, 'kept bytes are charged');
+      const [c1] = await run<Float32Array>(ctx, [cs[1]], (rec) => product(rec, cs[1]));
+      same(c1, want, 'second recording');
+      assert.strictEqual(store.copies, copies0 + 1, 'no copy while nothing wrote w');
+
+      // One recording: the product, then a kernel writing w (w = saved + saved), then the product again.
+      const [c2, c3] = await run<Float32Array>(ctx, [cs[2], cs[3]], (rec) => {
+        product(rec, cs[2]);
+        add(rec, w, wSaved, wSaved);
+        product(rec, cs[3]);
+      });
+      same(c2, want, 'before the write');
+      same(c3, doubled, 'after the write, same recording');
+      assert.strictEqual(store.copies, copies0 + 2);
+      // A copy into w (the saved values back) is a write too.
+      const [c4] = await run<Float32Array>(ctx, [cs[0]], (rec) => {
+        rec.copy(wSaved, w);
+        product(rec, cs[0]);
+      });
+      same(c4, want, 'after a copy into w');
+      assert.strictEqual(store.copies, copies0 + 3);
+
+      // Past the store's limit a weight is copied per recording, as any operand.
+      w.release();
+      assert.strictEqual(store.size, size0, "a released tensor's copies are dropped");
+      const limit = store.limitBytes;
+      store.limitBytes = store.bytes;
+      try {
+        const w2 = up(ctx, w0, [N, K], 'w2');
+        w2.keepTexels = true;
+        const [c5] = await run<Float32Array>(ctx, [cs[1]], (rec) => matmul(rec, cs[1], a, w2, { transB: true, config: tex }));
+        same(c5, want, 'over the limit');
+        assert.strictEqual(store.size, size0, 'nothing kept past the limit');
+        w2.release();
+      } finally {
+        store.limitBytes = limit;
+      }
+      // A weight under half a texture row is not kept (its whole rows would be mostly padding).
+      const ws = up(ctx, w0.subarray(0, N * 20), [N, 20], 'w small'), as = up(ctx, rng.normalArray(M * 20), [M, 20], 'a small');
+      ws.keepTexels = true;
+      await run(ctx, [cs[2]], (rec) => matmul(rec, cs[2], as, ws, { transB: true, config: tex }));
+      assert.strictEqual(store.size, size0, 'a small weight is not kept');
+      releaseAll(ws, as);
+      assert.strictEqual(ctx.pool.owner(KEPT_TEXELS_OWNER).currentBytes, store.bytes, 'charged bytes follow the store');
+      releaseAll(a, wSaved, ...cs);
     },
   },
   {

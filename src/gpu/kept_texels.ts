@@ -1,0 +1,108 @@
+/**
+ * Texture copies of tensors that are read often and written rarely — a model's weights — kept
+ * from one recording to the next, so the matmul's texture reads on llvmpipe (Recorder.texels)
+ * copy a weight once instead of in every recording that reads it. Measured on llvmpipe
+ * (gpt2-10m, 16 sequences, 8 new tokens): every decode step used to copy all 40 MB of weights.
+ *
+ * Correctness rests on write generations, tracked in queue order: every command that can change a
+ * buffer bumps its generation when it is encoded (a dispatch binding it at a `read_write` storage
+ * binding of its kernel, a copy into it) or written (queue.writeBuffer through `written`), and a
+ * kept copy remembers the generation it was copied at. A recording checks at encode time, so in
+ * submission order: the same generation skips the copy, another one copies again into the same
+ * texture. A submission that fails forgets what it copied (the generation goes back to "never").
+ *
+ * Only tensors that ask for it (`Tensor.keepTexels`: BaseModel's parameters) and fill at least half
+ * a texture row (KEPT_TEXELS_MIN_ELEMENTS for f32: whole rows of smaller ones would be mostly
+ * padding, and copying them costs little) are kept. The bytes
+ * are bounded by `limitBytes`: past it a tensor is not kept (it is copied per recording as
+ * before) — nothing is evicted, so a model larger than the bound keeps its first layers rather
+ * than cycling every copy through the store. A released tensor's copies go to the context's
+ * scratch TextureCache. Kept bytes are charged to the pool under KEPT_TEXELS_OWNER: they are GPU
+ * memory, and peaks count them.
+ */
+import type { CachedTexture } from './texture_cache.ts';
+
+export const KEPT_TEXELS_OWNER = 'texels:kept';
+/** Fewest elements of a kept copy: half a row of the 8192-texel-wide tables, 4 elements a texel. */
+export const KEPT_TEXELS_MIN_ELEMENTS = 4 * 4096;
+/** The default bound of a context's store (512 MiB). */
+export const KEPT_TEXELS_LIMIT = 512 * 2 ** 20;
+
+/** One tensor range's texture copy. */
+export interface KeptTexels extends CachedTexture {
+  readonly buffer: GPUBuffer;
+  readonly byteOffset: number;
+  readonly bindingBytes: number;
+  readonly view: GPUTextureView;
+  /** The buffer's write generation the texels were copied at; -1: not copied (or the copy failed). */
+  gen: number;
+}
+
+export class KeptTexelStore {
+  /** Most bytes kept; a tensor that would go past it is not kept. */
+  limitBytes: number;
+  /** Copies made into kept textures so far (the first of each, and one after each write). */
+  copies = 0;
+  #gens = new WeakMap<GPUBuffer, number>();
+  #kept = new Map<GPUBuffer, KeptTexels[]>();
+  #bytes = 0;
+
+  constructor(limitBytes = KEPT_TEXELS_LIMIT) {
+    this.limitBytes = limitBytes;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Number of kept copies. */
+  get size(): number {
+    let n = 0;
+    for (const l of this.#kept.values()) n += l.length;
+    return n;
+  }
+
+  /** The buffer's write generation (0 until something writes it). */
+  generation(buffer: GPUBuffer): number {
+    return this.#gens.get(buffer) ?? 0;
+  }
+
+  /** Something that changes the buffer's contents was encoded or queued. */
+  written(buffer: GPUBuffer): void {
+    if (this.#kept.has(buffer)) this.#gens.set(buffer, this.generation(buffer) + 1);
+  }
+
+  /** The kept copy of exactly this range and format, or undefined. */
+  find(buffer: GPUBuffer, byteOffset: number, bindingBytes: number, format: GPUTextureFormat): KeptTexels | undefined {
+    return this.#kept.get(buffer)?.find((k) => k.byteOffset === byteOffset && k.bindingBytes === bindingBytes && k.format === format);
+  }
+
+  /** Whether `bytes` more fit under the limit. */
+  admits(bytes: number): boolean {
+    return this.#bytes + bytes <= this.limitBytes;
+  }
+
+  /** Keep a new (not yet copied) entry; the caller checked `admits` and charges the bytes. */
+  add(entry: KeptTexels): void {
+    const list = this.#kept.get(entry.buffer) ?? [];
+    list.push(entry);
+    this.#kept.set(entry.buffer, list);
+    this.#bytes += entry.bytes;
+  }
+
+  /** Removes and returns every kept copy of `buffer` (its tensor was released). */
+  drop(buffer: GPUBuffer): KeptTexels[] {
+    const list = this.#kept.get(buffer) ?? [];
+    this.#kept.delete(buffer);
+    for (const k of list) this.#bytes -= k.bytes;
+    return list;
+  }
+
+  /** Removes and returns everything kept. */
+  dropAll(): KeptTexels[] {
+    const all = [...this.#kept.values()].flat();
+    this.#kept.clear();
+    this.#bytes = 0;
+    return all;
+  }
+}
