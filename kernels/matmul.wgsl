@@ -2,7 +2,7 @@
 // be f16 in the generated variant matmul_f16, see BStore below).
 //
 //   C[b] = act((accumulate ? C[b] : 0) + alpha · (op(A[b]) · op(B[b]) + lr_scale · U · op(V)) + bias)
-//   act: identity, or GELU (tanh approximation) with flag bit 2
+//   act: identity, or GELU (tanh approximation) with ACT = 1
 //
 // Shapes (row-major storage): op(A) is M×K (A stored [M, K], or [K, M] transposed), op(B) is K×N
 // (B stored [K, N], or [N, K] transposed), C is [M, N], bias is [N]. A, B and C may be blocks of
@@ -39,6 +39,9 @@ override MODE_A: u32 = 0u;
 override MODE_B: u32 = 0u;
 override MODE_V: u32 = 0u;
 override HAS_LOWRANK: bool = false;
+// 1: GELU of every output, last (inference's up projection). An override, not a flag: on llvmpipe
+// a uniform branch around tanh in the unrolled store still cost every product ~10% (measured).
+override ACT: u32 = 0u;
 // main_tex: log2 of the texels per row of A_tex and B_tex (Recorder.tempTexture: 8192 = 2^13).
 override TEX_SHIFT: u32 = 13u;
 
@@ -54,9 +57,8 @@ struct Params {
   c_bstride: u32,
   alpha: f32,
   lr_scale: f32,
-  flags: u32,             // bit 0: add bias; bit 1: accumulate into C; bit 2: GELU last (uniform
-                          // flags, not overrides: they touch only the epilogue and would double
-                          // the variants)
+  flags: u32,             // bit 0: add bias; bit 1: accumulate into C (uniform flags, not
+                          // overrides: they touch only the epilogue and would double the variants)
   wg_off_x: u32,          // workgroup offsets of this dispatch, for grids split over several
   wg_off_y: u32,
   wg_off_z: u32,
@@ -214,7 +216,7 @@ fn gelu_tanh(x: f32) -> f32 {
 }
 
 // C = (accumulate ? C : 0) + alpha·acc + bias at rows m0 + i·m_step, columns n0 + j·n_step, then
-// GELU of that with flag bit 2 (inference's up projection: one dispatch, not two).
+// GELU of that with ACT = 1 (inference's up projection: one dispatch, not two).
 fn store_tile(acc: ptr<function, array<array<f32, MAX_T>, MAX_T>>, cbase: u32, m0: u32, m_step: u32, n0: u32, n_step: u32) {
   for (var i = 0u; i < TM; i++) {
     let m = m0 + i * m_step;
@@ -225,7 +227,7 @@ fn store_tile(acc: ptr<function, array<array<f32, MAX_T>, MAX_T>>, cbase: u32, m
         if ((p.flags & 1u) != 0u) { v = v + bias[p.bias_off + n]; }
         let o = cbase + m * p.c_ld + n;
         if ((p.flags & 2u) != 0u) { v = C[o] + v; }
-        if ((p.flags & 4u) != 0u) { v = gelu_tanh(v); }
+        if (ACT == 1u) { v = gelu_tanh(v); }
         C[o] = v;
       }
     }

@@ -26,7 +26,7 @@ export interface MatmulRefOptions {
   accumulate?: boolean;
   /** u [M, R], v [R, N] (or [N, R] with transV); batch 1 only. */
   lowRank?: { u: Float32Array; v: Float32Array; R: number; transV?: boolean; scale: number };
-  /** Applied last, after bias and accumulate (the kernel's flag bit 2). */
+  /** Applied last, after bias and accumulate (the kernel's ACT = 1). */
   activation?: 'gelu';
 }
 

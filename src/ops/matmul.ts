@@ -313,7 +313,7 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
   const kernel = B.dtype === 'f16' && !tex ? 'matmul_f16' : KERNEL;
   const entryPoint = tiled ? 'main_tiled' : tex ? 'main_tex' : 'main';
   const accumulate = opts.accumulate || sub.k0 > 0;
-  const gelu = opts.activation === 'gelu' && sub.k0 + K === dims.K; // a split K: on the last range's sums
+  if (opts.activation === 'gelu' && sub.k0 + K === dims.K) constants.ACT = 1; // a split K: on the last range's sums
   const from = plan.dispatches.length;
   for (const [oz, nz] of splitRange(batch, maxWg)) {
     for (const [oy, ny] of splitRange(gy, maxWg)) {
@@ -325,7 +325,7 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
           .u32(transV ? 1 : N).u32(transV ? R : 1)       // V(r, n)
           .u32(aBatch === 1 ? 0 : M * K).u32(bBatch === 1 ? 0 : K * N).u32(M * N)
           .f32(opts.alpha ?? 1).f32(lr ? lr.scale : 0)
-          .u32((bias ? 1 : 0) | (accumulate ? 2 : 0) | (gelu ? 4 : 0))
+          .u32((bias ? 1 : 0) | (accumulate ? 2 : 0))
           .u32(ox).u32(oy).u32(oz)
           .u32(sub.a.off).u32(sub.b.off).u32(sub.c.off).u32(dims.c.ld).u32(sub.n0);
         plan.dispatches.push({ kernel, entryPoint, constants, bindings, params, workgroups: [nx, ny, nz] });
