@@ -33,8 +33,8 @@
  * Logits [N, V] are never built whole: with `device` (or `logitsChunkRows`) Nb is what one storage
  * binding holds (forward.ts logitsBlockRows), else N.
  * Checked against the pool's measured peaks: tiny models in test/shared/cases/trainer.ts (within
- * 1.3×, above), and GPT-2 small at B=1 T=64 on llvmpipe (LoRA R=8 on every linear: estimated
- * 756.9 MiB vs 755.4 MiB measured; full 3246.9 vs 3245.3 MiB).
+ * 1.3×, above), and GPT-2 small at B=1 T=64 on llvmpipe, kept weight copies included (LoRA R=8 on
+ * every linear: estimated 1250.7 MiB vs 1241.7 MiB measured; full 3740.6 vs 3725.8 MiB).
  */
 import { adapterKind } from '../gpu/adapter_kind.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
