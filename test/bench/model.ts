@@ -17,7 +17,7 @@ import { estimateTrainingMemory, trainingMemoryDevice } from '../../src/model/me
 import { type PresetName, preset } from '../../src/model/presets.ts';
 import { fmtMs, makeRow, measure, outliers, type ResultRow, rowCells, TABLE_HEADERS, textTable, type TimingOptions } from './harness.ts';
 import type { ImplName } from './impl.ts';
-import { ADAM, benchAdapter, benchBatch, benchLora, benchParams, benchPrompts, type ModelImpl, type StepCheck, type TrainSetup } from './model_impl.ts';
+import { ADAM, benchAdapter, benchBatch, benchLora, benchParams, benchPrompts, type ModelImpl, peersCannotBind, type StepCheck, type TrainSetup } from './model_impl.ts';
 import { OursModel } from './model_ours.ts';
 import {
   decodeStepFlops, MODEL_CHECK_TOL, type ModelBenchName, type ModelCheck, modelMarkdown, modelMemory, type ModelReport, relErr, trainFlops,
@@ -39,8 +39,8 @@ export interface ModelSize {
   decodeTiming: TimingOptions;
   /** The size whose LoRA and full peaks give the memory figure (the last one marked). */
   memory?: boolean;
-  /** Why the peers do not run at this size (ours alone then), or absent. */
-  oursOnly?: string;
+  /** Why the peers do not run at this size on this adapter (ours alone then), or null. */
+  oursOnly?: (ctx: GpuContext, cfg: ModelConfig) => string | null;
 }
 
 const QUICK_TIMING: TimingOptions = { warmup: 0, iters: 2, minIters: 1, budgetMs: 0 };
@@ -52,7 +52,7 @@ export const MODEL_QUICK: readonly ModelSize[] = [
 export const MODEL_FULL: readonly ModelSize[] = [
   // Sized so the part ends in ~20 minutes on 2 loaded cores with llvmpipe, where (measured) one
   // gpt2-10m step at B=4 T=128 took ours 11 s, the tfjs reference 100 s and jax-js 76 s (+ ~85 s
-  // of jit compilation): the peers' steps at GPT-2 small would take minutes each.
+  // of jit compilation). The peers cannot run GPT-2 small there at all (peersCannotBind).
   {
     preset: 'gpt2-10m', train: { B: 2, T: 64 }, loraRank: 8, decode: { P: 8, n: 8 },
     trainTiming: { warmup: 0, iters: 2, minIters: 1, budgetMs: 10_000 },
@@ -63,7 +63,7 @@ export const MODEL_FULL: readonly ModelSize[] = [
     trainTiming: { warmup: 0, iters: 1, minIters: 1, budgetMs: 0 },
     decodeTiming: { warmup: 0, iters: 1, minIters: 1, budgetMs: 0 },
     memory: true,
-    oursOnly: 'peers not run at GPT-2 small: at gpt2-10m B=4 T=128 their steps took 100 s (tfjs) and 76 s (jax-js) on this software adapter, so a GPT-2-small step would take minutes each',
+    oursOnly: peersCannotBind,
   },
 ];
 
@@ -224,8 +224,9 @@ export async function runModel(opts: { quick: boolean; log: (s: string) => void;
   let memory: ModelReport['memory'] | null = null;
   for (const size of sizes) {
     const cfg = preset(size.preset);
-    const here = size.oursOnly ? impls.filter((i) => i.name === 'ours') : impls;
-    const downHere = size.oursOnly ? [...down, size.oursOnly] : down;
+    const only = size.oursOnly?.(opts.ctx, cfg) ?? null;
+    const here = only ? impls.filter((i) => i.name === 'ours') : impls;
+    const downHere = only ? [...down, only] : down;
     const peaks: Record<'full' | 'lora', number | null> = { full: null, lora: null };
     for (const mode of ['full', 'lora'] as const) {
       const r = await trainRow(here, cfg, size, mode, downHere, log);

@@ -129,3 +129,18 @@ export function benchPrompts(cfg: ModelConfig, B: number, P: number, seed: numbe
   const vocab = Math.min(256, cfg.vocabSize);
   return Array.from({ length: B }, () => Array.from({ length: P }, () => rng.nextInt(vocab)));
 }
+
+/**
+ * Where the peers cannot run a model (GPT-2 small on llvmpipe): a token embedding larger than one storage binding (154 MB
+ * against llvmpipe's 128 MiB) — measured with both there: jax-js's bind group fails validation
+ * ("Buffer binding 1 range 154389504 exceeds max_*_buffer_binding_size limit 134217728") and every
+ * greedy token comes out 0; tfjs returns 1056964608 for every token (0.5's bits, not a token id);
+ * neither throws. Elsewhere (a GPU host) they run.
+ */
+export function peersCannotBind(ctx: { limit(name: string): number }, cfg: ModelConfig): string | null {
+  const emb = 4 * cfg.vocabSize * cfg.dModel;
+  const max = ctx.limit('maxStorageBufferBindingSize');
+  if (emb <= max) return null;
+  return `peers not run at ${cfg.name}: its f32 token embedding (${emb} B) is over this adapter's maxStorageBufferBindingSize (${max} B), ` +
+    'and neither peer splits a binding: measured here, jax-js fails validation binding it and greedy-decodes token 0 throughout, tfjs decodes 1056964608 (not a token id); ours binds it a window at a time';
+}

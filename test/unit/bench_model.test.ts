@@ -3,7 +3,7 @@
 // No GPU and no timing assertions.
 import { describe, expect, it } from 'vitest';
 import { makeRow } from '../../test/bench/harness.ts';
-import { benchAdapter, benchBatch, benchLora, benchPrompts } from '../../test/bench/model_impl.ts';
+import { benchAdapter, benchBatch, benchLora, benchPrompts, peersCannotBind } from '../../test/bench/model_impl.ts';
 import { fullBatch } from '../../test/bench/model_ours.ts';
 import {
   decodeStepFlops, MODEL_BENCH_NAMES, modelMarkdown, modelMemory, type ModelReport, relErr, trainFlops,
@@ -65,6 +65,18 @@ describe('model part inputs', () => {
     expect(pb.tokenScaleBT.reduce((s, x) => s + x, 0)).toBeCloseTo(1, 6);
     expect([...pb.seqIdBT]).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
     expect([...pb.lengthB]).toEqual([4, 4]);
+  });
+});
+
+describe('model part peers', () => {
+  it('runs the peers where the token embedding fits one binding, and says why not elsewhere', () => {
+    const adapter = (max: number) => ({ limit: (name: string) => (name === 'maxStorageBufferBindingSize' ? max : 0) });
+    const llvmpipe = adapter(2 ** 27);
+    expect(peersCannotBind(llvmpipe, PRESETS['gpt2-10m'])).toBeNull();
+    const why = peersCannotBind(llvmpipe, PRESETS['gpt2-small']);
+    expect(why).toContain('154389504 B');
+    expect(why).toContain('134217728 B');
+    expect(peersCannotBind(adapter(2 ** 31), PRESETS['gpt2-small'])).toBeNull();
   });
 });
 
