@@ -100,6 +100,32 @@ describe('nim environment', () => {
     expect(() => nimEnv({ demoLosingMove: 'sometimes' as never })).toThrow(/demoLosingMove/);
   });
 
+  it("with demoOthers 'random' player 1 plays as set and the others play random legal moves (the evaluation's positions)", () => {
+    const opts = { piles: 2, demoOptimalRate: 1, demoLosingMove: 'stall', demoOthers: 'random' } as const;
+    let othersOptimal = 0, others = 0;
+    const firstMoves = new Set<string>();
+    for (const d of nimDemonstrations(200, new Rng(3), opts)) {
+      const piles = nimPiles(d.seed, 2, 5);
+      d.actions.forEach((a, i) => {
+        const m = parseNimMove(a)!;
+        expect(isLegalNimMove(piles, m)).toBe(true);
+        const best = nimOptimalMove(piles, new Rng(0), 'stall');
+        if (i % 2 === 0) {
+          expect(m).toEqual(best);
+          if (i === 0) firstMoves.add(a);
+        } else {
+          others++;
+          if (m.pile === best.pile && m.count === best.count) othersOptimal++;
+        }
+        piles[m.pile] -= m.count;
+      });
+      expect(piles.every((n) => n === 0)).toBe(true);
+    }
+    expect(othersOptimal / others).toBeLessThan(0.6); // random, not Bouton's
+    expect(firstMoves.size).toBeGreaterThanOrEqual(6);
+    expect(() => nimEnv({ demoOthers: 'clever' as never })).toThrow(/demoOthers/);
+  });
+
   it('demonstrations are whole legal games that replay into one trajectory per seat', async () => {
     const demos = nimDemonstrations(30, new Rng(4));
     expect(nimDemonstrations(30, new Rng(4))).toEqual(demos);

@@ -28,6 +28,13 @@ export interface NimOptions {
    * is a function of the piles alone, which a small model can learn as a look-up.
    */
   readonly demoLosingMove?: 'random' | 'stall';
+  /**
+   * Demonstrations: how the players after the first move — 'same' (default: as player 1, optimal
+   * with probability demoOptimalRate), or 'random' (uniformly random legal moves: the positions
+   * player 1 meets against the random evaluation player; optimal-against-optimal games with
+   * 'stall' are mostly one-object moves, few positions and long).
+   */
+  readonly demoOthers?: 'same' | 'random';
 }
 
 type Full = Required<NimOptions>;
@@ -163,7 +170,7 @@ export function nimRandomPolicy(id = 'nim-random'): ScriptedPolicy {
   };
 }
 
-/** Whole games, every player's moves in order; each move optimal with probability demoOptimalRate. */
+/** Whole games, every player's moves in order; each of player 1's moves (every player's with demoOthers 'same') optimal with probability demoOptimalRate, the others' random. */
 export function nimDemonstrations(n: number, rng: Rng, options: NimOptions = {}): Demonstration[] {
   const o = fullOptions(options);
   return Array.from({ length: n }, () => {
@@ -171,7 +178,9 @@ export function nimDemonstrations(n: number, rng: Rng, options: NimOptions = {})
     const piles = nimPiles(seed, o.piles, o.maxPile);
     const actions: string[] = [];
     while (piles.some((p) => p > 0)) {
-      const move = rng.nextFloat() < o.demoOptimalRate ? nimOptimalMove(piles, rng, o.demoLosingMove) : randomNimMove(piles, rng);
+      const first = actions.length % o.players === 0;
+      const planned = first || o.demoOthers === 'same';
+      const move = planned && rng.nextFloat() < o.demoOptimalRate ? nimOptimalMove(piles, rng, o.demoLosingMove) : randomNimMove(piles, rng);
       piles[move.pile] -= move.count;
       actions.push(formatNimMove(move));
     }
@@ -180,8 +189,9 @@ export function nimDemonstrations(n: number, rng: Rng, options: NimOptions = {})
 }
 
 function fullOptions(o: NimOptions): Full {
-  const full: Full = { piles: 3, maxPile: 5, players: 2, demoOptimalRate: 0.8, demoLosingMove: 'random', ...o };
+  const full: Full = { piles: 3, maxPile: 5, players: 2, demoOptimalRate: 0.8, demoLosingMove: 'random', demoOthers: 'same', ...o };
   if (full.demoLosingMove !== 'random' && full.demoLosingMove !== 'stall') throw new RangeError(`nim: demoLosingMove must be 'random' or 'stall', got ${String(full.demoLosingMove)}`);
+  if (full.demoOthers !== 'same' && full.demoOthers !== 'random') throw new RangeError(`nim: demoOthers must be 'same' or 'random', got ${String(full.demoOthers)}`);
   for (const k of ['piles', 'maxPile'] as const) if (!Number.isInteger(full[k]) || full[k] < 1) throw new RangeError(`nim: ${k} must be >= 1, got ${full[k]}`);
   if (!Number.isInteger(full.players) || full.players < 2) throw new RangeError(`nim: players must be >= 2, got ${full.players}`);
   return full;
