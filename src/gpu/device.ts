@@ -9,7 +9,7 @@
 import type { KernelProfiler } from './profiler.ts';
 import { ConfigError, WebGpuUnavailableError } from '../errors.ts';
 import { BufferPool, BufferUsage } from './pool.ts';
-import { KEPT_TEXELS_OWNER, type KeptTexels, KeptTexelStore } from './kept_texels.ts';
+import { KeptTexelStore } from './kept_texels.ts';
 import { TextureCache } from './texture_cache.ts';
 import { type PipelineCache, pipelineCacheFor } from './pipelines.ts';
 import { type AdapterKind, adapterKind } from './adapter_kind.ts';
@@ -139,7 +139,7 @@ export class GpuContext {
   /** Scratch textures of finished recordings, kept for the next (Recorder.tempTexture). */
   readonly textureCache = new TextureCache();
   /** Texture copies of weights kept between recordings (Recorder.texels, `Tensor.keepTexels`). */
-  readonly keptTexels = new KeptTexelStore();
+  readonly keptTexels: KeptTexelStore = new KeptTexelStore(this);
   /** When set, every submission times each dispatch on its own (see KernelProfiler). */
   profiler: KernelProfiler | null = null;
   /** Resolves when the device is lost (including by `destroy()`). */
@@ -202,27 +202,10 @@ export class GpuContext {
     return cap === undefined ? v : Math.min(v, cap);
   }
 
-  /**
-   * The kept texture copies of `buffer` are stale for good (its tensor was released): their bytes
-   * are uncharged and the textures go to the scratch cache.
-   */
-  forgetTexels(buffer: GPUBuffer): void {
-    for (const k of this.keptTexels.drop(buffer)) this.#retireKept(k);
-  }
-
-  #retireKept(k: KeptTexels): void {
-    this.pool.uncharge(KEPT_TEXELS_OWNER, k.bytes);
-    if (this.#isLost) k.texture.destroy();
-    else this.textureCache.put({ texture: k.texture, format: k.format, height: k.height, bytes: k.bytes });
-  }
-
   /** Destroys the device (every buffer with it). The `lost` promise resolves with reason 'destroyed'. */
   destroy(): void {
     for (const p of [this.pool, this.uniformPool, this.readbackPool, this.queryPool]) p.trim();
-    for (const k of this.keptTexels.dropAll()) {
-      this.pool.uncharge(KEPT_TEXELS_OWNER, k.bytes);
-      k.texture.destroy();
-    }
+    this.keptTexels.forgetAll();
     this.textureCache.trim();
     this.device.destroy();
   }

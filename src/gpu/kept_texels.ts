@@ -17,10 +17,11 @@
  * are bounded by `limitBytes`: past it a tensor is not kept (it is copied per recording as
  * before) — nothing is evicted, so a model larger than the bound keeps its first layers rather
  * than cycling every copy through the store. A released tensor's copies go to the context's
- * scratch TextureCache. Kept bytes are charged to the pool under KEPT_TEXELS_OWNER: they are GPU
+ * scratch TextureCache (Tensor.release calls `forget`). Kept bytes are charged to the pool under KEPT_TEXELS_OWNER: they are GPU
  * memory, and peaks count them.
  */
-import type { CachedTexture } from './texture_cache.ts';
+import type { BufferPool } from './pool.ts';
+import { type CachedTexture, newTexelTexture, type TexelLayout, type TextureCache } from './texture_cache.ts';
 
 export const KEPT_TEXELS_OWNER = 'texels:kept';
 /** Fewest elements of a kept copy: half a row of the 8192-texel-wide tables, 4 elements a texel. */
@@ -38,16 +39,26 @@ export interface KeptTexels extends CachedTexture {
   gen: number;
 }
 
+/** What the store allocates from and gives back to: its context's device, pool and scratch cache. */
+export interface KeptTexelHost {
+  readonly device: GPUDevice;
+  readonly pool: BufferPool;
+  readonly textureCache: TextureCache;
+  readonly isLost: boolean;
+}
+
 export class KeptTexelStore {
   /** Most bytes kept; a tensor that would go past it is not kept. */
   limitBytes: number;
   /** Copies made into kept textures so far (the first of each, and one after each write). */
   copies = 0;
+  readonly #host: KeptTexelHost;
   #gens = new WeakMap<GPUBuffer, number>();
   #kept = new Map<GPUBuffer, KeptTexels[]>();
   #bytes = 0;
 
-  constructor(limitBytes = KEPT_TEXELS_LIMIT) {
+  constructor(host: KeptTexelHost, limitBytes = KEPT_TEXELS_LIMIT) {
+    this.#host = host;
     this.limitBytes = limitBytes;
   }
 
@@ -72,37 +83,43 @@ export class KeptTexelStore {
     if (this.#kept.has(buffer)) this.#gens.set(buffer, this.generation(buffer) + 1);
   }
 
-  /** The kept copy of exactly this range and format, or undefined. */
-  find(buffer: GPUBuffer, byteOffset: number, bindingBytes: number, format: GPUTextureFormat): KeptTexels | undefined {
-    return this.#kept.get(buffer)?.find((k) => k.byteOffset === byteOffset && k.bindingBytes === bindingBytes && k.format === format);
-  }
-
-  /** Whether `bytes` more fit under the limit. */
-  admits(bytes: number): boolean {
-    return this.#bytes + bytes <= this.limitBytes;
-  }
-
-  /** Keep a new (not yet copied) entry; the caller checked `admits` and charges the bytes. */
-  add(entry: KeptTexels): void {
-    const list = this.#kept.get(entry.buffer) ?? [];
+  /**
+   * The kept copy of `src`'s binding in layout `l` — found, or made (not yet copied: gen -1) from
+   * a scratch texture that fits or a new one, and charged — or null where the tensor is not kept:
+   * under KEPT_TEXELS_MIN_ELEMENTS (half a row) or past the limit.
+   */
+  keep(src: { buffer: GPUBuffer; byteOffset: number; bindingBytes: number; label: string }, l: TexelLayout): KeptTexels | null {
+    const found = this.#kept.get(src.buffer)?.find((k) => k.byteOffset === src.byteOffset && k.bindingBytes === src.bindingBytes && k.format === l.format);
+    if (found) return found;
+    if (l.texels < l.width / 2 || this.#bytes + l.width * l.height * l.texelBytes > this.limitBytes) return null;
+    const label = `kept ${src.label}`;
+    const t = this.#host.textureCache.take(l.format, l.height) ?? newTexelTexture(this.#host.device, label, l);
+    t.texture.label = label;
+    const entry: KeptTexels = { ...t, buffer: src.buffer, byteOffset: src.byteOffset, bindingBytes: src.bindingBytes, view: t.texture.createView(), gen: -1 };
+    const list = this.#kept.get(src.buffer) ?? [];
     list.push(entry);
-    this.#kept.set(entry.buffer, list);
+    this.#kept.set(src.buffer, list);
     this.#bytes += entry.bytes;
+    this.#host.pool.charge(KEPT_TEXELS_OWNER, entry.bytes);
+    return entry;
   }
 
-  /** Removes and returns every kept copy of `buffer` (its tensor was released). */
-  drop(buffer: GPUBuffer): KeptTexels[] {
-    const list = this.#kept.get(buffer) ?? [];
+  /** The copies of `buffer` are stale for good (its tensor was released): uncharged, their textures to the scratch cache. */
+  forget(buffer: GPUBuffer): void {
+    for (const k of this.#kept.get(buffer) ?? []) this.#retire(k);
     this.#kept.delete(buffer);
-    for (const k of list) this.#bytes -= k.bytes;
-    return list;
   }
 
-  /** Removes and returns everything kept. */
-  dropAll(): KeptTexels[] {
-    const all = [...this.#kept.values()].flat();
+  /** Forget everything kept (the device is going away: the textures are destroyed). */
+  forgetAll(): void {
+    for (const list of this.#kept.values()) for (const k of list) this.#retire(k, true);
     this.#kept.clear();
-    this.#bytes = 0;
-    return all;
+  }
+
+  #retire(k: KeptTexels, destroy = this.#host.isLost): void {
+    this.#bytes -= k.bytes;
+    this.#host.pool.uncharge(KEPT_TEXELS_OWNER, k.bytes);
+    if (destroy) k.texture.destroy();
+    else this.#host.textureCache.put({ texture: k.texture, format: k.format, height: k.height, bytes: k.bytes });
   }
 }

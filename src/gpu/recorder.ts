@@ -16,8 +16,8 @@ import { GpuValidationError, LimitError, ReleasedError, WebtinkerError } from '.
 import type { GpuContext } from './device.ts';
 import type { Constants } from './pipelines.ts';
 import { type AnyHostArray, type DType, emptyTensor, hostArray, Tensor } from './tensor.ts';
-import { KEPT_TEXELS_OWNER, type KeptTexels } from './kept_texels.ts';
-import { type CachedTexture, takeFitting } from './texture_cache.ts';
+import type { KeptTexels } from './kept_texels.ts';
+import { type CachedTexture, newTexelTexture, takeFitting, type TexelLayout, texelLayout } from './texture_cache.ts';
 
 /** Little-endian packer for a WGSL uniform struct of 4-byte scalars (u32, i32, f32), in order. */
 export class Params {
@@ -104,8 +104,8 @@ export interface SubmitResult {
 type Command =
   | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; paramOffset: number; paramBytes: number; writes: readonly number[] }
   | { kind: 'copy'; src: GPUBuffer; srcOffset: number; dst: GPUBuffer; dstOffset: number; bytes: number }
-  | { kind: 'texels'; src: GPUBuffer; srcOffset: number; dst: GPUTexture; width: number; texels: number; texelBytes: number }
-  | { kind: 'kept'; entry: KeptTexels; width: number; texels: number; texelBytes: number }
+  | { kind: 'texels'; src: GPUBuffer; srcOffset: number; dst: GPUTexture; layout: TexelLayout }
+  | { kind: 'kept'; entry: KeptTexels; layout: TexelLayout }
   | { kind: 'read'; tensor: Tensor; resolve: (a: AnyHostArray) => void; reject: (e: unknown) => void };
 
 export class Recorder {
@@ -201,32 +201,28 @@ export class Recorder {
   tempTexture(src: Tensor, label = 'texels'): TexelTable {
     this.#assertOpen();
     src.assertLive();
-    const half = src.dtype === 'f16';
-    const texelBytes = half ? 8 : 16;
-    const texels = src.bindingBytes / texelBytes;
-    const maxDim = this.ctx.limit('maxTextureDimension2D');
-    const width = texelTableWidth(this.ctx);
-    const height = Math.max(1, Math.ceil(texels / width));
-    if (!Number.isInteger(texels) || height > maxDim) {
-      throw new LimitError(label, `${src} cannot be laid out as ${half ? 'rgba16float' : 'rgba32float'} texels of a ${width}-wide texture (${texels} texels, maxTextureDimension2D ${maxDim})`);
+    const l = texelLayout(src, texelTableWidth(this.ctx));
+    if (!this.#fits(l)) {
+      throw new LimitError(label, `${src} cannot be laid out as ${l.format} texels of a ${l.width}-wide texture (${l.texels} texels, maxTextureDimension2D ${this.ctx.limit('maxTextureDimension2D')})`);
     }
-    const format: GPUTextureFormat = half ? 'rgba16float' : 'rgba32float';
     // One given back earlier in this recording, else one kept from an earlier recording (no
     // allocation, no first-touch faults; charged again), else a new one.
     const name = `${this.label}/${label}`;
-    let scratch = takeFitting(this.#freeTextures, format, height);
+    let scratch = takeFitting(this.#freeTextures, l.format, l.height);
     if (!scratch) {
-      scratch = this.ctx.textureCache.take(format, height) ?? {
-        texture: this.ctx.device.createTexture({ label: name, size: [width, height], format, usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST }),
-        format, height, bytes: width * height * texelBytes,
-      };
+      scratch = this.ctx.textureCache.take(l.format, l.height) ?? newTexelTexture(this.ctx.device, name, l);
       this.ctx.pool.charge(`recorder:${this.label}`, scratch.bytes);
       this.#textures.push(scratch);
     }
     scratch.texture.label = name;
     const { texture } = scratch;
-    this.#commands.push({ kind: 'texels', src: src.buffer, srcOffset: src.byteOffset, dst: texture, width, texels, texelBytes });
-    return { texture, textureView: texture.createView(), width };
+    this.#commands.push({ kind: 'texels', src: src.buffer, srcOffset: src.byteOffset, dst: texture, layout: l });
+    return { texture, textureView: texture.createView(), width: l.width };
+  }
+
+  /** Whether a layout is a whole number of texels within the device's texture height. */
+  #fits(l: TexelLayout): boolean {
+    return Number.isInteger(l.texels) && l.height <= this.ctx.limit('maxTextureDimension2D');
   }
 
   /**
@@ -254,28 +250,11 @@ export class Recorder {
   texels(src: Tensor, label = 'texels'): TexelTable {
     this.#assertOpen();
     src.assertLive();
-    if (!src.keepTexels) return this.tempTexture(src, label);
-    const half = src.dtype === 'f16';
-    const texelBytes = half ? 8 : 16;
-    const texels = src.bindingBytes / texelBytes;
-    const width = texelTableWidth(this.ctx);
-    const height = Math.max(1, Math.ceil(texels / width));
-    const format: GPUTextureFormat = half ? 'rgba16float' : 'rgba32float';
-    const store = this.ctx.keptTexels;
-    let entry = store.find(src.buffer, src.byteOffset, src.bindingBytes, format);
-    if (!entry) {
-      const bytes = width * height * texelBytes;
-      if (!Number.isInteger(texels) || texels < width / 2 || height > this.ctx.limit('maxTextureDimension2D') || !store.admits(bytes)) return this.tempTexture(src, label);
-      const kept = this.ctx.textureCache.take(format, height);
-      const texture = kept?.texture ??
-        this.ctx.device.createTexture({ label: `kept ${src.label}`, size: [width, height], format, usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST });
-      texture.label = `kept ${src.label}`;
-      entry = { buffer: src.buffer, byteOffset: src.byteOffset, bindingBytes: src.bindingBytes, texture, view: texture.createView(), format, height: kept?.height ?? height, bytes: kept?.bytes ?? bytes, gen: -1 };
-      store.add(entry);
-      this.ctx.pool.charge(KEPT_TEXELS_OWNER, entry.bytes);
-    }
-    this.#commands.push({ kind: 'kept', entry, width, texels, texelBytes });
-    return { texture: entry.texture, textureView: entry.view, width, kept: true };
+    const l = texelLayout(src, texelTableWidth(this.ctx));
+    const entry = src.keepTexels && this.#fits(l) ? this.ctx.keptTexels.keep(src, l) : null;
+    if (!entry) return this.tempTexture(src, label);
+    this.#commands.push({ kind: 'kept', entry, layout: l });
+    return { texture: entry.texture, textureView: entry.view, width: l.width, kept: true };
   }
 
   /** Copy a tensor's elements into another of at least the same byte length. */
@@ -408,12 +387,12 @@ export class Recorder {
         kept.written(c.dst);
       } else if (c.kind === 'texels') {
         endPass();
-        copyTexels(enc, c.src, c.srcOffset, c.dst, c.width, c.texels, c.texelBytes);
+        copyTexels(enc, c.src, c.srcOffset, c.dst, c.layout);
       } else if (c.kind === 'kept') {
         const gen = kept.generation(c.entry.buffer);
         if (c.entry.gen !== gen) {
           endPass();
-          copyTexels(enc, c.entry.buffer, c.entry.byteOffset, c.entry.texture, c.width, c.texels, c.texelBytes);
+          copyTexels(enc, c.entry.buffer, c.entry.byteOffset, c.entry.texture, c.layout);
           c.entry.gen = gen;
           kept.copies++;
           copied.push(c.entry);
@@ -525,11 +504,11 @@ export class Recorder {
 }
 
 /** Texel k of a `width`-wide texture ← elements 4k .. 4k+3 of `src` from `srcOffset` (whole rows, then the rest). */
-function copyTexels(enc: GPUCommandEncoder, src: GPUBuffer, srcOffset: number, dst: GPUTexture, width: number, texels: number, texelBytes: number): void {
-  const rowBytes = texelBytes * width;
-  const full = Math.floor(texels / width);
-  const rest = texels - full * width;
-  if (full > 0) enc.copyBufferToTexture({ buffer: src, offset: srcOffset, bytesPerRow: rowBytes }, { texture: dst }, [width, full]);
+function copyTexels(enc: GPUCommandEncoder, src: GPUBuffer, srcOffset: number, dst: GPUTexture, l: TexelLayout): void {
+  const rowBytes = l.texelBytes * l.width;
+  const full = Math.floor(l.texels / l.width);
+  const rest = l.texels - full * l.width;
+  if (full > 0) enc.copyBufferToTexture({ buffer: src, offset: srcOffset, bytesPerRow: rowBytes }, { texture: dst }, [l.width, full]);
   if (rest > 0) enc.copyBufferToTexture({ buffer: src, offset: srcOffset + full * rowBytes, bytesPerRow: rowBytes }, { texture: dst, origin: [0, full] }, [rest, 1]);
 }
 

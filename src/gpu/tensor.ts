@@ -144,7 +144,7 @@ export class Tensor {
   release(): void {
     this.assertLive();
     this.#released = true;
-    this.ctx.forgetTexels(this.buffer);
+    this.ctx.keptTexels.forget(this.buffer);
     this.ctx.pool.release(this.buffer);
   }
 

@@ -20,6 +20,32 @@ export interface CachedTexture {
   readonly bytes: number;
 }
 
+/** How a tensor's elements lie as texels of a `width`-wide texture (4 elements a texel). */
+export interface TexelLayout {
+  /** rgba32float, or rgba16float for f16 elements (a fetch widens them to f32 exactly). */
+  readonly format: GPUTextureFormat;
+  readonly texelBytes: number;
+  /** Texels the tensor's binding fills (not an integer when it is no whole number of texels). */
+  readonly texels: number;
+  readonly width: number;
+  /** Texel rows. */
+  readonly height: number;
+}
+
+/** The layout of `src`'s binding (bindingBytes) as texels of a `width`-wide texture. */
+export function texelLayout(src: { dtype: string; bindingBytes: number }, width: number): TexelLayout {
+  const half = src.dtype === 'f16';
+  const texelBytes = half ? 8 : 16;
+  const texels = src.bindingBytes / texelBytes;
+  return { format: half ? 'rgba16float' : 'rgba32float', texelBytes, texels, width, height: Math.max(1, Math.ceil(texels / width)) };
+}
+
+/** A new texture for a layout's texels (sampled, copied into). */
+export function newTexelTexture(device: GPUDevice, label: string, l: TexelLayout): CachedTexture {
+  const texture = device.createTexture({ label, size: [l.width, l.height], format: l.format, usage: GPUTextureUsage.TEXTURE_BINDING | GPUTextureUsage.COPY_DST });
+  return { texture, format: l.format, height: l.height, bytes: l.width * l.height * l.texelBytes };
+}
+
 /**
  * Removes from `list` and returns the texture of `format` with the fewest rows ≥ `height`, or null:
  * the fit rule of the cache and of a recording's textures given back (Recorder.releaseTexture).

@@ -27,9 +27,9 @@
  *              a texture given back for a later copy that fits it, so only a few sizes are held);
  *              the loss's copy of a logits block is given back after its dispatch like them;
  *   kept       there too, the texture copies of the weights kept between steps (Recorder.texels):
- *              every block linear, the head in the forward's ranges of N and, past llvmpipeMaxK
- *              rows of vocabulary, again in the backward's ranges of K; at most the store's limit.
- *              The base model's (shared by its LoRA jobs) or the full job's own copy's
+ *              every block linear and the head (keptWeightTexels), at most the store's limit —
+ *              the base model's, shared by its LoRA jobs (not in jobBytes), or a full job's own
+ *              copy's (in jobBytes)
  * Logits [N, V] are never built whole: with `device` (or `logitsChunkRows`) Nb is what one storage
  * binding holds (forward.ts logitsBlockRows), else N.
  * Checked against the pool's measured peaks: tiny models in test/shared/cases/trainer.ts (within
@@ -191,7 +191,7 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
     const maxB = textureOf(Math.max(...linears, Math.min(V * C, MAX_TEXTURE_COPY_BYTES / 4), Math.min(V, maxK) * C, full ? Math.min(N, maxK) * Math.max(C, Q, F) : 0));
     textureBytes = maxA + maxB + Math.min(maxA, maxB);
   }
-  const keptTexelBytes = opts.device?.textureReads ? keptWeightTexels(cfg, baseBytes, opts.device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT) : 0;
+  const keptTexelBytes = opts.device?.textureReads ? keptWeightTexels(cfg, baseBytes, opts.device.maxStorageBufferBindingSize, opts.device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT) : 0;
 
   const jobBytes = weightBytes + gradBytes + optimizerBytes + activationBytes + logitsBytes + workspaceBytes + textureBytes + (full ? keptTexelBytes : 0);
   return Object.freeze({
@@ -202,23 +202,24 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
 
 /**
  * Bytes of the weight texture copies a training step keeps (Recorder.texels) of at least
- * KEPT_TEXELS_MIN_ELEMENTS: each block linear whole; the head [V, C] in the forward's ranges of N (at most MAX_TEXTURE_COPY_BYTES each) and,
- * when V is deeper than llvmpipeMaxK, in the backward's K ranges as well; kept in that order until
- * `limit` (a copy that does not fit is not kept). Linear weights of `baseBytes` (2: f16) take
- * half the texel bytes.
+ * KEPT_TEXELS_MIN_ELEMENTS, in the order the step makes them, each while it fits under `limit`:
+ * every block linear whole (half the texel bytes for an f16 base, `baseBytes` 2); the head [V, C]
+ * in the forward's ranges of N of at most MAX_TEXTURE_COPY_BYTES; and where the forward split it,
+ * the backward's own copies for dx = dlogits·head, which reads it unsplit along N — the whole head
+ * where it fits one binding, else windows of llvmpipeMaxK rows (its K ranges).
  */
-function keptWeightTexels(cfg: ModelConfig, baseBytes: number, limit: number): number {
+function keptWeightTexels(cfg: ModelConfig, baseBytes: number, maxBinding: number, limit: number): number {
   const { dModel: C, vocabSize: V } = cfg;
   const copies: number[] = [];
   const linears = blockLinears(cfg).map((t) => numel(loraTargetDims(cfg, t)));
-  // An f16 base's linear weights are copied as rgba16float: half the bytes.
   for (let l = 0; l < cfg.nLayer; l++) for (const n of linears) if (n >= KEPT_TEXELS_MIN_ELEMENTS) copies.push((textureOf(n) * baseBytes) / 4);
   const headRows = Math.max(1, Math.floor(MAX_TEXTURE_COPY_BYTES / (4 * C)));
   for (const [, n] of splitRange(V, headRows)) if (n * C >= KEPT_TEXELS_MIN_ELEMENTS) copies.push(textureOf(n * C));
-  const maxK = llvmpipeMaxK(0);
-  if (V > maxK && V * C * 4 > MAX_TEXTURE_COPY_BYTES) for (const [, n] of splitRange(V, maxK)) copies.push(textureOf(n * C));
+  if (4 * V * C > MAX_TEXTURE_COPY_BYTES) {
+    if (4 * V * C <= maxBinding) copies.push(textureOf(V * C));
+    else for (const [, n] of splitRange(V, llvmpipeMaxK(0))) copies.push(textureOf(n * C));
+  }
   let kept = 0;
   for (const b of copies) if (kept + b <= limit) kept += b;
   return kept;
 }
-

@@ -10,17 +10,10 @@
  * transB), c [M, N]; sub-products address them by their global m0, n0, k0 (the bound windows
  * are the GPU's business).
  */
-export interface SplitRefPart {
-  readonly m0: number;
-  readonly n0: number;
-  readonly k0: number;
-  readonly M: number;
-  readonly N: number;
-  readonly K: number;
-}
+import type { SubRange } from './matmul_split.ts';
 
 export function matmulSplitRef(c: Float32Array, a: Float32Array, b: Float32Array, d: { M: number; N: number; K: number; transA?: boolean; transB?: boolean },
-  parts: readonly SplitRefPart[]): void {
+  parts: readonly SubRange[]): void {
   const { M, N, K } = d;
   const written = new Uint8Array(M * N);
   for (const p of parts) {

@@ -91,13 +91,17 @@ export interface Bound {
   readonly off: number;
 }
 
-export interface SubProduct {
+/** The ranges of M, N and K one sub-product covers, from global (m0, n0, k0). */
+export interface SubRange {
   readonly m0: number;
   readonly n0: number;
   readonly k0: number;
   readonly M: number;
   readonly N: number;
   readonly K: number;
+}
+
+export interface SubProduct extends SubRange {
   readonly a: Bound;
   readonly b: Bound;
   readonly c: Bound;
