@@ -1,7 +1,9 @@
 /** The job runner's pure parts: step seeds, minibatch order, packing lengths, the summary JSON shape and the SVG writer. */
 import { describe, expect, it } from 'vitest';
 import { learningCurveSvg, metricsLine, summaryTable } from '../../src/cli/report.ts';
-import { evalEpisodes, jobEnv } from '../../src/runtime/evaluate.ts';
+import { evalEpisodes, jobEnv, NIM_JOB } from '../../src/runtime/evaluate.ts';
+import { nimOptimalMove, nimPiles, parseNimMove } from '../../src/env/envs/nim.ts';
+import { Rng } from '../../src/util/rng.ts';
 import { type JobResult, stepSeed, summaryOf } from '../../src/runtime/rl_job.ts';
 import { minibatchOrder, scheduledLr, seqLenFor } from '../../src/runtime/sft_job.ts';
 import { datumFromSequence } from '../../src/algorithms/datum.ts';
@@ -64,6 +66,26 @@ describe('job runner, pure parts', () => {
     expect(jobEnv('guess-number').maxTurns).toBe(5);
     expect(jobEnv('nim').kind).toBe('game');
     expect(() => jobEnv('chess')).toThrow(ConfigError);
+  });
+  it("the job's nim is two piles of 1..5 whose player-1 demonstrations are all Bouton's moves (one object off the larger pile where none wins)", async () => {
+    const env = jobEnv('nim');
+    if (env.kind !== 'game') throw new Error('nim is a game');
+    expect(NIM_JOB).toMatchObject({ piles: 2, maxPile: 5 });
+    const first = await env.spec.create().reset(9);
+    expect(first.observation).toMatch(/Piles: [1-5] [1-5]\. Your move\.$/);
+    let moves = 0;
+    for (const d of env.spec.demonstrations!(64, new Rng(2))) {
+      const piles = nimPiles(d.seed, 2, 5);
+      d.actions.forEach((a, i) => {
+        const m = parseNimMove(a)!;
+        if (i % 2 === 0) {
+          expect(m).toEqual(nimOptimalMove(piles, new Rng(0), 'stall'));
+          moves++;
+        }
+        piles[m.pile] -= m.count;
+      });
+    }
+    expect(moves).toBeGreaterThan(64);
   });
   it('the summary JSON has the issue fields and no tensors', () => {
     const s = summaryOf(result());
