@@ -61,7 +61,21 @@ export interface ArenaReport {
 
 const TARGET_VS_RANDOM = 0.8;
 
+/** Refuses settings the run would only fail on at its end (the settling test needs windows of ≥ 2 steps). */
+export function checkArenaSettings(s: ArenaSettings): void {
+  const whole = (k: 'steps' | 'groups' | 'groupSize' | 'evalEpisodes', min: number) => {
+    if (!Number.isInteger(s[k]) || s[k] < min) throw new RangeError(`arena: ${k} must be an integer >= ${min}, got ${s[k]}`);
+  };
+  whole('steps', 0);
+  whole('groups', 1);
+  whole('groupSize', 1);
+  whole('evalEpisodes', 1);
+  if (!Number.isInteger(s.window) || s.window < 2) throw new RangeError(`arena: window must be an integer >= 2 (the settling test's sd needs two steps), got ${s.window}`);
+  if (!(s.lr > 0)) throw new RangeError(`arena: lr must be positive, got ${s.lr}`);
+}
+
 export async function runArena(ctx: GpuContext, s: ArenaSettings, log: (line: string) => void): Promise<ArenaReport> {
+  checkArenaSettings(s);
   const tok = new ByteTokenizer();
   const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
   const opened: { close(): Promise<void> }[] = [];
