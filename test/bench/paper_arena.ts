@@ -24,7 +24,8 @@ import type { TrajectoryGroup } from '../../src/env/types.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { ByteTokenizer } from '../../src/model/tokenizer/byte.ts';
 import type { SamplingClient, TrainingClient } from '../../src/runtime/clients.ts';
-import { type AgentSettings, evaluate, type JobEnv, jobEnv } from '../../src/runtime/evaluate.ts';
+import { type AgentSettings, evaluate, type JobEnv, jobEnv, NIM_JOB } from '../../src/runtime/evaluate.ts';
+import type { NimOptions } from '../../src/env/envs/nim.ts';
 import { LocalService } from '../../src/runtime/local_service.ts';
 import { runTraining, stepSeed } from '../../src/runtime/rl_job.ts';
 import { fitting, packForTraining, trainStep } from '../../src/runtime/sft_job.ts';
@@ -47,7 +48,8 @@ export interface ArenaStep {
 }
 
 export interface ArenaReport {
-  readonly settings: ArenaSettings & { readonly maxSeqLen: number };
+  /** The settings, the context, the nim game played (NIM_JOB) and the sampling temperature of every game. */
+  readonly settings: ArenaSettings & { readonly maxSeqLen: number; readonly game: NimOptions; readonly temperature: number };
   readonly warmStartSeconds: number;
   /** The warm policy's held-out win rate against the random player (both agents start as it). */
   readonly warmWinRateVsRandom: number;
@@ -147,7 +149,7 @@ export async function runArena(ctx: GpuContext, s: ArenaSettings, log: (line: st
     log(`arena: held-out win rate against random: A ${vs[0].toFixed(3)}, B ${vs[1].toFixed(3)}`);
     const curve = steps.map((x) => x.winRateAvsB);
     return {
-      settings: { ...s, maxSeqLen: job.model.maxSeqLen }, warmStartSeconds, warmWinRateVsRandom: warmVsRandom, steps, winRateVsRandom,
+      settings: { ...s, maxSeqLen: job.model.maxSeqLen, game: NIM_JOB, temperature: job.temperature }, warmStartSeconds, warmWinRateVsRandom: warmVsRandom, steps, winRateVsRandom,
       settling: curve.length >= 2 * s.window ? settles(curve, s.window, 2 * s.groups * s.groupSize) : null,
       beatsRandom: vs.every((v) => v >= TARGET_VS_RANDOM),
     };

@@ -2,6 +2,7 @@
 // comparison, the settling test, the peak tracker, the checkpoint transfer and the report — all
 // against hand-computed values, no GPU.
 import { describe, expect, it } from 'vitest';
+import { NIM_JOB } from '../../src/runtime/evaluate.ts';
 import type { StepMetrics } from '../../src/runtime/rl_job.ts';
 import { crossCompare } from '../../test/bench/paper_chromium.ts';
 import type { ModeRun, PaperReport } from '../../test/bench/paper.ts';
@@ -209,7 +210,7 @@ describe('paper part: settings, transfer and report', () => {
     resume: { identical: false, differences: ['loss curve from step 4'], trainedSteps: 6, killedAt: 3 },
     cross: { gap: null, reason: 'no Chromium here' },
     arena: {
-      settings: { ...PAPER_RUN.arena, maxSeqLen: 512 }, warmStartSeconds: 50, warmWinRateVsRandom: 0.6,
+      settings: { ...PAPER_RUN.arena, maxSeqLen: 512, game: NIM_JOB, temperature: 1 }, warmStartSeconds: 50, warmWinRateVsRandom: 0.6,
       steps: [0.5, 0.6].map((w) => ({ winRateAvsB: w, winRateAFirst: w, winRateASecond: w, games: 32, rewardA: 0, rewardB: 0, seconds: 1 })),
       winRateVsRandom: [0.9, 0.7], settling: null, beatsRandom: false,
     },
@@ -248,6 +249,8 @@ describe('paper part: settings, transfer and report', () => {
     expect(md).toContain('not measured: no Chromium here');
     expect(md).toMatch(/\| B \| 0\.700 \| \*\*no\*\* \|/);
     expect(md).toContain('too few for two windows');
+    expect(md).toContain('2 piles of 1..5');
+    expect(md).toContain('sampled at temperature 1');
     expect(md).toContain('](BENCHMARKS.paper-rewards.svg)');
     expect(md).toContain('](BENCHMARKS.paper-arena.svg)');
     const figs = paperFigures(report);
