@@ -44,6 +44,9 @@ export interface ArenaStep {
   /** Mean episode reward of each agent's trajectories. */
   readonly rewardA: number;
   readonly rewardB: number;
+  /** Trajectories each agent trained on: those of groups whose games did not all end alike (0: the agent did not train this step). */
+  readonly datumsA: number;
+  readonly datumsB: number;
   readonly seconds: number;
 }
 
@@ -121,8 +124,10 @@ export async function runArena(ctx: GpuContext, s: ArenaSettings, log: (line: st
       const bFirst = await rolloutTurnBased(env.spec, [B, A], boards, opts(1));
       const groupsOf = (aSeat: 0 | 1): TrajectoryGroup[] => [...(aFirst.seats[aSeat]?.groups ?? []), ...(bFirst.seats[1 - aSeat]?.groups ?? [])];
       const mine = [groupsOf(0), groupsOf(1)];
+      const trained = [0, 0];
       for (const k of [0, 1]) {
         const datums = fitting(grpoDatums(mine[k], { refLogprobs: (t) => t.logprobsT.slice(1), skipUniformGroups: true }), pack.maxSeqLen);
+        trained[k] = datums.length;
         if (datums.length === 0) continue;
         await trainStep(clients[k], packForTraining(datums, pack, seed + k, loss.aggregation).batches, loss, { lr: s.lr, maxGradNorm: job.maxGradNorm });
         await samplers[k].close();
@@ -137,10 +142,10 @@ export async function runArena(ctx: GpuContext, s: ArenaSettings, log: (line: st
         winRateAvsB: winRateAvsB(games, (i) => (i < aFirst.games.length ? 0 : 1)),
         winRateAFirst: winRateAvsB(aFirst.games, () => 0),
         winRateASecond: winRateAvsB(bFirst.games, () => 1),
-        games: games.length, rewardA: meanReward(mine[0]), rewardB: meanReward(mine[1]), seconds: (performance.now() - t1) / 1000,
+        games: games.length, rewardA: meanReward(mine[0]), rewardB: meanReward(mine[1]), datumsA: trained[0], datumsB: trained[1], seconds: (performance.now() - t1) / 1000,
       };
       steps.push(r);
-      log(`arena ${step + 1}/${s.steps}: A vs B ${r.winRateAvsB.toFixed(3)} (A first ${r.winRateAFirst.toFixed(2)}, B first ${(1 - r.winRateASecond).toFixed(2)} for B) over ${r.games} games; reward A ${r.rewardA.toFixed(2)} B ${r.rewardB.toFixed(2)} (${r.seconds.toFixed(1)} s)`);
+      log(`arena ${step + 1}/${s.steps}: A vs B ${r.winRateAvsB.toFixed(3)} (A first ${r.winRateAFirst.toFixed(2)}, B first ${(1 - r.winRateASecond).toFixed(2)} for B) over ${r.games} games; reward A ${r.rewardA.toFixed(2)} B ${r.rewardB.toFixed(2)}; trained on ${r.datumsA} and ${r.datumsB} trajectories (${r.seconds.toFixed(1)} s)`);
     }
     const vs: number[] = [];
     for (const k of [0, 1]) vs.push((await evaluate(jobEnv('nim'), samplers[k].sample, s.evalEpisodes, s.seed, agentSettings)).success);

@@ -8,6 +8,7 @@ import { curvesSvg } from '../../src/cli/report.ts';
 import { fmtNum, median } from './harness.ts';
 import { markdownTable } from './markdown.ts';
 import type { ModeRun, PaperReport } from './paper.ts';
+import type { ArenaReport } from './paper_arena.ts';
 import { meanSd, PAPER_TARGETS, paperVerdicts, type PaperVerdicts } from './paper_stats.ts';
 
 /** The mean reward of each RL step over the seeds. */
@@ -95,6 +96,20 @@ const f3 = (x: number | null) => (x === null || !Number.isFinite(x) ? '—' : x.
 const yes = (b: boolean) => (b ? 'yes' : '**no**');
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
 
+/**
+ * Whether the self-play taught anything: the steps in which each agent trained (GRPO leaves out a
+ * group whose games all ended alike), and how often the player moving first won — two agents that
+ * play only one seat well make every game the first mover's, and then no group differs.
+ */
+export function arenaLearning(a: ArenaReport): string {
+  const n = a.steps.length;
+  const trainedA = a.steps.filter((x) => x.datumsA > 0).length;
+  const trainedB = a.steps.filter((x) => x.datumsB > 0).length;
+  const games = a.steps.reduce((t, x) => t + x.games, 0);
+  const firstWins = a.steps.reduce((t, x) => t + (x.games / 2) * (x.winRateAFirst + (1 - x.winRateASecond)), 0);
+  return `Self-play steps in which the agent trained: A ${trainedA} of ${n}, B ${trainedB} of ${n}. The player moving first scored ${f3(games === 0 ? NaN : firstWins / games)} of the ${games} self-play games.`;
+}
+
 /** The section; `figure(suffix)` is the link to a figure file written beside the markdown. */
 export function paperMarkdown(rep: PaperReport, measured: string, quick: boolean, figure: (suffix: string) => string): string {
   const s = rep.settings;
@@ -154,6 +169,8 @@ export function paperMarkdown(rep: PaperReport, measured: string, quick: boolean
     a.settling === null
       ? `A against B: ${a.steps.length} steps are too few for two windows of ${a.settings.window}; the curve: ${a.steps.map((x) => x.winRateAvsB.toFixed(2)).join(' ')}.`
       : `A against B: last ${a.settling.window} steps mean ${f3(a.steps.slice(-a.settling.window).reduce((t, x) => t + x.winRateAvsB, 0) / a.settling.window)}, sd ${f3(a.settling.sd)} (limit ${f3(a.settling.sdLimit)}), drift ${f3(a.settling.drift)} (limit ±${f3(a.settling.driftLimit)}): ${a.settling.settled ? 'settled' : '**not settled**'}.`,
+    '',
+    arenaLearning(a),
     '',
     `![A's win rate against B per step](${figure('paper-arena.svg')})`,
     '',

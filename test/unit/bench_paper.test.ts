@@ -211,7 +211,7 @@ describe('paper part: settings, transfer and report', () => {
     cross: { gap: null, reason: 'no Chromium here' },
     arena: {
       settings: { ...PAPER_RUN.arena, maxSeqLen: 512, game: NIM_JOB, temperature: 1 }, warmStartSeconds: 50, warmWinRateVsRandom: 0.6,
-      steps: [0.5, 0.6].map((w) => ({ winRateAvsB: w, winRateAFirst: w, winRateASecond: w, games: 32, rewardA: 0, rewardB: 0, seconds: 1 })),
+      steps: [0.5, 0.6].map((w, i) => ({ winRateAvsB: w, winRateAFirst: w, winRateASecond: w, games: 32, rewardA: 0, rewardB: 0, datumsA: 8 * i, datumsB: 0, seconds: 1 })),
       winRateVsRandom: [0.9, 0.7], settling: null, beatsRandom: false,
     },
     seconds: 1234,
@@ -250,6 +250,8 @@ describe('paper part: settings, transfer and report', () => {
     expect(md).toMatch(/\| B \| 0\.700 \| \*\*no\*\* \|/);
     expect(md).toContain('too few for two windows');
     expect(md).toContain('2 piles of 1..5');
+    // A trained in the second step only, B in neither; first movers: (0.5 + 0.5) and (0.6 + 0.4) of 16 games each.
+    expect(md).toContain('Self-play steps in which the agent trained: A 1 of 2, B 0 of 2. The player moving first scored 0.500 of the 64 self-play games.');
     expect(md).toContain('sampled at temperature 1');
     expect(md).toContain('](BENCHMARKS.paper-rewards.svg)');
     expect(md).toContain('](BENCHMARKS.paper-arena.svg)');

@@ -54,6 +54,8 @@ export const paperArenaCases: GpuCase[] = [
         onGrid(s.winRateAFirst, s.games / 2, `step ${i} A first`);
         onGrid(s.winRateASecond, s.games / 2, `step ${i} A second`);
         for (const r of [s.rewardA, s.rewardB]) assert.isTrue(r >= -1 && r <= 1, `step ${i} mean reward ${r}`);
+        // Each agent's trajectories: its half of the self-play games, those of uniform groups left out.
+        for (const d of [s.datumsA, s.datumsB]) assert.isTrue(Number.isInteger(d) && d >= 0 && d <= s.games, `step ${i} datums ${d}`);
       }
       assert.lengthOf(a.winRateVsRandom, 2);
       for (const x of [a.warmWinRateVsRandom, ...a.winRateVsRandom]) onGrid(x, SETTINGS.evalEpisodes, 'win rate vs random');
