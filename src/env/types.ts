@@ -52,6 +52,8 @@ export interface Demonstration {
   readonly seed: number;
   /** Action texts in order (for turn-based games, every player's actions interleaved). */
   readonly actions: readonly string[];
+  /** Turn-based games: the seat (0-based) whose moves the game demonstrates — a warm start learns that seat's. Absent: 0. */
+  readonly player?: number;
 }
 
 /** Everything needed to run an environment: a factory (one instance per concurrent episode). */

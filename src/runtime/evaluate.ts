@@ -170,6 +170,6 @@ export async function demonstrationTrajectories(env: JobEnv, n: number, seed: nu
   const demos = env.spec.demonstrations?.(n, rng) ?? [];
   if (demos.length === 0) throw new ConfigError('env', `${env.name} has no demonstrations for a warm start (use --no-warmstart)`);
   if (env.kind === 'single') return (await replayDemonstrations(env.spec, demos, opts)).trajectories;
-  // Games: learn the moves of the seat the learner plays (player 1).
-  return (await replayTurnBasedDemonstrations(env.spec, demos, opts)).trajectories.filter((t) => t.player === 0);
+  // Games: learn each game's demonstrated seat (player 1 unless the demonstration names another).
+  return (await replayTurnBasedDemonstrations(env.spec, demos, opts)).trajectories.filter((t) => t.player === (demos[t.episodeId].player ?? 0));
 }

@@ -126,6 +126,31 @@ describe('nim environment', () => {
     expect(() => nimEnv({ demoOthers: 'clever' as never })).toThrow(/demoOthers/);
   });
 
+  it("with demoSeat 'each' game i demonstrates seat i mod players: that seat plays Bouton's moves, the others random ones", () => {
+    const opts = { piles: 2, demoOptimalRate: 1, demoLosingMove: 'stall', demoOthers: 'random', demoSeat: 'each' } as const;
+    const demos = nimDemonstrations(120, new Rng(5), opts);
+    expect(demos.map((d) => d.player ?? 0)).toEqual(demos.map((_, i) => i % 2));
+    let othersOptimal = 0, others = 0;
+    for (const d of demos) {
+      const piles = nimPiles(d.seed, 2, 5);
+      d.actions.forEach((a, i) => {
+        const m = parseNimMove(a)!;
+        const best = nimOptimalMove(piles, new Rng(0), 'stall');
+        if (i % 2 === (d.player ?? 0)) expect(m).toEqual(best);
+        else {
+          others++;
+          if (m.pile === best.pile && m.count === best.count) othersOptimal++;
+        }
+        piles[m.pile] -= m.count;
+      });
+    }
+    expect(othersOptimal / others).toBeLessThan(0.6);
+    // The default demonstrates player 1 and names no seat; three players rotate over three seats.
+    expect(nimDemonstrations(4, new Rng(5), { ...opts, demoSeat: 'first' }).every((d) => d.player === undefined)).toBe(true);
+    expect(nimDemonstrations(6, new Rng(5), { ...opts, players: 3 }).map((d) => d.player ?? 0)).toEqual([0, 1, 2, 0, 1, 2]);
+    expect(() => nimEnv({ demoSeat: 'last' as never })).toThrow(/demoSeat/);
+  });
+
   it('demonstrations are whole legal games that replay into one trajectory per seat', async () => {
     const demos = nimDemonstrations(30, new Rng(4));
     expect(nimDemonstrations(30, new Rng(4))).toEqual(demos);

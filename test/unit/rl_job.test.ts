@@ -1,8 +1,9 @@
 /** The job runner's pure parts: step seeds, minibatch order, packing lengths, the summary JSON shape and the SVG writer. */
 import { describe, expect, it } from 'vitest';
 import { learningCurveSvg, metricsLine, summaryTable } from '../../src/cli/report.ts';
-import { evalEpisodes, jobEnv, NIM_JOB } from '../../src/runtime/evaluate.ts';
-import { nimOptimalMove, nimPiles, parseNimMove } from '../../src/env/envs/nim.ts';
+import { demonstrationTrajectories, evalEpisodes, jobEnv, NIM_JOB } from '../../src/runtime/evaluate.ts';
+import { ByteTokenizer } from '../../src/model/tokenizer/byte.ts';
+import { nimEnv, nimOptimalMove, nimPiles, parseNimMove } from '../../src/env/envs/nim.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { type JobResult, stepSeed, summaryOf } from '../../src/runtime/rl_job.ts';
 import { minibatchOrder, scheduledLr, seqLenFor } from '../../src/runtime/sft_job.ts';
@@ -86,6 +87,17 @@ describe('job runner, pure parts', () => {
       });
     }
     expect(moves).toBeGreaterThan(64);
+  });
+  it("a game's warm-start trajectories are each demonstration's named seat (player 1 where it names none)", async () => {
+    const base = jobEnv('nim');
+    const agent = { tokenizer: new ByteTokenizer(), maxNewTokens: 24, maxSequenceTokens: 512, temperature: 1 };
+    for (const demoSeat of ['first', 'each'] as const) {
+      const env = { ...base, spec: nimEnv({ ...NIM_JOB, demoSeat }) } as typeof base;
+      const ts = await demonstrationTrajectories(env, 16, 3, agent);
+      expect(ts.map((t) => t.episodeId)).toEqual(Array.from({ length: 16 }, (_, i) => i));
+      expect(ts.map((t) => t.player)).toEqual(ts.map((_, i) => (demoSeat === 'each' ? i % 2 : 0)));
+      for (const t of ts) expect(t.turns.length).toBeGreaterThan(0);
+    }
   });
   it('the summary JSON has the issue fields and no tensors', () => {
     const s = summaryOf(result());

@@ -35,6 +35,12 @@ export interface NimOptions {
    * 'stall' are mostly one-object moves, few positions and long).
    */
   readonly demoOthers?: 'same' | 'random';
+  /**
+   * Demonstrations: the seat they demonstrate — 'first' (default: player 1's moves, as above), or
+   * 'each' (game i demonstrates seat i mod players: that seat plays as player 1 does above, the
+   * others as demoOthers says), so a warm start learns to play every seat, which self-play needs.
+   */
+  readonly demoSeat?: 'first' | 'each';
 }
 
 type Full = Required<NimOptions>;
@@ -170,28 +176,33 @@ export function nimRandomPolicy(id = 'nim-random'): ScriptedPolicy {
   };
 }
 
-/** Whole games, every player's moves in order; each of player 1's moves (every player's with demoOthers 'same') optimal with probability demoOptimalRate, the others' random. */
+/**
+ * Whole games, every player's moves in order. The demonstrated seat (player 1, or with demoSeat
+ * 'each' seat i mod players in game i) moves optimally with probability demoOptimalRate, else at
+ * random; so do the other seats with demoOthers 'same', while with 'random' they move at random.
+ */
 export function nimDemonstrations(n: number, rng: Rng, options: NimOptions = {}): Demonstration[] {
   const o = fullOptions(options);
-  return Array.from({ length: n }, () => {
+  return Array.from({ length: n }, (_, i) => {
     const seed = rng.nextU32();
+    const player = o.demoSeat === 'each' ? i % o.players : 0;
     const piles = nimPiles(seed, o.piles, o.maxPile);
     const actions: string[] = [];
     while (piles.some((p) => p > 0)) {
-      const first = actions.length % o.players === 0;
-      const planned = first || o.demoOthers === 'same';
+      const planned = actions.length % o.players === player || o.demoOthers === 'same';
       const move = planned && rng.nextFloat() < o.demoOptimalRate ? nimOptimalMove(piles, rng, o.demoLosingMove) : randomNimMove(piles, rng);
       piles[move.pile] -= move.count;
       actions.push(formatNimMove(move));
     }
-    return { seed, actions };
+    return player === 0 ? { seed, actions } : { seed, actions, player };
   });
 }
 
 function fullOptions(o: NimOptions): Full {
-  const full: Full = { piles: 3, maxPile: 5, players: 2, demoOptimalRate: 0.8, demoLosingMove: 'random', demoOthers: 'same', ...o };
+  const full: Full = { piles: 3, maxPile: 5, players: 2, demoOptimalRate: 0.8, demoLosingMove: 'random', demoOthers: 'same', demoSeat: 'first', ...o };
   if (full.demoLosingMove !== 'random' && full.demoLosingMove !== 'stall') throw new RangeError(`nim: demoLosingMove must be 'random' or 'stall', got ${String(full.demoLosingMove)}`);
   if (full.demoOthers !== 'same' && full.demoOthers !== 'random') throw new RangeError(`nim: demoOthers must be 'same' or 'random', got ${String(full.demoOthers)}`);
+  if (full.demoSeat !== 'first' && full.demoSeat !== 'each') throw new RangeError(`nim: demoSeat must be 'first' or 'each', got ${String(full.demoSeat)}`);
   for (const k of ['piles', 'maxPile'] as const) if (!Number.isInteger(full[k]) || full[k] < 1) throw new RangeError(`nim: ${k} must be >= 1, got ${full[k]}`);
   if (!Number.isInteger(full.players) || full.players < 2) throw new RangeError(`nim: players must be >= 2, got ${full.players}`);
   return full;
