@@ -57,9 +57,9 @@ export interface PaperSettings {
 }
 
 /**
- * Issue 8's run: 2227 s on two llvmpipe cores (measured 2026-12-03): warm starts 129–151 s per
- * seed, a table job's RL phase 32–68 s, reproducibility ~2 min, the arena ~6 min, the three
- * Chromium jobs on SwiftShader 19 min (5–8 min each, ~5–7× Deno's).
+ * Issue 8's run: 3443 s on two llvmpipe cores (measured 2026-12-03 at 3bef6aa): warm starts
+ * 95–133 s per seed, a table job's RL phase 33–53 s, reproducibility ~2 min, the arena 36 min (its
+ * warm start 2048 s), the three Chromium jobs on SwiftShader 12 min.
  */
 export const PAPER_RUN: PaperSettings = Object.freeze({
   env: 'calculator',
