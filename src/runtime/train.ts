@@ -105,12 +105,14 @@ function jobEnvOf(s: TrainSettings): JobEnv {
   return { name: e.name, kind: 'single', spec: e, maxTurns, maxNewTokens, format: s.format ?? JOB_FORMAT };
 }
 
-function int(field: string, v: number, min: number): number {
+/** `v` when it is an integer ≥ min, else a ConfigError naming `field`. */
+export function int(field: string, v: number, min: number): number {
   if (!Number.isInteger(v) || v < min) throw new ConfigError(field, `expected an integer ≥ ${min}, got ${v}`);
   return v;
 }
 
-function pos(field: string, v: number): number {
+/** `v` when it is a finite positive number, else a ConfigError naming `field`. */
+export function pos(field: string, v: number): number {
   if (!Number.isFinite(v) || v <= 0) throw new ConfigError(field, `expected a positive number, got ${v}`);
   return v;
 }

@@ -29,7 +29,7 @@ import type { NimOptions } from '../../src/env/envs/nim.ts';
 import { LocalService } from '../../src/runtime/local_service.ts';
 import { runTraining, stepSeed } from '../../src/runtime/rl_job.ts';
 import { fitting, packForTraining, trainStep } from '../../src/runtime/sft_job.ts';
-import { jobOptions } from '../../src/runtime/train.ts';
+import { int, jobOptions, pos } from '../../src/runtime/train.ts';
 import { Rng } from '../../src/util/rng.ts';
 import type { ArenaSettings } from './paper_settings.ts';
 import { settles, type Settling, winRateAvsB } from './paper_stats.ts';
@@ -66,17 +66,10 @@ export interface ArenaReport {
 
 const TARGET_VS_RANDOM = 0.8;
 
-/** Refuses settings the run would only fail on at its end (the settling test needs windows of ≥ 2 steps). */
+/** Refuses settings the run would only fail on later (the settling test needs windows of ≥ 2 steps): a ConfigError naming the field. */
 export function checkArenaSettings(s: ArenaSettings): void {
-  const whole = (k: 'steps' | 'groups' | 'groupSize' | 'evalEpisodes', min: number) => {
-    if (!Number.isInteger(s[k]) || s[k] < min) throw new RangeError(`arena: ${k} must be an integer >= ${min}, got ${s[k]}`);
-  };
-  whole('steps', 0);
-  whole('groups', 1);
-  whole('groupSize', 1);
-  whole('evalEpisodes', 1);
-  if (!Number.isInteger(s.window) || s.window < 2) throw new RangeError(`arena: window must be an integer >= 2 (the settling test's sd needs two steps), got ${s.window}`);
-  if (!(s.lr > 0)) throw new RangeError(`arena: lr must be positive, got ${s.lr}`);
+  for (const [k, min] of [['steps', 0], ['groups', 1], ['groupSize', 1], ['evalEpisodes', 1], ['window', 2]] as const) int(`arena.${k}`, s[k], min);
+  pos('arena.lr', s.lr);
 }
 
 export async function runArena(ctx: GpuContext, s: ArenaSettings, log: (line: string) => void): Promise<ArenaReport> {

@@ -200,9 +200,9 @@ export function nimDemonstrations(n: number, rng: Rng, options: NimOptions = {})
 
 function fullOptions(o: NimOptions): Full {
   const full: Full = { piles: 3, maxPile: 5, players: 2, demoOptimalRate: 0.8, demoLosingMove: 'random', demoOthers: 'same', demoSeat: 'first', ...o };
-  if (full.demoLosingMove !== 'random' && full.demoLosingMove !== 'stall') throw new RangeError(`nim: demoLosingMove must be 'random' or 'stall', got ${String(full.demoLosingMove)}`);
-  if (full.demoOthers !== 'same' && full.demoOthers !== 'random') throw new RangeError(`nim: demoOthers must be 'same' or 'random', got ${String(full.demoOthers)}`);
-  if (full.demoSeat !== 'first' && full.demoSeat !== 'each') throw new RangeError(`nim: demoSeat must be 'first' or 'each', got ${String(full.demoSeat)}`);
+  for (const [k, allowed] of [['demoLosingMove', ['random', 'stall']], ['demoOthers', ['same', 'random']], ['demoSeat', ['first', 'each']]] as const) {
+    if (!(allowed as readonly string[]).includes(full[k])) throw new RangeError(`nim: ${k} must be '${allowed[0]}' or '${allowed[1]}', got ${String(full[k])}`);
+  }
   for (const k of ['piles', 'maxPile'] as const) if (!Number.isInteger(full[k]) || full[k] < 1) throw new RangeError(`nim: ${k} must be >= 1, got ${full[k]}`);
   if (!Number.isInteger(full.players) || full.players < 2) throw new RangeError(`nim: players must be >= 2, got ${full.players}`);
   return full;

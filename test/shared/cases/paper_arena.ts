@@ -7,6 +7,7 @@
  * (seconds aside), and that the arena leaves no pool bytes behind.
  */
 import { assert } from 'chai';
+import { ConfigError } from '../../../src/errors.ts';
 import { type ArenaReport, runArena } from '../../bench/paper_arena.ts';
 import type { ArenaSettings } from '../../bench/paper_settings.ts';
 import type { GpuCase } from '../register.ts';
@@ -40,8 +41,8 @@ export const paperArenaCases: GpuCase[] = [
         } catch (e) {
           err = e;
         }
-        assert.instanceOf(err, RangeError, JSON.stringify(bad));
-        assert.match((err as Error).message, new RegExp(`arena: ${Object.keys(bad)[0]} must be`));
+        assert.instanceOf(err, ConfigError, JSON.stringify(bad));
+        assert.strictEqual((err as ConfigError).field, `arena.${Object.keys(bad)[0]}`);
       }
       const live = ctx.pool.stats().liveBytes;
       const a = await runArena(ctx, SETTINGS, () => {});
