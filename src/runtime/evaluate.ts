@@ -57,14 +57,17 @@ export const GUESS_NUMBER_JOB = Object.freeze({ low: 1, high: 16, maxGuesses: 5,
 
 /**
  * The nim game of jobs (`jobEnv('nim')`, the paper bench's arena): two piles of 1..5, and
- * demonstrations a small model can learn from scratch — player 1 always plays Bouton's move (a
- * losing position: one object from the larger pile), the other player moves at random, so player
- * 1's moves are a function of the piles, over the positions a random opponent leads to. With
+ * demonstrations a small model can learn from scratch — the demonstrated player always plays
+ * Bouton's move (a losing position: one object from the larger pile), the other player moves at
+ * random, so the demonstrated moves are a function of the piles, over the positions a random
+ * opponent leads to. Game i demonstrates seat i mod 2 (`demoSeat: 'each'`): a warm start that
+ * learned only the first seat's moves made self-play degenerate (the first mover won every
+ * self-play game but one of 768, so GRPO's groups never differed). With
  * nimEnv's defaults (3 piles; 80% optimal moves, random ones in losing positions; both players
  * alike) gpt2-100k warm starts never beat the random player: optimal-against-optimal games are
  * 59% the same one-object move (measured over 2048 games), and the rest is noise to a look-up.
  */
-export const NIM_JOB: NimOptions = Object.freeze({ piles: 2, maxPile: 5, demoOptimalRate: 1, demoLosingMove: 'stall', demoOthers: 'random' });
+export const NIM_JOB: NimOptions = Object.freeze({ piles: 2, maxPile: 5, demoOptimalRate: 1, demoLosingMove: 'stall', demoOthers: 'random', demoSeat: 'each' });
 
 export const JOB_FORMAT: PromptFormat = plainFormat({ describeTools: false });
 

@@ -68,25 +68,28 @@ describe('job runner, pure parts', () => {
     expect(jobEnv('nim').kind).toBe('game');
     expect(() => jobEnv('chess')).toThrow(ConfigError);
   });
-  it("the job's nim is two piles of 1..5 whose player-1 demonstrations are all Bouton's moves (one object off the larger pile where none wins)", async () => {
+  it("the job's nim is two piles of 1..5 whose demonstrated moves are all Bouton's (one object off the larger pile where none wins), seats alternating by game", async () => {
     const env = jobEnv('nim');
     if (env.kind !== 'game') throw new Error('nim is a game');
-    expect(NIM_JOB).toMatchObject({ piles: 2, maxPile: 5 });
+    expect(NIM_JOB).toMatchObject({ piles: 2, maxPile: 5, demoSeat: 'each' });
     const first = await env.spec.create().reset(9);
     expect(first.observation).toMatch(/Piles: [1-5] [1-5]\. Your move\.$/);
-    let moves = 0;
-    for (const d of env.spec.demonstrations!(64, new Rng(2))) {
+    const moves = [0, 0];
+    const demos = env.spec.demonstrations!(64, new Rng(2));
+    expect(demos.map((d) => d.player ?? 0)).toEqual(demos.map((_, i) => i % 2));
+    for (const d of demos) {
       const piles = nimPiles(d.seed, 2, 5);
       d.actions.forEach((a, i) => {
         const m = parseNimMove(a)!;
-        if (i % 2 === 0) {
+        if (i % 2 === (d.player ?? 0)) {
           expect(m).toEqual(nimOptimalMove(piles, new Rng(0), 'stall'));
-          moves++;
+          moves[i % 2]++;
         }
         piles[m.pile] -= m.count;
       });
     }
-    expect(moves).toBeGreaterThan(64);
+    expect(moves[0]).toBeGreaterThan(32);
+    expect(moves[1]).toBeGreaterThan(16);
   });
   it("a game's warm-start trajectories are each demonstration's named seat (player 1 where it names none)", async () => {
     const base = jobEnv('nim');
