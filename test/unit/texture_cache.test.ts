@@ -1,7 +1,7 @@
 // The context's cache of scratch textures between recordings (src/gpu/texture_cache.ts), with
 // stand-in textures: which one a request gets, and the byte limit.
 import { describe, expect, it } from 'vitest';
-import { TextureCache } from '../../src/gpu/texture_cache.ts';
+import { CACHE_FIT_SLACK, TextureCache } from '../../src/gpu/texture_cache.ts';
 
 function tex(format: GPUTextureFormat, height: number, bytes = height * 100) {
   const t = { destroyed: false, destroy() { t.destroyed = true; }, label: '' };
@@ -20,6 +20,20 @@ describe('TextureCache', () => {
     expect(c.take('rgba16float', 2)).toBeNull();
     expect(c.take('rgba16float', 1)).toBe(h);
     expect([c.size, c.bytes]).toEqual([0, 0]);
+  });
+
+  it(`serves no request of under 1/${CACHE_FIT_SLACK} of a texture's rows (it is charged at its own size)`, () => {
+    const c = new TextureCache();
+    const big = tex('rgba32float', 48), mid = tex('rgba32float', 8);
+    c.put(big);
+    expect(c.take('rgba32float', 1)).toBeNull();
+    expect(c.take('rgba32float', 48 / CACHE_FIT_SLACK - 1)).toBeNull();
+    expect(c.take('rgba32float', 48 / CACHE_FIT_SLACK)).toBe(big);
+    c.put(big);
+    c.put(mid);
+    expect(c.take('rgba32float', 5)).toBe(mid);
+    expect(c.take('rgba32float', 5)).toBeNull();
+    expect(c.take('rgba32float', 30)).toBe(big);
   });
 
   it('keeps at most limitBytes, destroying the oldest first; trim destroys the rest', () => {

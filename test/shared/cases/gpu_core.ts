@@ -327,6 +327,18 @@ gpuCoreCases.push({
     await next.submit();
     assert.strictEqual(ctx.textureCache.size, kept);
     assert.strictEqual(ctx.pool.owner(owner).currentBytes, 0);
+    // A kept texture of over CACHE_FIT_SLACK times the rows asked for is left in the cache: the
+    // taker would be charged its whole size (a one-row copy holding z's three rows).
+    ctx.textureCache.trim();
+    const big = new Recorder(ctx, { label: 'textures' });
+    const bz = big.tempTexture(z, 'z');
+    await big.submit();
+    assert.strictEqual(ctx.textureCache.size, 1);
+    const small = new Recorder(ctx, { label: 'textures' });
+    assert.notStrictEqual(small.tempTexture(y, 'y').texture, bz.texture);
+    assert.strictEqual(ctx.textureCache.size, 1, "z's texture stays kept");
+    assert.strictEqual(ctx.pool.owner(owner).currentBytes, row * 4);
+    await small.submit();
     for (const t of [x, y, z]) t.release();
   },
 });
