@@ -5,11 +5,22 @@
  * Pure functions of a PaperReport, so the Node unit tests render them.
  */
 import { curvesSvg } from '../../src/cli/report.ts';
+import { type NimOptions, resolveNimOptions } from '../../src/env/envs/nim.ts';
 import { fmtNum, median } from './harness.ts';
 import { markdownTable } from './markdown.ts';
 import type { ModeRun, PaperReport } from './paper.ts';
 import type { ArenaReport } from './paper_arena.ts';
 import { meanSd, PAPER_TARGETS, paperVerdicts, type PaperVerdicts } from './paper_stats.ts';
+
+/** How the arena's nim game and its demonstrations are set, in words. */
+export function nimDemosText(game: NimOptions): string {
+  const g = resolveNimOptions(game);
+  const seat = g.demoSeat === 'each' ? `in game i the demonstrated seat is player (i mod ${g.players}) + 1` : 'the demonstrated seat is player 1';
+  const moves = g.demoOptimalRate >= 1 ? "Bouton's moves" : `Bouton's moves with probability ${g.demoOptimalRate}, else random ones`;
+  const losing = g.demoLosingMove === 'stall' ? 'one object off the largest pile where no move wins' : 'a random move where no move wins';
+  const others = g.demoOthers === 'random' ? 'the other seats move at random' : 'the other seats play the same way';
+  return `${g.piles} piles of 1..${g.maxPile}, ${g.players} players; ${seat}, playing ${moves} (${losing}), and ${others}`;
+}
 
 /** The mean reward of each RL step over the seeds. */
 export function meanCurve(curves: readonly (readonly number[])[]): number[] {
@@ -162,7 +173,7 @@ export function paperMarkdown(rep: PaperReport, measured: string, quick: boolean
     '',
     '### Two agents at once',
     '',
-    `\`nim\` as jobs play it: ${a.settings.game.piles} piles of 1..${a.settings.game.maxPile}, player 1's demonstrations Bouton's moves (one object off the larger pile where none wins), the other player's random. ${a.settings.model} (context ${a.settings.maxSeqLen}), every game sampled at temperature ${a.settings.temperature}: one SFT warm start (${a.settings.warmStart.steps} steps of ${a.settings.warmStart.batchSize} games; it wins ${f3(a.warmWinRateVsRandom)} of held-out games against random), then two LoRA agents on it learn by playing each other for ${a.settings.steps} GRPO steps at lr ${a.settings.lr} (each step ${a.settings.groups} boards × ${a.settings.groupSize} games with A first and the same with B first). Then each plays ${a.settings.evalEpisodes} held-out games as player 1 against the random player. Settled: over the last ${a.settings.window} steps the win rate's sd is within 1.5× a fixed 50/50 match's sampling sd, and its mean moved from the window before by at most 3 sampling sds.`,
+    `\`nim\` as jobs play it: ${nimDemosText(a.settings.game)}. ${a.settings.model} (context ${a.settings.maxSeqLen}), every game sampled at temperature ${a.settings.temperature}: one SFT warm start (${a.settings.warmStart.steps} steps of ${a.settings.warmStart.batchSize} games; it wins ${f3(a.warmWinRateVsRandom)} of held-out games against random), then two LoRA agents on it learn by playing each other for ${a.settings.steps} GRPO steps at lr ${a.settings.lr} (each step ${a.settings.groups} boards × ${a.settings.groupSize} games with A first and the same with B first). Then each plays ${a.settings.evalEpisodes} held-out games as player 1 against the random player. Settled: over the last ${a.settings.window} steps the win rate's sd is within 1.5× a fixed 50/50 match's sampling sd, and its mean moved from the window before by at most 3 sampling sds.`,
     '',
     markdownTable(['agent', 'win rate vs random', '≥ 0.8'], a.winRateVsRandom.map((x, i) => ['AB'[i], f3(x), yes(x >= 0.8)])),
     '',

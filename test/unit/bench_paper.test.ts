@@ -6,7 +6,7 @@ import { NIM_JOB } from '../../src/runtime/evaluate.ts';
 import type { StepMetrics } from '../../src/runtime/rl_job.ts';
 import { crossCompare } from '../../test/bench/paper_chromium.ts';
 import type { ModeRun, PaperReport } from '../../test/bench/paper.ts';
-import { meanCurve, modeSummary, paperFigures, paperJson, paperMarkdown } from '../../test/bench/paper_report.ts';
+import { meanCurve, modeSummary, nimDemosText, paperFigures, paperJson, paperMarkdown } from '../../test/bench/paper_report.ts';
 import { fromTransferJson, PAPER_QUICK, PAPER_RUN, paperJob, transferJson } from '../../test/bench/paper_settings.ts';
 import {
   compareRuns, firstDifference, meanSd, medianSecondsPerKToken, medianTrainSeconds, paperVerdicts, PeakTracker, type RunTrace, settles, stepKey, tensorsIdentical, winRateAvsB,
@@ -249,7 +249,7 @@ describe('paper part: settings, transfer and report', () => {
     expect(md).toContain('not measured: no Chromium here');
     expect(md).toMatch(/\| B \| 0\.700 \| \*\*no\*\* \|/);
     expect(md).toContain('too few for two windows');
-    expect(md).toContain('2 piles of 1..5');
+    expect(md).toContain("2 piles of 1..5, 2 players; in game i the demonstrated seat is player (i mod 2) + 1, playing Bouton's moves (one object off the largest pile where no move wins), and the other seats move at random.");
     // A trained in the second step only, B in neither; first movers: (0.5 + 0.5) and (0.6 + 0.4) of 16 games each.
     expect(md).toContain('Self-play steps in which the agent trained: A 1 of 2, B 0 of 2. The player moving first scored 0.500 of the 64 self-play games.');
     expect(md).toContain('sampled at temperature 1');
@@ -260,5 +260,11 @@ describe('paper part: settings, transfer and report', () => {
     // Two lines of two points each in the reward figure; three in the arena's.
     expect([...figs.get('paper-rewards.svg')!.matchAll(/<polyline/g)]).toHaveLength(2);
     expect([...figs.get('paper-arena.svg')!.matchAll(/<polyline/g)]).toHaveLength(3);
+  });
+
+  it('describes nim\'s demonstrations from the game settings (defaults filled in)', () => {
+    expect(nimDemosText({})).toBe("3 piles of 1..5, 2 players; the demonstrated seat is player 1, playing Bouton's moves with probability 0.8, else random ones (a random move where no move wins), and the other seats play the same way");
+    expect(nimDemosText({ players: 3, demoSeat: 'each', demoOptimalRate: 1 })).toContain('in game i the demonstrated seat is player (i mod 3) + 1, playing Bouton\'s moves (');
+    expect(() => nimDemosText({ demoSeat: 'both' as never })).toThrow(/demoSeat/);
   });
 });

@@ -182,7 +182,7 @@ export function nimRandomPolicy(id = 'nim-random'): ScriptedPolicy {
  * random; so do the other seats with demoOthers 'same', while with 'random' they move at random.
  */
 export function nimDemonstrations(n: number, rng: Rng, options: NimOptions = {}): Demonstration[] {
-  const o = fullOptions(options);
+  const o = resolveNimOptions(options);
   return Array.from({ length: n }, (_, i) => {
     const seed = rng.nextU32();
     const player = o.demoSeat === 'each' ? i % o.players : 0;
@@ -198,7 +198,8 @@ export function nimDemonstrations(n: number, rng: Rng, options: NimOptions = {})
   });
 }
 
-function fullOptions(o: NimOptions): Full {
+/** Every option of nim filled in with its default, each checked (RangeError naming the option). */
+export function resolveNimOptions(o: NimOptions): Readonly<Full> {
   const full: Full = { piles: 3, maxPile: 5, players: 2, demoOptimalRate: 0.8, demoLosingMove: 'random', demoOthers: 'same', demoSeat: 'first', ...o };
   for (const [k, allowed] of [['demoLosingMove', ['random', 'stall']], ['demoOthers', ['same', 'random']], ['demoSeat', ['first', 'each']]] as const) {
     if (!(allowed as readonly string[]).includes(full[k])) throw new RangeError(`nim: ${k} must be '${allowed[0]}' or '${allowed[1]}', got ${String(full[k])}`);
@@ -209,7 +210,7 @@ function fullOptions(o: NimOptions): Full {
 }
 
 export function nimEnv(options: NimOptions = {}): TurnBasedEnvSpec {
-  const o = fullOptions(options);
+  const o = resolveNimOptions(options);
   return {
     name: 'nim',
     numPlayers: o.players,
