@@ -57,9 +57,9 @@ export interface PaperSettings {
 }
 
 /**
- * Issue 8's run: 3443 s on two llvmpipe cores (measured 2026-12-03 at 3bef6aa): warm starts
- * 95–133 s per seed, a table job's RL phase 33–53 s, reproducibility ~2 min, the arena 36 min (its
- * warm start 2048 s), the three Chromium jobs on SwiftShader 12 min.
+ * Issue 8's run: 2786 s on two llvmpipe cores (measured 2026-12-04 at 178dbe7): warm starts
+ * 92–111 s per seed, a table job's RL phase 25–44 s, reproducibility ~2 min, the arena ~26 min (its
+ * warm start 1447 s), the three Chromium jobs on SwiftShader 621 s.
  */
 export const PAPER_RUN: PaperSettings = Object.freeze({
   env: 'calculator',
