@@ -17,6 +17,7 @@ import type { GpuContext } from './device.ts';
 import type { Constants } from './pipelines.ts';
 import { type AnyHostArray, type DType, emptyTensor, hostArray, Tensor } from './tensor.ts';
 import type { KeptTexels } from './kept_texels.ts';
+import { SubmitTimestamps } from './timestamps.ts';
 import { type CachedTexture, newTexelTexture, takeFitting, type TexelLayout, texelLayout } from './texture_cache.ts';
 
 /** Little-endian packer for a WGSL uniform struct of 4-byte scalars (u32, i32, f32), in order. */
@@ -309,27 +310,11 @@ export class Recorder {
       device.queue.writeBuffer(uniform.buffer, 0, arena);
     }
     const staging = reads.map((r) => this.ctx.readbackPool.acquire(r.tensor.bindingBytes, owner, `read ${r.tensor.label}`));
-    let query: GPUQuerySet | null = null;
-    let queryBuf: ReturnType<typeof this.ctx.pool.acquire> | null = null;
-    let queryRead: ReturnType<typeof this.ctx.readbackPool.acquire> | null = null;
-    const profiler = this.ctx.hasTimestamps ? this.ctx.profiler : null;
-    // The profiled dispatches in order: dispatch k's pass writes timestamps 2k and 2k + 1.
-    const profiled = profiler ? commands.flatMap((c) => (c.kind === 'dispatch' ? [c.spec] : [])) : [];
-    let profK = 0;
-    const passCount = profiler ? profiled.length : this.#countPasses();
-    let profQuery: GPUQuerySet | null = null;
-    let profBuf: ReturnType<typeof this.ctx.pool.acquire> | null = null;
-    let profRead: ReturnType<typeof this.ctx.readbackPool.acquire> | null = null;
-    if (profiler && profiled.length > 0) {
-      profQuery = device.createQuerySet({ type: 'timestamp', count: 2 * profiled.length, label: `${this.label} profile` });
-      profBuf = this.ctx.queryPool.acquire(16 * profiled.length, owner, `${this.label} profile`);
-      profRead = this.ctx.readbackPool.acquire(16 * profiled.length, owner, `${this.label} profile read`);
-    }
-    if (this.timing && passCount > 0 && !profiler) {
-      query = device.createQuerySet({ type: 'timestamp', count: 2, label: `${this.label} timestamps` });
-      queryBuf = this.ctx.queryPool.acquire(16, owner, `${this.label} timestamps`);
-      queryRead = this.ctx.readbackPool.acquire(16, owner, `${this.label} timestamps read`);
-    }
+    const stamps = SubmitTimestamps.open(this.ctx, {
+      label: this.label, owner, timing: this.timing, passCount: this.#countPasses(),
+      dispatches: commands.flatMap((c) => (c.kind === 'dispatch' ? [c.spec] : [])),
+    });
+    const passPerDispatch = stamps?.passPerDispatch ?? false;
 
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
@@ -346,18 +331,11 @@ export class Recorder {
     };
     commands.forEach((c, ci) => {
       if (c.kind === 'dispatch') {
-        if (profQuery) {
-          const k = profK++;
-          endPass();
-          pass = enc.beginComputePass({ label: `${this.label} ${c.spec.kernel}`, timestampWrites: { querySet: profQuery, beginningOfPassWriteIndex: 2 * k, endOfPassWriteIndex: 2 * k + 1 } });
-        } else if (!pass) {
-          // GPU time of the submission: a timestamp at the start of the first pass, one at the end of the last.
-          const first = passIndex === 0;
-          const last = passIndex === passCount - 1;
-          const timestampWrites: GPUComputePassTimestampWrites | undefined = query && (first || last)
-            ? { querySet: query, ...(first ? { beginningOfPassWriteIndex: 0 } : {}), ...(last ? { endOfPassWriteIndex: 1 } : {}) }
-            : undefined;
-          pass = enc.beginComputePass({ label: `${this.label} pass ${passIndex}`, ...(timestampWrites ? { timestampWrites } : {}) });
+        if (passPerDispatch) endPass();
+        if (!pass) {
+          const timestampWrites = stamps?.passWrites(passIndex);
+          const label = passPerDispatch ? `${this.label} ${c.spec.kernel}` : `${this.label} pass ${passIndex}`;
+          pass = enc.beginComputePass({ label, ...(timestampWrites ? { timestampWrites } : {}) });
           passIndex++;
         }
         const pipeline = pipelines[ci]!;
@@ -403,32 +381,21 @@ export class Recorder {
       }
     });
     endPass();
-    if (profQuery && profBuf && profRead) {
-      enc.resolveQuerySet(profQuery, 0, 2 * profiled.length, profBuf.buffer, 0);
-      enc.copyBufferToBuffer(profBuf.buffer, 0, profRead.buffer, 0, 16 * profiled.length);
-    }
-    if (query && queryBuf && queryRead) {
-      enc.resolveQuerySet(query, 0, 2, queryBuf.buffer, 0);
-      enc.copyBufferToBuffer(queryBuf.buffer, 0, queryRead.buffer, 0, 16);
-    }
+    stamps?.resolve(enc);
     device.queue.submit([enc.finish()]);
     this.#releaseTemps();
     const validation = await device.popErrorScope();
     const oom = await device.popErrorScope();
 
-    const cleanup = () => {
+    const cleanup = (readback: boolean) => {
       if (uniform) this.ctx.uniformPool.release(uniform.buffer);
-      if (queryBuf) this.ctx.queryPool.release(queryBuf.buffer);
-      query?.destroy();
-      if (profBuf) this.ctx.queryPool.release(profBuf.buffer);
-      profQuery?.destroy();
+      stamps?.release(readback);
     };
     if (validation || oom) {
       for (const e of copied) e.gen = -1;
       await device.queue.onSubmittedWorkDone().catch(() => {});
-      cleanup();
+      cleanup(true);
       for (const s of staging) this.ctx.readbackPool.release(s.buffer);
-      if (queryRead) this.ctx.readbackPool.release(queryRead.buffer);
       const err = validation
         ? new GpuValidationError('validation', kernels, validation.message)
         : new GpuValidationError('out-of-memory', kernels, oom!.message);
@@ -445,33 +412,17 @@ export class Recorder {
         this.ctx.readbackPool.release(s);
         r.resolve(hostArray(r.tensor.dtype, copy, r.tensor.size));
       }));
-      if (profRead && profiler) {
-        const bytes = 16 * profiled.length;
-        await profRead.buffer.mapAsync(GPUMapMode.READ, 0, bytes);
-        const t = new BigUint64Array(profRead.buffer.getMappedRange(0, bytes).slice(0));
-        profRead.buffer.unmap();
-        this.ctx.readbackPool.release(profRead.buffer);
-        profiled.forEach((spec, k) => {
-          const [x, y = 1, z = 1] = spec.workgroups;
-          const name = spec.entryPoint ? `${spec.kernel}:${spec.entryPoint}` : spec.kernel;
-          const detail = profiler.detailed ? ` ${JSON.stringify(spec.constants ?? {})} wg=${x}x${y}x${z}` : '';
-          profiler.add(name + detail, t[2 * k + 1] >= t[2 * k] ? Number(t[2 * k + 1] - t[2 * k]) : 0, x * y * z);
-        });
-      }
-      if (queryRead) {
-        await queryRead.buffer.mapAsync(GPUMapMode.READ, 0, 16);
-        const t = new BigUint64Array(queryRead.buffer.getMappedRange(0, 16).slice(0));
-        queryRead.buffer.unmap();
-        this.ctx.readbackPool.release(queryRead.buffer);
-        if (t[1] >= t[0]) result.gpuNs = Number(t[1] - t[0]);
+      if (stamps) {
+        const gpuNs = await stamps.read();
+        if (gpuNs !== undefined) result.gpuNs = gpuNs;
       } else if (reads.length === 0) {
         await device.queue.onSubmittedWorkDone();
       }
     } catch (e) {
-      cleanup();
+      cleanup(false);
       return fail(e instanceof WebtinkerError ? e : new GpuValidationError('internal', kernels, String(e)));
     }
-    cleanup();
+    cleanup(false);
     return result;
   }
 

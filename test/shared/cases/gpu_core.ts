@@ -145,21 +145,33 @@ export const gpuCoreCases: GpuCase[] = [
     },
   },
   {
-    name: 'recorder: a validation error names the kernels of the submission',
+    name: 'recorder: a validation error names the kernels of the submission and leaves no pool buffer behind, timed or profiled',
     async fn(ctx) {
       // One buffer bound as read-only and as writable storage in one dispatch: invalid usage.
       const t = zerosTensor(ctx, [16], 'f32', { owner: 'case', label: 'same' });
-      const rec = new Recorder(ctx, { label: 'bad usage' });
-      rec.dispatch({ kernel: 'add', constants: { WG: 64 }, bindings: [t, t, t], params: new Params().u32(16).u32(64), workgroups: [1] });
-      let err: unknown;
-      try {
-        await rec.submit();
-      } catch (e) {
-        err = e;
+      for (const how of ['plain', 'timed', 'profiled'] as const) {
+        const label = `bad usage ${how}`;
+        const rec = new Recorder(ctx, { label, timing: how === 'timed' });
+        rec.dispatch({ kernel: 'add', constants: { WG: 64 }, bindings: [t, t, t], params: new Params().u32(16).u32(64), workgroups: [1] });
+        const read = rec.read(t);
+        read.catch(() => {});
+        if (how === 'profiled') ctx.profiler = new KernelProfiler();
+        let err: unknown;
+        try {
+          await rec.submit();
+        } catch (e) {
+          err = e;
+        } finally {
+          ctx.profiler = null;
+        }
+        assert.instanceOf(err, GpuValidationError, how);
+        assert.deepEqual([...(err as GpuValidationError).kernels], ['add']);
+        assert.match((err as Error).message, /GPU validation error in submission \[add\]/);
+        let readErr: unknown;
+        await read.catch((e) => (readErr = e));
+        assert.strictEqual(readErr, err, `${how}: the read is rejected with the submission's error`);
+        for (const pool of [ctx.uniformPool, ctx.queryPool, ctx.readbackPool]) assert.strictEqual(pool.owner(`recorder:${label}`).currentBytes, 0, how);
       }
-      assert.instanceOf(err, GpuValidationError);
-      assert.deepEqual([...(err as GpuValidationError).kernels], ['add']);
-      assert.match((err as Error).message, /GPU validation error in submission \[add\]/);
       t.release();
     },
   },
