@@ -86,7 +86,7 @@ export function rowGrid(ctx: GpuContext, rows: number): { workgroups: [number, n
  * each workgroup barrier is expensive, so a row gets few lanes unless it is long.
  */
 export function rowWorkgroupSize(ctx: GpuContext, c: number): number {
-  if (!ctx.isSoftware) return 128;
+  if (!ctx.softwareTuning) return 128;
   return c <= 1024 ? 16 : 256;
 }
 

@@ -48,7 +48,19 @@ export interface AcquireOptions {
    * (and so what the Recorder lets a dispatch bind) is lowered.
    */
   maxStorageBufferBindingSize?: number;
+  /**
+   * Which kernel configurations to run: 'software' (big register tiles, few barriers, narrow
+   * reductions: what llvmpipe and SwiftShader want) or 'gpu' (shared-memory tiles, 256-wide
+   * reductions: what real GPUs want). Default: by the adapter. Tests force 'gpu' on the software
+   * adapters so the code users' GPUs run is exercised here too. Device workarounds that are
+   * about correctness or availability on an adapter (llvmpipe's loop limit, its texture reads)
+   * follow the adapter's `kind`, not this setting.
+   */
+  tuning?: KernelTuning;
 }
+
+/** The family of kernel configurations a context runs (AcquireOptions.tuning). */
+export type KernelTuning = 'software' | 'gpu';
 
 /** Optional features we request when the adapter offers them. */
 const WANTED_FEATURES: readonly GPUFeatureName[] = ['shader-f16', 'timestamp-query'];
@@ -149,10 +161,12 @@ export class GpuContext {
   #isLost = false;
   /** Limits reported lower than the device's (AcquireOptions.maxStorageBufferBindingSize). */
   readonly #caps: Readonly<Record<string, number>>;
+  readonly #tuning: KernelTuning | undefined;
 
-  constructor(device: GPUDevice, adapter: AdapterSummary, caps: Readonly<Record<string, number>> = {}) {
+  constructor(device: GPUDevice, adapter: AdapterSummary, caps: Readonly<Record<string, number>> = {}, tuning?: KernelTuning) {
     this.device = device;
     this.#caps = { ...caps };
+    this.#tuning = tuning;
     this.adapter = adapter;
     this.hasF16 = device.features.has('shader-f16');
     this.kind = adapterKind(adapter);
@@ -177,6 +191,20 @@ export class GpuContext {
   /** True on a software adapter (no GPU): barriers and shared memory cost more than they save. */
   get isSoftware(): boolean {
     return this.kind !== 'hardware';
+  }
+
+  /**
+   * The kernel configurations to pick: `AcquireOptions.tuning`, else 'software' on a software
+   * adapter and 'gpu' on a real one. Tile shapes, workgroup widths and kernel variants read this,
+   * never `isSoftware`.
+   */
+  get tuning(): KernelTuning {
+    return this.#tuning ?? (this.isSoftware ? 'software' : 'gpu');
+  }
+
+  /** `tuning === 'software'`. */
+  get softwareTuning(): boolean {
+    return this.tuning === 'software';
   }
 
   get isLost(): boolean {
@@ -221,6 +249,9 @@ export async function acquireGpu(opts: AcquireOptions = {}): Promise<GpuContext>
   if (cap !== undefined && !(Number.isSafeInteger(cap) && cap >= 256 && cap % 4 === 0)) {
     throw new ConfigError('maxStorageBufferBindingSize', `must be an integer ≥ 256 and a multiple of 4, got ${cap}`);
   }
+  if (opts.tuning !== undefined && opts.tuning !== 'software' && opts.tuning !== 'gpu') {
+    throw new ConfigError('tuning', `must be 'software' or 'gpu', got ${JSON.stringify(opts.tuning)}`);
+  }
   const gpu = opts.gpu ?? (globalThis.navigator as Navigator | undefined)?.gpu;
   if (!gpu) throw new WebGpuUnavailableError(`WebGPU is not available here (host: ${host}, navigator.gpu is missing)`, installHint(host));
   let adapter: GPUAdapter | null;
@@ -240,5 +271,5 @@ export async function acquireGpu(opts: AcquireOptions = {}): Promise<GpuContext>
   } catch (cause) {
     throw new WebGpuUnavailableError(`requestDevice failed (host: ${host}, adapter: ${summary.description || summary.vendor}): ${String(cause)}`, installHint(host), { cause });
   }
-  return new GpuContext(device, summary, cap === undefined ? {} : { maxStorageBufferBindingSize: cap });
+  return new GpuContext(device, summary, cap === undefined ? {} : { maxStorageBufferBindingSize: cap }, opts.tuning);
 }

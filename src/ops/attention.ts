@@ -62,7 +62,7 @@ export interface AttentionDecodeOptions {
  * Real GPUs: tiled, 64 invocations of one row.
  */
 export function attentionTuning(ctx: GpuContext, D: number, override: Partial<AttentionTuning> = {}): AttentionTuning {
-  const tiled = override.tiled ?? !ctx.isSoftware;
+  const tiled = override.tiled ?? !ctx.softwareTuning;
   const wg = override.wg ?? (tiled ? 64 : 8);
   const rows = override.rows ?? (tiled ? 1 : Math.min(8, Math.max(1, Math.floor(16 / Math.ceil(D / 16)))));
   // Two [bc, D] f32 tiles plus a [bc] vec2 tile must fit in workgroup memory.

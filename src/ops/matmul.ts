@@ -93,7 +93,7 @@ export interface MatmulConfig {
  * workgroups with 4×4 outputs each over 16-deep shared-memory slices.
  */
 export function matmulConfigFor(ctx: GpuContext, dims?: { M: number; N: number; K: number }): MatmulConfig {
-  if (ctx.isSoftware) {
+  if (ctx.softwareTuning) {
     const big = dims !== undefined && dims.M >= 256 && dims.N >= 256;
     const cfg: MatmulConfig = { kernel: 'register', tm: 16, tn: big ? 16 : 8, wgX: 8, wgY: 1, bk: 16 };
     if (ctx.kind === 'llvmpipe') cfg.reads = 'texture';

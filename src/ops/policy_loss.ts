@@ -196,11 +196,11 @@ const rowsIterations = (v: number) => 2 * (Math.floor(v / 4) + (v % 4));
 
 /** How the main pass is laid out for this adapter and vocabulary. */
 function launch(rec: Recorder, v: number, tuning: PolicyLossTuning): Launch {
-  const { isSoftware: soft, kind } = rec.ctx;
+  const { softwareTuning: soft, kind } = rec.ctx;
   // An invocation per row must keep its loops within llvmpipe's per-invocation loop limit (V up
   // to ~129k; larger vocabularies take 'groups').
   const rowsFit = rowsIterations(v) <= LLVMPIPE_LOOP_LIMIT - 1000;
-  const byDefault = kind === 'llvmpipe' ? 'texture' : soft && v % 4 === 0 ? 'rows' : 'groups';
+  const byDefault = kind === 'llvmpipe' && soft ? 'texture' : soft && v % 4 === 0 ? 'rows' : 'groups';
   const layout = tuning.layout ?? (rowsFit ? byDefault : 'groups');
   if (!LAYOUTS.includes(layout)) throw new ConfigError('tuning.layout', `must be one of ${LAYOUTS.join(', ')}, got ${String(layout)}`);
   if (layout !== 'groups') expectLoopBudget(KERNEL, rec.ctx, rowsIterations(v), `layout '${layout}' at V=${v}`);

@@ -26,7 +26,7 @@ export function reduceScratchSize(...sizes: number[]): number {
 
 /** Threads per workgroup: few lanes and many items per lane on the software adapters. */
 function threads(rec: Recorder): number {
-  return rec.ctx.isSoftware ? 16 : 256;
+  return rec.ctx.softwareTuning ? 16 : 256;
 }
 
 /** out[r] = Σ_c x[r, c] (last dimension). Writes (=) `out`, whose shape is x's without the last dim. */

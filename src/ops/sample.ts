@@ -30,7 +30,7 @@ const KERNEL = 'sample';
  * loops past 65535 iterations per invocation (see expectLoopBudget).
  */
 function sampleWorkgroupSize(ctx: GpuContext, v: number): number {
-  if (!ctx.isSoftware) return 256;
+  if (!ctx.softwareTuning) return 256;
   let wg = 16;
   while (wg < 256 && v / wg > 200) wg *= 2;
   return wg;

@@ -11,6 +11,25 @@ export function testGpu(): Promise<GpuContext> {
   return ctx;
 }
 
+let gpuTuned: Promise<GpuContext> | null = null;
+
+/**
+ * A second device of the same adapter that runs the real-GPU kernel configurations
+ * (AcquireOptions.tuning 'gpu': tiled matmul and attention, 256-wide reductions), so the code
+ * users' GPUs run is tested on the software adapters too. One per file.
+ */
+export function gpuTunedGpu(): Promise<GpuContext> {
+  gpuTuned ??= acquireGpu({ label: 'test (gpu tuning)', tuning: 'gpu' });
+  return gpuTuned;
+}
+
+/** The contexts a tuning-sensitive case runs on: the adapter's own tuning, then the other one. */
+export async function bothTunings(): Promise<GpuContext[]> {
+  const own = await testGpu();
+  if (!own.softwareTuning) return [own];
+  return [own, await gpuTunedGpu()];
+}
+
 const capped = new Map<number, Promise<GpuContext>>();
 
 /**

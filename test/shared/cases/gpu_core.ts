@@ -4,20 +4,23 @@
  */
 import { assert } from 'chai';
 import {
+  ConfigError,
   GpuValidationError,
   KernelCompileError,
   ReleasedError,
   ShapeError,
   WebtinkerError,
 } from '../../../src/errors.ts';
-import type { GpuContext } from '../../../src/gpu/device.ts';
+import { acquireGpu, type GpuContext } from '../../../src/gpu/device.ts';
 import { KernelProfiler } from '../../../src/gpu/profiler.ts';
 import { Params, readTensor, Recorder, texelTableWidth } from '../../../src/gpu/recorder.ts';
 import { emptyTensor, tensorFrom, zerosTensor } from '../../../src/gpu/tensor.ts';
 import { add } from '../../../src/ops/add.ts';
+import { attentionTuning } from '../../../src/ops/attention.ts';
+import { HARDWARE_MATMUL_CONFIG, matmulConfigFor } from '../../../src/ops/matmul.ts';
 import { addRef } from '../../../src/ops/add.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
-import { firstBitDiff } from '../gpu.ts';
+import { firstBitDiff, gpuTunedGpu } from '../gpu.ts';
 import type { GpuCase } from '../register.ts';
 
 
@@ -55,6 +58,25 @@ export const gpuCoreCases: GpuCase[] = [
       // The suites here run on software adapters; on a GPU host the kind is 'hardware'.
       assert.include(['llvmpipe', 'swiftshader', 'software', 'hardware'], ctx.kind);
       assert.strictEqual(ctx.isSoftware, ctx.kind !== 'hardware');
+      assert.strictEqual(ctx.tuning, ctx.isSoftware ? 'software' : 'gpu');
+    },
+  },
+  {
+    name: "acquireGpu({ tuning: 'gpu' }): the real-GPU kernel configurations on any adapter; a bad tuning is a ConfigError",
+    async fn(ctx) {
+      const g = await gpuTunedGpu();
+      assert.strictEqual(g.tuning, 'gpu');
+      assert.isFalse(g.softwareTuning);
+      assert.strictEqual(g.kind, ctx.kind); // the adapter is the same; only the configurations change
+      assert.deepStrictEqual(matmulConfigFor(g), { ...HARDWARE_MATMUL_CONFIG });
+      assert.isTrue(attentionTuning(g, 64).tiled);
+      try {
+        await acquireGpu({ tuning: 'fast' as never });
+        assert.fail('expected a ConfigError');
+      } catch (e) {
+        assert.instanceOf(e, ConfigError);
+        assert.include((e as Error).message, 'tuning');
+      }
     },
   },
   {
