@@ -1,13 +1,14 @@
-// rmsnorm.wgsl — RMSNorm over the last dimension, forward and backward (Llama / Qwen form).
+// rmsnorm.wgsl — RMSNorm over the last dimension, forward and backward (Llama / Qwen form, and
+// Gemma's (1 + w) form through the OFFSET constant).
 //
 // Legend: N rows (B·T flattened), C channels; any C ≥ 1.
 //   inp [N, C], weight [C], out [N, C], rstd [N], dout [N, C], dinp [N, C],
 //   part [NBLK, C] scratch (column partials), dweight [C].
 //
 // forward          one workgroup per row:
-//                    rstd = 1 / sqrt(Σx² / C + eps);  out = x·rstd·weight
+//                    rstd = 1 / sqrt(Σx² / C + eps);  out = x·rstd·(weight + OFFSET)
 // backward_dinp    one workgroup per block of RB consecutive rows, rows in order:
-//                    norm = x·rstd,  dnorm = dout·weight
+//                    norm = x·rstd,  dnorm = dout·(weight + OFFSET)
 //                    dinp = rstd·(dnorm − norm·mean_c(dnorm·norm))                        (writes =)
 //                    part[blk][c] = Σ_{rows of blk} dout·norm
 // backward_params  one thread per channel: dweight[c] (= or +=) Σ_blk part[blk][c] in block order.
@@ -17,6 +18,9 @@
 // no atomics); the row reduction is a shared-memory tree over WG threads.
 
 override WG: u32 = 128; // threads per workgroup; a power of two (tree reduction)
+// Added to every weight as it is read: 0 for Llama's x·rstd·w, 1 for Gemma's x·rstd·(1 + w), whose
+// checkpoints store w around 0. dweight is the same either way (d(w + 1)/dw = 1).
+override OFFSET: f32 = 0.0;
 
 struct Params {
   n: u32,          // rows N
@@ -69,7 +73,7 @@ fn forward(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) t
   }
   let rs = 1.0 / sqrt(reduce(tid, s) / f32(p.c) + p.eps);
   for (var c = tid; c < p.c; c += WG) {
-    out[base + c] = inp[base + c] * rs * weight[c];
+    out[base + c] = inp[base + c] * rs * (weight[c] + OFFSET);
   }
   if (tid == 0u) {
     rstd[row] = rs;
@@ -90,13 +94,13 @@ fn backward_dinp(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_in
     let rs = rstd[row];
     var acc = 0.0;
     for (var c = tid; c < p.c; c += WG) {
-      acc += weight[c] * dout[base + c] * inp[base + c] * rs;
+      acc += (weight[c] + OFFSET) * dout[base + c] * inp[base + c] * rs;
     }
     let m = reduce(tid, acc) / f32(p.c); // mean dnorm·norm
     for (var c = tid; c < p.c; c += WG) {
       let g = dout[base + c];
       let norm = inp[base + c] * rs;
-      dinp[base + c] = (weight[c] * g - norm * m) * rs;
+      dinp[base + c] = ((weight[c] + OFFSET) * g - norm * m) * rs;
       // This thread is the only writer of these channels of this block: no race, fixed order.
       if (row == r0) {
         part[pw + c] = g * norm;

@@ -26,8 +26,19 @@ function checkCommon(op: string, inp: Tensor, weight: Tensor, rstd: Tensor): [nu
   return [n, c];
 }
 
-/** out = inp·rstd·weight, rstd = 1/sqrt(mean(inp²) + eps) per row; writes (=) out and rstd. */
-export function rmsnormForward(rec: Recorder, out: Tensor, rstd: Tensor, inp: Tensor, weight: Tensor, eps = 1e-6): void {
+export interface RmsnormOptions {
+  /** Added to every weight: 0 (Llama, Qwen; default) or 1 (Gemma's x·rstd·(1 + w)). */
+  offset?: number;
+}
+
+function offsetOf(op: string, opts: RmsnormOptions): number {
+  const o = opts.offset ?? 0;
+  if (!Number.isFinite(o)) throw new ShapeError(op, `offset must be a finite number, got ${o}`);
+  return o;
+}
+
+/** out = inp·rstd·(weight + offset), rstd = 1/sqrt(mean(inp²) + eps) per row; writes (=) out and rstd. */
+export function rmsnormForward(rec: Recorder, out: Tensor, rstd: Tensor, inp: Tensor, weight: Tensor, eps = 1e-6, opts: RmsnormOptions = {}): void {
   const op = `${KERNEL}.forward`;
   const [n, c] = checkCommon(op, inp, weight, rstd);
   expectDtype(op, 'out', out, 'f32');
@@ -42,7 +53,7 @@ export function rmsnormForward(rec: Recorder, out: Tensor, rstd: Tensor, inp: Te
   rec.dispatch({
     kernel: KERNEL,
     entryPoint: 'forward',
-    constants: { WG: wg },
+    constants: { WG: wg, OFFSET: offsetOf(op, opts) },
     bindings: [inp, weight, out, rstd, null, null, null, null],
     params: new Params().u32(n).u32(c).f32(eps).u32(nx).u32(1).u32(1).u32(0),
     workgroups,
@@ -56,9 +67,10 @@ export function rmsnormForward(rec: Recorder, out: Tensor, rstd: Tensor, inp: Te
  */
 export function rmsnormBackward(
   rec: Recorder, dinp: Tensor, dweight: Tensor, dout: Tensor, inp: Tensor, weight: Tensor, rstd: Tensor,
-  scratch: Tensor, opts: NormBackwardOptions = {},
+  scratch: Tensor, opts: NormBackwardOptions & RmsnormOptions = {},
 ): void {
   const op = `${KERNEL}.backward`;
+  const offset = offsetOf(op, opts);
   const [n, c] = checkCommon(op, inp, weight, rstd);
   for (const [name, t] of [['dinp', dinp], ['dweight', dweight], ['dout', dout]] as const) expectDtype(op, name, t, 'f32');
   expectShape(op, 'dout', dout, inp.shape);
@@ -84,7 +96,7 @@ export function rmsnormBackward(
     rec.dispatch({
       kernel: KERNEL,
       entryPoint: 'backward_dinp',
-      constants: { WG: wg },
+      constants: { WG: wg, OFFSET: offset },
       bindings: [inp, weight, null, rstd, dout, dinp, scratch, null],
       params: new Params().u32(n).u32(c).f32(0).u32(nx).u32(rb).u32(nblk).u32(acc),
       workgroups,

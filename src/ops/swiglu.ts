@@ -1,9 +1,11 @@
 /**
- * swiglu — out = silu(gate)·up, forward and backward, elementwise (host wrappers of
- * kernels/swiglu.wgsl). gate and up are two f32 tensors of one shape [..., F] — the outputs of the
+ * swiglu — out = act(gate)·up, forward and backward, elementwise (host wrappers of
+ * kernels/swiglu.wgsl): act = silu (SwiGLU, the default) or GELU's tanh approximation (GeGLU,
+ * Gemma 3's `gelu_pytorch_tanh`). gate and up are two f32 tensors of one shape [..., F] — the outputs of the
  * separate gate and up projections (each can carry its own LoRA adapter) — not one fused [N, 2F]
  * tensor. Outputs may not alias inputs.
  */
+import { ShapeError } from '../errors.ts';
 import { Params, grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectSameShapes } from '../gpu/checks.ts';
@@ -11,23 +13,37 @@ import { expectBindable, expectDistinct, expectSameShapes } from '../gpu/checks.
 const KERNEL = 'swiglu';
 const WG = 256;
 
-function dispatch(rec: Recorder, entryPoint: string, n: number, bindings: (Tensor | null)[]): void {
-  if (n === 0) return;
-  const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
-  rec.dispatch({ kernel: KERNEL, entryPoint, constants: { WG }, bindings, params: new Params().u32(n).u32(rowThreads), workgroups });
+/** The gate's activation: 'silu' (SwiGLU) or 'gelu' (GeGLU, tanh approximation). */
+export type GateActivation = 'silu' | 'gelu';
+
+export interface GatedOptions {
+  /** Default 'silu'. */
+  act?: GateActivation;
 }
 
-/** out = gate·σ(gate)·up; writes (=) out. */
-export function swigluForward(rec: Recorder, out: Tensor, gate: Tensor, up: Tensor): void {
+function actId(op: string, opts: GatedOptions): number {
+  const a = opts.act ?? 'silu';
+  if (a !== 'silu' && a !== 'gelu') throw new ShapeError(op, `act must be 'silu' or 'gelu', got ${JSON.stringify(a)}`);
+  return a === 'silu' ? 0 : 1;
+}
+
+function dispatch(rec: Recorder, entryPoint: string, n: number, act: number, bindings: (Tensor | null)[]): void {
+  if (n === 0) return;
+  const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
+  rec.dispatch({ kernel: KERNEL, entryPoint, constants: { WG, ACT: act }, bindings, params: new Params().u32(n).u32(rowThreads), workgroups });
+}
+
+/** out = act(gate)·up; writes (=) out. */
+export function swigluForward(rec: Recorder, out: Tensor, gate: Tensor, up: Tensor, opts: GatedOptions = {}): void {
   const op = `${KERNEL}.forward`;
   expectSameShapes(op, [['out', out], ['gate', gate], ['up', up]]);
   expectDistinct(op, [['out', out, 'gate', gate], ['out', out, 'up', up]]);
   expectBindable(op, rec.ctx, [['gate', gate], ['up', up], ['out', out]]);
-  dispatch(rec, 'forward', gate.size, [gate, up, out, null, null, null]);
+  dispatch(rec, 'forward', gate.size, actId(op, opts), [gate, up, out, null, null, null]);
 }
 
-/** dgate = dout·up·σ(g)(1 + g(1 − σ(g))), dup = dout·silu(g); writes (=) both. */
-export function swigluBackward(rec: Recorder, dgate: Tensor, dup: Tensor, dout: Tensor, gate: Tensor, up: Tensor): void {
+/** dgate = dout·up·act'(g), dup = dout·act(g); writes (=) both. */
+export function swigluBackward(rec: Recorder, dgate: Tensor, dup: Tensor, dout: Tensor, gate: Tensor, up: Tensor, opts: GatedOptions = {}): void {
   const op = `${KERNEL}.backward`;
   expectSameShapes(op, [['dgate', dgate], ['dup', dup], ['dout', dout], ['gate', gate], ['up', up]]);
   const pairs: [string, Tensor, string, Tensor][] = [['dgate', dgate, 'dup', dup]];
@@ -36,5 +52,5 @@ export function swigluBackward(rec: Recorder, dgate: Tensor, dup: Tensor, dout: 
   }
   expectDistinct(op, pairs);
   expectBindable(op, rec.ctx, [['gate', gate], ['up', up], ['dout', dout], ['dgate', dgate], ['dup', dup]]);
-  dispatch(rec, 'backward', gate.size, [gate, up, null, dout, dgate, dup]);
+  dispatch(rec, 'backward', gate.size, actId(op, opts), [gate, up, null, dout, dgate, dup]);
 }

@@ -9,7 +9,7 @@ import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { geluBackward, geluForward } from '../../../src/ops/gelu.ts';
 import { geluBackwardRef, geluForwardRef } from '../../../src/ops/gelu.ref.ts';
-import { swigluBackward, swigluForward } from '../../../src/ops/swiglu.ts';
+import { type GateActivation, swigluBackward, swigluForward } from '../../../src/ops/swiglu.ts';
 import { swigluBackwardRef, swigluForwardRef } from '../../../src/ops/swiglu.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
@@ -39,12 +39,12 @@ async function runGelu(ctx: GpuContext, x: Float32Array, g: Float32Array): Promi
   return r;
 }
 
-async function runSwiglu(ctx: GpuContext, gate: Float32Array, u: Float32Array, g: Float32Array, shape: number[]): Promise<Float32Array[]> {
+async function runSwiglu(ctx: GpuContext, gate: Float32Array, u: Float32Array, g: Float32Array, shape: number[], act: GateActivation = 'silu'): Promise<Float32Array[]> {
   const tgate = up(ctx, gate, shape), tu = up(ctx, u, shape), tg = up(ctx, g, shape);
   const out = empty(ctx, shape), dgate = empty(ctx, shape), dup = empty(ctx, shape);
   const r = await run(ctx, [out, dgate, dup], (rec) => {
-    swigluForward(rec, out, tgate, tu);
-    swigluBackward(rec, dgate, dup, tg, tgate, tu);
+    swigluForward(rec, out, tgate, tu, { act });
+    swigluBackward(rec, dgate, dup, tg, tgate, tu, { act });
   }) as Float32Array[];
   releaseAll(tgate, tu, tg, out, dgate, dup);
   return r;
@@ -100,6 +100,35 @@ export const activationCases: GpuCase[] = [
         assertClose(out, t[0], TOL, `swiglu out vs tfjs ${at}`);
         assertClose(dgate, t[1], TOL, `swiglu dgate vs tfjs ${at}`);
         assertClose(dup, t[2], TOL, `swiglu dup vs tfjs ${at}`);
+      }
+    },
+  },
+  {
+    name: "geglu (swiglu with act 'gelu', Gemma 3): forward and backward match the CPU reference and tfjs autograd on odd shapes",
+    async fn(ctx) {
+      const rng = new Rng(24, 0);
+      for (const shape of [[1, 1], [3, 11], [33, 100], [5, 4099]]) {
+        const n = shape[0] * shape[1];
+        const gate = wide(rng, n), u = rng.normalArray(n), g = rng.normalArray(n);
+        const [out, dgate, dup] = await runSwiglu(ctx, gate, u, g, shape, 'gelu');
+        const rOut = new Float32Array(n), rDg = new Float32Array(n), rDu = new Float32Array(n);
+        swigluForwardRef(rOut, gate, u, 'gelu');
+        swigluBackwardRef(rDg, rDu, g, gate, u, 'gelu');
+        const at = `N=${shape[0]} F=${shape[1]}`;
+        assertClose(out, rOut, TOL, `geglu out vs ref ${at}`);
+        assertClose(dgate, rDg, TOL, `geglu dgate vs ref ${at}`);
+        assertClose(dup, rDu, TOL, `geglu dup vs ref ${at}`);
+        const t = tf.tidy(() => {
+          const gelu = (a: tf.Tensor) => a.mul(0.5).mul(tf.tanh(a.add(a.pow(3).mul(0.044715)).mul(S)).add(1));
+          const f = (a: tf.Tensor, b: tf.Tensor) => gelu(a).mul(b);
+          const at2 = tf.tensor2d(gate, shape as [number, number]), bt = tf.tensor2d(u, shape as [number, number]);
+          const G = tf.tensor2d(g, shape as [number, number]);
+          const grads = tf.grads((a: tf.Tensor, b: tf.Tensor) => f(a, b).mul(G).sum())([at2, bt]);
+          return [f(at2, bt), ...grads].map((x) => x.dataSync() as Float32Array);
+        });
+        assertClose(out, t[0], TOL, `geglu out vs tfjs ${at}`);
+        assertClose(dgate, t[1], TOL, `geglu dgate vs tfjs ${at}`);
+        assertClose(dup, t[2], TOL, `geglu dup vs tfjs ${at}`);
       }
     },
   },

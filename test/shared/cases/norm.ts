@@ -40,14 +40,14 @@ async function runLayernorm(ctx: GpuContext, x: Float32Array, w: Float32Array, b
 }
 
 async function runRmsnorm(ctx: GpuContext, x: Float32Array, w: Float32Array, g: Float32Array, n: number, c: number, eps: number,
-  dw0?: Float32Array): Promise<{ out: Float32Array; rstd: Float32Array; dinp: Float32Array; dw: Float32Array }> {
+  dw0?: Float32Array, offset = 0): Promise<{ out: Float32Array; rstd: Float32Array; dinp: Float32Array; dw: Float32Array }> {
   const tx = up(ctx, x, [n, c]), tw = up(ctx, w), tg = up(ctx, g, [n, c]);
   const out = empty(ctx, [n, c]), rstd = empty(ctx, [n]), dinp = empty(ctx, [n, c]);
   const dw = dw0 ? up(ctx, dw0) : empty(ctx, [c]);
   const scratch = empty(ctx, [rmsnormScratchSize(n, c)]);
   const r = await run(ctx, [out, rstd, dinp, dw], (rec) => {
-    rmsnormForward(rec, out, rstd, tx, tw, eps);
-    rmsnormBackward(rec, dinp, dw, tg, tx, tw, rstd, scratch, { accumulate: Boolean(dw0) });
+    rmsnormForward(rec, out, rstd, tx, tw, eps, { offset });
+    rmsnormBackward(rec, dinp, dw, tg, tx, tw, rstd, scratch, { accumulate: Boolean(dw0), offset });
   }) as Float32Array[];
   releaseAll(tx, tw, tg, out, rstd, dinp, dw, scratch);
   return { out: r[0], rstd: r[1], dinp: r[2], dw: r[3] };
@@ -67,10 +67,10 @@ function tfLayernorm(x: Float32Array, w: Float32Array, b: Float32Array, g: Float
   });
 }
 
-function tfRmsnorm(x: Float32Array, w: Float32Array, g: Float32Array, n: number, c: number, eps: number) {
+function tfRmsnorm(x: Float32Array, w: Float32Array, g: Float32Array, n: number, c: number, eps: number, offset = 0) {
   return tf.tidy(() => {
     const G = tf.tensor2d(g, [n, c]);
-    const f = (xt: tf.Tensor, wt: tf.Tensor) => xt.mul(tf.rsqrt(xt.square().mean(-1, true).add(eps))).mul(wt);
+    const f = (xt: tf.Tensor, wt: tf.Tensor) => xt.mul(tf.rsqrt(xt.square().mean(-1, true).add(eps))).mul(wt.add(offset));
     const args = [tf.tensor2d(x, [n, c]), tf.tensor1d(w)];
     const out = f(args[0], args[1]).dataSync() as Float32Array;
     const grads = tf.grads((a: tf.Tensor, bb: tf.Tensor) => f(a, bb).mul(G).sum())(args);
@@ -146,6 +146,31 @@ export const normCases: GpuCase[] = [
         assertClose(got.out, t.out, TOL, `rmsnorm out vs tfjs ${at}`);
         assertClose(got.dinp, t.dinp, TOL, `rmsnorm dinp vs tfjs ${at}`);
         assertClose(got.dw, t.dw, TOL, `rmsnorm dweight vs tfjs ${at}`);
+      }
+    },
+  },
+  {
+    name: "rmsnorm with Gemma's (1 + w) offset: forward and backward match the CPU reference and tfjs autograd on odd shapes",
+    async fn(ctx) {
+      const eps = 1e-6;
+      for (const [n, c] of [[7, 33], [130, 256]]) {
+        const { x, g } = inputs(16, n, c);
+        const w = new Rng(16, c).normalArray(c, 0.1); // Gemma's weights sit around 0: the scale is 1 + w
+        const got = await runRmsnorm(ctx, x, w, g, n, c, eps, undefined, 1);
+        const out = new Float32Array(n * c), rstd = new Float32Array(n), dinp = new Float32Array(n * c), dw = new Float32Array(c);
+        rmsnormForwardRef(out, rstd, x, w, n, c, eps, 1);
+        rmsnormBackwardRef(dinp, dw, g, x, w, rstd, n, c, false, 1);
+        const at = `N=${n} C=${c} offset 1`;
+        assertClose(got.out, out, TOL, `rmsnorm out vs ref ${at}`);
+        assertClose(got.dinp, dinp, TOL, `rmsnorm dinp vs ref ${at}`);
+        assertClose(got.dw, dw, TOL, `rmsnorm dweight vs ref ${at}`);
+        const t = tfRmsnorm(x, w, g, n, c, eps, 1);
+        assertClose(got.out, t.out, TOL, `rmsnorm out vs tfjs ${at}`);
+        assertClose(got.dinp, t.dinp, TOL, `rmsnorm dinp vs tfjs ${at}`);
+        assertClose(got.dw, t.dw, TOL, `rmsnorm dweight vs tfjs ${at}`);
+        // Not the plain norm: the offset changes the output.
+        const plain = await runRmsnorm(ctx, x, w, g, n, c, eps);
+        assert.isAbove(Math.max(...got.out.map((v, i) => Math.abs(v - plain.out[i]))), 0.1);
       }
     },
   },
