@@ -1,6 +1,7 @@
 /**
- * Model and LoRA configuration: one type for both transformer families, with validation that
- * names the field at fault.
+ * Model and LoRA configuration: one type for every transformer family, with validation that
+ * names the field at fault. What a family's block looks like is its architecture record
+ * (arch.ts); this file holds what varies per checkpoint.
  *
  * Legend: V vocab, L layers, C model width (dModel), Hq query heads, Hkv key/value heads, D head
  * dim, F MLP hidden width (dFF), P max positions (maxSeqLen), R LoRA rank.
@@ -9,15 +10,27 @@
  *   - 'gpt2':  LayerNorm (weight + bias) before attention and MLP and at the end; learned
  *              absolute positions; GELU (tanh approximation, HF "gelu_new"); biases on every
  *              linear layer; Hkv = Hq and Hq·D = C; output head tied to the embedding or not.
- *   - 'llama': RMSNorm (weight only); RoPE (rotate_half convention, base `ropeTheta`); SwiGLU MLP
+ *   - 'llama': RMSNorm (weight only); RoPE (rotate_half convention, base `ropeTheta`, optional
+ *              `rope` scaling: Llama 3.x's band rule or linear); SwiGLU MLP
  *              (down(silu(gate(x)) ⊙ up(x))); grouped-query attention (Hkv divides Hq); optional
  *              biases on q/k/v (Qwen2 has them), on o, and on the MLP (Llama's attention_bias /
  *              mlp_bias); tied or separate lm_head. Qwen2 is this family with qkvBias = true.
- * Attention is always causal with scale 1/sqrt(D). Linear layers compute y = x·Wᵀ + b.
+ *   - 'qwen3': llama plus a per-head RMSNorm of q and k before RoPE; Hq·D may differ from C.
+ *   - 'gemma3': Gemma 3 text — (1 + w) RMSNorms, four per block (input, post-attention,
+ *              pre- and post-feed-forward) plus q/k norms, embeddings scaled by √C, GeGLU (tanh),
+ *              sliding-window attention on the layers `layerTypes` marks 'sliding' (their own
+ *              RoPE base `ropeLocalTheta`), the softmax scale query_pre_attn_scalar^−½.
+ * Attention is causal with scale `attnScale` (default 1/sqrt(D)). Linear layers compute y = x·Wᵀ + b.
  */
+import { ARCHS, blockLinearsOf, MODEL_FAMILIES } from './arch.ts';
 import { ModelConfigError } from './errors.ts';
+import type { RopeScaling } from './rope_freq.ts';
 
-export type ModelFamily = 'gpt2' | 'llama';
+export type { RopeScaling } from './rope_freq.ts';
+export type ModelFamily = 'gpt2' | 'llama' | 'qwen3' | 'gemma3';
+
+/** A layer's attention: over every earlier key, or over the last `slidingWindow` keys. */
+export type LayerType = 'full' | 'sliding';
 
 interface CommonConfig {
   /** Preset or checkpoint name, for logs and adapter metadata. */
@@ -32,7 +45,7 @@ interface CommonConfig {
   readonly nHead: number;
   /** Hkv: key/value heads; divides nHead (gpt2: equals it). */
   readonly nKvHead: number;
-  /** D: per-head width; a multiple of 4 in [4, 128] (the attention kernel's range). */
+  /** D: per-head width; a multiple of 4 in [4, 256] (the attention kernels' range). */
   readonly headDim: number;
   /** F: MLP hidden width (gpt2: usually 4C; llama: intermediate_size). */
   readonly dFF: number;
@@ -50,17 +63,22 @@ interface CommonConfig {
   readonly mlpBias: boolean;
 }
 
-export interface Gpt2Config extends CommonConfig {
-  readonly family: 'gpt2';
+export interface ModelConfig extends CommonConfig {
+  readonly family: ModelFamily;
+  /** RoPE base θ (RoPE families; required there): inverse frequencies θ^(−2i/D), i < D/2. */
+  readonly ropeTheta?: number;
+  /** RoPE scaling of the full-attention layers (Llama 3.x: 'llama3'; linear). */
+  readonly rope?: RopeScaling;
+  /** RoPE base of the sliding layers (Gemma 3's rope_local_base_freq); default ropeTheta. */
+  readonly ropeLocalTheta?: number;
+  /** Keys a sliding layer's query sees, itself included (HF's sliding_window). */
+  readonly slidingWindow?: number;
+  /** Per layer: 'full' or 'sliding' (needs slidingWindow). Absent: every layer full. */
+  readonly layerTypes?: readonly LayerType[];
+  /** Softmax scale of attention; default 1/sqrt(headDim) (Gemma 3: query_pre_attn_scalar^−½). */
+  readonly attnScale?: number;
 }
 
-export interface LlamaConfig extends CommonConfig {
-  readonly family: 'llama';
-  /** RoPE base θ: inverse frequencies θ^(−2i/D), i < D/2. */
-  readonly ropeTheta: number;
-}
-
-export type ModelConfig = Gpt2Config | LlamaConfig;
 
 /** Modules LoRA can adapt, in canonical order. gpt2 has no `gate`. */
 export const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
@@ -104,7 +122,33 @@ function describe(x: unknown): string {
 
 const COMMON_INT_FIELDS = ['vocabSize', 'nLayer', 'dModel', 'nHead', 'nKvHead', 'headDim', 'dFF', 'maxSeqLen'] as const;
 const COMMON_BOOL_FIELDS = ['tieEmbeddings', 'qkvBias', 'oBias', 'mlpBias'] as const;
-const KNOWN_FIELDS = new Set<string>(['family', 'name', 'ropeTheta', 'normEps', ...COMMON_INT_FIELDS, ...COMMON_BOOL_FIELDS]);
+const ROPE_FIELDS = ['ropeTheta', 'rope', 'ropeLocalTheta'] as const;
+const OPTIONAL_FIELDS = [...ROPE_FIELDS, 'slidingWindow', 'layerTypes', 'attnScale'] as const;
+const KNOWN_FIELDS = new Set<string>(['family', 'name', 'normEps', ...COMMON_INT_FIELDS, ...COMMON_BOOL_FIELDS, ...OPTIONAL_FIELDS]);
+
+function validateRope(x: unknown): RopeScaling {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) throw new ModelConfigError('rope', `expected an object, got ${describe(x)}`);
+  const r = x as Record<string, unknown>;
+  const num = (k: string) => {
+    if (!isPosFinite(r[k])) throw new ModelConfigError(`rope.${k}`, `must be a positive number, got ${describe(r[k])}`);
+    return r[k] as number;
+  };
+  const only = (keys: string[]) => {
+    for (const k of Object.keys(r)) if (!keys.includes(k)) throw new ModelConfigError(`rope.${k}`, `unknown field for rope type ${describe(r.type)}`);
+  };
+  if (r.type === 'linear') {
+    only(['type', 'factor']);
+    return Object.freeze({ type: 'linear', factor: num('factor') });
+  }
+  if (r.type === 'llama3') {
+    only(['type', 'factor', 'lowFreqFactor', 'highFreqFactor', 'originalMaxPositions']);
+    const lo = num('lowFreqFactor'), hi = num('highFreqFactor');
+    if (!(hi > lo)) throw new ModelConfigError('rope.highFreqFactor', `must exceed lowFreqFactor (${lo}), got ${hi}`);
+    if (!isPosInt(r.originalMaxPositions)) throw new ModelConfigError('rope.originalMaxPositions', `must be a positive integer, got ${describe(r.originalMaxPositions)}`);
+    return Object.freeze({ type: 'llama3', factor: num('factor'), lowFreqFactor: lo, highFreqFactor: hi, originalMaxPositions: r.originalMaxPositions });
+  }
+  throw new ModelConfigError('rope.type', `must be "linear" or "llama3", got ${describe(r.type)}`);
+}
 
 /**
  * Checks a config (from code, JSON or a checkpoint) and returns it as a frozen ModelConfig.
@@ -119,9 +163,10 @@ export function validateConfig(input: unknown): ModelConfig {
   for (const key of Object.keys(c)) {
     if (!KNOWN_FIELDS.has(key)) throw new ModelConfigError(key, 'unknown field');
   }
-  if (c.family !== 'gpt2' && c.family !== 'llama') {
-    throw new ModelConfigError('family', `must be "gpt2" or "llama", got ${describe(c.family)}`);
+  if (typeof c.family !== 'string' || !(MODEL_FAMILIES as string[]).includes(c.family)) {
+    throw new ModelConfigError('family', `must be one of ${MODEL_FAMILIES.map((f) => `"${f}"`).join(', ')}, got ${describe(c.family)}`);
   }
+  const arch = ARCHS[c.family as ModelFamily];
   if (c.name !== undefined && typeof c.name !== 'string') throw new ModelConfigError('name', `must be a string, got ${describe(c.name)}`);
   for (const f of COMMON_INT_FIELDS) {
     if (!isPosInt(c[f])) throw new ModelConfigError(f, `must be a positive integer, got ${describe(c[f])}`);
@@ -135,21 +180,50 @@ export function validateConfig(input: unknown): ModelConfig {
   const headDim = c.headDim as number;
   const dModel = c.dModel as number;
   if (nHead % nKvHead !== 0) throw new ModelConfigError('nKvHead', `must divide nHead (${nHead}), got ${nKvHead}`);
-  if (headDim % 4 !== 0 || headDim > 128) {
-    throw new ModelConfigError('headDim', `must be a multiple of 4 in [4, 128] (the attention kernel's range), got ${headDim}`);
+  if (headDim % 4 !== 0 || headDim > 256) {
+    throw new ModelConfigError('headDim', `must be a multiple of 4 in [4, 256] (the attention kernels' range), got ${headDim}`);
   }
-  if (c.family === 'gpt2') {
-    if (c.ropeTheta !== undefined) throw new ModelConfigError('ropeTheta', 'gpt2 uses learned positions, not RoPE: leave ropeTheta out');
-    if (nKvHead !== nHead) throw new ModelConfigError('nKvHead', `gpt2 has no grouped-query attention: must equal nHead (${nHead}), got ${nKvHead}`);
-    if (nHead * headDim !== dModel) throw new ModelConfigError('headDim', `gpt2 needs nHead·headDim = dModel (${dModel}), got ${nHead}·${headDim}`);
+  if (arch.hf.conv1d) {
+    // GPT-2's layout: one fused [C, 3C] c_attn, biases everywhere.
+    if (nKvHead !== nHead) throw new ModelConfigError('nKvHead', `${c.family} has no grouped-query attention: must equal nHead (${nHead}), got ${nKvHead}`);
+    if (nHead * headDim !== dModel) throw new ModelConfigError('headDim', `${c.family} needs nHead·headDim = dModel (${dModel}), got ${nHead}·${headDim}`);
     for (const f of ['qkvBias', 'oBias', 'mlpBias'] as const) {
-      if (c[f] !== true) throw new ModelConfigError(f, 'gpt2 has biases on every linear layer: must be true');
+      if (c[f] !== true) throw new ModelConfigError(f, `${c.family} has biases on every linear layer: must be true`);
+    }
+  }
+  const out: Record<string, unknown> = {};
+  if (arch.positions === 'learned') {
+    for (const f of ROPE_FIELDS) {
+      if (c[f] !== undefined) throw new ModelConfigError(f, `${c.family} uses learned positions, not RoPE: leave ${f} out`);
     }
   } else {
     if (!isPosFinite(c.ropeTheta)) throw new ModelConfigError('ropeTheta', `must be a positive number, got ${describe(c.ropeTheta)}`);
+    if (c.ropeLocalTheta !== undefined && !isPosFinite(c.ropeLocalTheta)) {
+      throw new ModelConfigError('ropeLocalTheta', `must be a positive number, got ${describe(c.ropeLocalTheta)}`);
+    }
+    if (c.rope !== undefined) out.rope = validateRope(c.rope);
   }
-  const out: Record<string, unknown> = {};
-  for (const key of ['family', 'name', ...COMMON_INT_FIELDS, 'normEps', 'ropeTheta', ...COMMON_BOOL_FIELDS]) {
+  if (c.layerTypes !== undefined) {
+    const lt = c.layerTypes;
+    if (!Array.isArray(lt) || lt.length !== c.nLayer || lt.some((t) => t !== 'full' && t !== 'sliding')) {
+      throw new ModelConfigError('layerTypes', `must be an array of nLayer (${c.nLayer}) entries "full" or "sliding", got ${describe(lt)}`);
+    }
+    out.layerTypes = Object.freeze([...lt]);
+    if (lt.includes('sliding') && !isPosInt(c.slidingWindow)) {
+      throw new ModelConfigError('slidingWindow', `must be a positive integer when a layer is "sliding", got ${describe(c.slidingWindow)}`);
+    }
+  }
+  if (c.slidingWindow !== undefined) {
+    if (!isPosInt(c.slidingWindow)) throw new ModelConfigError('slidingWindow', `must be a positive integer, got ${describe(c.slidingWindow)}`);
+    if (!Array.isArray(c.layerTypes) || !c.layerTypes.includes('sliding')) {
+      throw new ModelConfigError('slidingWindow', 'is set but no layer is "sliding": give layerTypes, or leave slidingWindow out');
+    }
+  }
+  if (c.ropeLocalTheta !== undefined && !(Array.isArray(c.layerTypes) && c.layerTypes.includes('sliding'))) {
+    throw new ModelConfigError('ropeLocalTheta', 'applies to sliding layers, and no layer is "sliding"');
+  }
+  if (c.attnScale !== undefined && !isPosFinite(c.attnScale)) throw new ModelConfigError('attnScale', `must be a positive number, got ${describe(c.attnScale)}`);
+  for (const key of ['family', 'name', ...COMMON_INT_FIELDS, 'normEps', 'ropeTheta', 'ropeLocalTheta', ...COMMON_BOOL_FIELDS, 'slidingWindow', 'attnScale']) {
     if (c[key] !== undefined) out[key] = c[key];
   }
   return Object.freeze(out) as unknown as ModelConfig;
@@ -175,7 +249,9 @@ export function validateLora(cfg: ModelConfig, input: unknown): LoraConfig {
       throw new ModelConfigError('lora.targets', `unknown target ${describe(t)} (known: ${LORA_TARGETS.join(', ')})`);
     }
     if (seen.has(t)) throw new ModelConfigError('lora.targets', `target "${t}" appears twice`);
-    if (t === 'gate' && cfg.family === 'gpt2') throw new ModelConfigError('lora.targets', 'gpt2 has no gate projection (its MLP is up → GELU → down)');
+    if (!blockLinearsOf(ARCHS[cfg.family]).includes(t as LoraTarget)) {
+      throw new ModelConfigError('lora.targets', `${cfg.family} has no ${t} projection (its MLP is up → GELU → down)`);
+    }
     seen.add(t);
   }
   return Object.freeze({

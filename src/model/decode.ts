@@ -3,11 +3,11 @@
  * loop — all recorded, no host round trip between steps.
  *
  * One step (B sequences; the token ids come from the previous step's sampler, on the GPU):
- *   x = tok_emb[ids] (+ pos_emb[positions] for gpt2)              [B, C]
- *   per layer: h = norm1(x); q, k, v = linear(h)
- *              llama: rotate q, k in place at positions[b] (rope.ts)
+ *   x = tok_emb[ids] (· √C) (+ pos_emb[positions], learned)         [B, C]
+ *   per layer, the one block forward (block.ts) with attention against the cache:
+ *              h = norm1(x); q, k, v = linear(h) (qkNorm, rope at positions[b])
  *              kvAppend: write k, v at cache row positions[b]
- *              att = attentionDecode(q, cache, lengths)             (lengths include the new row)
+ *              att = attentionDecode(q, cache, lengths; the layer's window)
  *              x += o(att); x += mlp(norm2(x))
  *   logits = finalNorm(x)·Headᵀ                                      [B, V]
  *   sample(logits, keys) → tokens, logprobs, logprobsRaw             the next step's ids
@@ -20,12 +20,13 @@ import { ShapeError } from '../errors.ts';
 import type { Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { attentionDecode } from '../ops/attention.ts';
-import { embeddingForward } from '../ops/embedding.ts';
 import { kvAdvance, kvAppend } from '../ops/kv_cache.ts';
 import { sample, type SampleOptions } from '../ops/sample.ts';
-import { type BlockScratch, blockForward, blockScratch, headForward, view } from './infer_block.ts';
+import { attentionScale } from './arch.ts';
+import { blockForward, view } from './block.ts';
+import { embedInputs } from './embed.ts';
+import { type BlockScratch, blockScratch, headForward, inferencePass } from './infer_block.ts';
 import type { KvCache } from './kv_cache.ts';
-import { ropeQK } from './rope.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
 /** Scratch of the decode steps of one recording (B rows), reused by every step. */
@@ -52,20 +53,15 @@ export function recordDecodeStep(rec: Recorder, weights: ModelWeights, adapter: 
   const { ws } = ds;
   if (ws.N !== B) throw new ShapeError('decode', `scratch has ${ws.N} rows for a cache of B = ${B} sequences`);
   if (tokens.dtype !== 'i32' || tokens.size !== B) throw new ShapeError('decode', `tokens (${tokens}) must be i32 with B = ${B} values`);
-  const pos = cfg.family === 'gpt2' ? { wpe: weights.param('pos_emb.weight'), pos: cache.positions } : undefined;
-  embeddingForward(rec, ws.x, tokens, weights.param('tok_emb.weight'), pos);
-  const q4 = view(ws.q, [B, 1, Hq, D]);
-  const k4 = view(ws.k, [B, 1, Hkv, D]);
-  const v4 = view(ws.v, [B, 1, Hkv, D]);
-  const q3 = view(ws.q, [B, Hq, D]);
-  const att3 = view(ws.att, [B, Hq, D]);
   const pos2 = view(cache.positions, [B, 1]);
-  const attend = (layer: number) => {
-    if (cfg.family === 'llama') ropeQK(rec, cfg, q4, k4, pos2);
-    kvAppend(rec, cache.k[layer], cache.v[layer], k4, v4, cache.positions);
-    attentionDecode(rec, att3, q3, cache.k[layer], cache.v[layer], cache.lengths);
-  };
-  for (let l = 0; l < cfg.nLayer; l++) blockForward(rec, ws, weights, adapter, l, attend);
+  embedInputs(rec, weights, ws.x, tokens, pos2);
+  const scale = attentionScale(cfg);
+  const pass = inferencePass(ws, B, 1, pos2, (r, layer, settings, s) => {
+    kvAppend(r, cache.k[layer], cache.v[layer], view(s.k, [B, 1, Hkv, D]), view(s.v, [B, 1, Hkv, D]), cache.positions);
+    attentionDecode(r, view(s.att, [B, Hq, D]), view(s.q, [B, Hq, D]), cache.k[layer], cache.v[layer], cache.lengths, { window: settings.window, scale });
+  });
+  const env = { cfg, weights, adapter };
+  for (let l = 0; l < cfg.nLayer; l++) blockForward(rec, env, pass, ws.acts, l, ws.x, ws.x);
   headForward(rec, ws, weights, ds.logits, ws.x, ws.h);
 }
 

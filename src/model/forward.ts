@@ -1,21 +1,15 @@
 /**
- * The training forward pass, written out layer by layer for both families (llm.c style): every
- * tensor the backward pass needs is saved in `Activations`, allocated up front from the call's
- * arena (the job's pool owner pays for it). backward.ts replays this file in reverse.
+ * The training forward pass (llm.c style): every tensor the backward pass needs is saved in
+ * `Activations`, allocated up front from the call's arena (the job's pool owner pays for it); each
+ * block is the one block forward of block.ts, whose steps the architecture record picks.
+ * backward.ts replays this file in reverse.
  *
  * Legend: B rows, T positions, N = B·T, C width, Hq/Hkv heads, D head dim, Q = Hq·D, K = Hkv·D,
  * F MLP width, V vocab, R LoRA rank, L layers.
  *
- *   x0 = tok_emb[ids] (+ pos_emb[positions], gpt2)                               resid[0]  [N, C]
- *   per block l (input xin = resid[l]):
- *     ln1 = norm1(xin)                                                             [N, C]
- *     q, k, v = linear(ln1) (+ LoRA); llama: rope(q), rope(k) in place at `positions` [N, Q], [N, K]
- *     att = attention(q, k, v) causal within a segment                             [N, Q], lse [B, Hq, T]
- *     mid = xin + o(att)                                                           [N, C]
- *     ln2 = norm2(mid)
- *     gpt2:  h = up(ln2), act = gelu(h)                                            [N, F]
- *     llama: h = gate(ln2), up = up(ln2), act = silu(h)·up
- *     resid[l+1] = mid + down(act)
+ *   x0 = tok_emb[ids] (· √C, embedScale) (+ pos_emb[positions], learned)        resid[0]  [N, C]
+ *   per block l: resid[l+1] = block(resid[l]) (block.ts), attention causal within a packed
+ *     segment, the layer's window, lse [B, Hq, T] saved
  *   lnf = final_norm(resid[L]);
  *   values = lnf·value_head.weightᵀ + value_head.bias [N, 1] when the job has a value head.
  *   logits = lnf·headᵀ (head = tok_emb when tied), a block of rows at a time: `headLogits` fills
@@ -32,36 +26,17 @@ import type { GpuContext } from '../gpu/device.ts';
 import type { Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { attentionForward } from '../ops/attention.ts';
-import { embeddingForward } from '../ops/embedding.ts';
-import { geluForward } from '../ops/gelu.ts';
 import { matmul, matrixBlock } from '../ops/matmul.ts';
-import { residualAdd } from '../ops/residual.ts';
-import { swigluForward } from '../ops/swiglu.ts';
-import type { LoraTarget, ModelConfig } from './config.ts';
+import { embedInputs } from './embed.ts';
+import { archOf, attentionScale } from './arch.ts';
 import type { GpuBatch } from './batch.ts';
-import { allocNorm, type Arena, type LayerEnv, linearForward, normForward, type NormSaved, view } from './layers.ts';
+import { type BlockActs, blockForward, type BlockPass, heads, normForward, type NormSaved } from './block.ts';
+import type { LoraTarget, ModelConfig } from './config.ts';
+import { type Arena, type LayerEnv, view } from './layers.ts';
 import { logitsRowLimit } from './infer_block.ts';
 import { blockLinears, moduleName } from './params.ts';
-import { ropeQK } from './rope.ts';
 
-/** What one block saves for its backward. */
-export interface BlockActs {
-  readonly ln1: Tensor; // [N, C]
-  readonly n1: NormSaved;
-  readonly q: Tensor; // [N, Q] as attention read it (llama: rotated in place)
-  readonly k: Tensor; // [N, K]
-  readonly v: Tensor; // [N, K]
-  readonly att: Tensor; // [N, Q]
-  readonly lse: Tensor; // [B, Hq, T]
-  readonly mid: Tensor; // [N, C]
-  readonly ln2: Tensor; // [N, C]
-  readonly n2: NormSaved;
-  readonly h: Tensor; // [N, F] gpt2: up's output (pre-GELU); llama: gate's output
-  readonly up: Tensor | null; // [N, F] llama: up's output
-  readonly act: Tensor; // [N, F]
-  /** LoRA's x·Aᵀ [N, R] per adapted target of this block. */
-  readonly u: ReadonlyMap<LoraTarget, Tensor>;
-}
+export type { BlockActs } from './block.ts';
 
 export interface Activations {
   readonly recompute: boolean;
@@ -77,6 +52,8 @@ export interface Activations {
   readonly values: Tensor | null;
   /** [N, C] scratch for the o and down projections before their residual add. */
   readonly proj: Tensor;
+  /** [N, C] scratch for a sandwich norm's output (sandwich families). */
+  readonly post: Tensor | null;
 }
 
 /** Block l's saved activations (the shared one under recompute). */
@@ -84,22 +61,35 @@ export function blockActs(acts: Activations, l: number): BlockActs {
   return acts.blocks[acts.recompute ? 0 : l];
 }
 
+/** Stats of a norm over `rows` rows: mean (LayerNorm only) and rstd. */
+export function allocNorm(arena: Arena, cfg: ModelConfig, rows: number, label: string): NormSaved {
+  const ln = archOf(cfg).norm === 'layernorm';
+  return { mean: ln ? arena.alloc([rows], 'f32', `${label}.mean`) : null, rstd: arena.alloc([rows], 'f32', `${label}.rstd`) };
+}
+
 function allocBlock(arena: Arena, env: LayerEnv, B: number, T: number, l: number): BlockActs {
   const { cfg, adapter } = env;
+  const arch = archOf(cfg);
   const N = B * T;
   const C = cfg.dModel, Q = cfg.nHead * cfg.headDim, K = cfg.nKvHead * cfg.headDim, F = cfg.dFF;
-  const llama = cfg.family === 'llama';
+  const gated = arch.mlp !== 'gelu';
   const a = (shape: number[], label: string) => arena.alloc(shape, 'f32', `block${l}.${label}`);
+  const norm = (rows: number, label: string) => allocNorm(arena, cfg, rows, `block${l}.${label}`);
   const u = new Map<LoraTarget, Tensor>();
   for (const t of blockLinears(cfg)) {
     const m = adapter?.module(moduleName(l, t));
     if (m) u.set(t, a([N, m.a.shape[0]], `${t}.u`));
   }
+  const qk = arch.qkNorm, sw = arch.sandwichNorms;
   return {
-    ln1: a([N, C], 'ln1'), n1: allocNorm(arena, cfg, N, `block${l}.ln1`),
+    ln1: a([N, C], 'ln1'), n1: norm(N, 'ln1'),
+    qRaw: qk ? a([N, Q], 'q_raw') : null, kRaw: qk ? a([N, K], 'k_raw') : null,
+    nq: qk ? norm(N * cfg.nHead, 'q_norm') : null, nk: qk ? norm(N * cfg.nKvHead, 'k_norm') : null,
     q: a([N, Q], 'q'), k: a([N, K], 'k'), v: a([N, K], 'v'), att: a([N, Q], 'att'), lse: a([B, cfg.nHead, T], 'lse'),
-    mid: a([N, C], 'mid'), ln2: a([N, C], 'ln2'), n2: allocNorm(arena, cfg, N, `block${l}.ln2`),
-    h: a([N, F], 'h'), up: llama ? a([N, F], 'up') : null, act: a([N, F], 'act'), u,
+    attnOut: sw ? a([N, C], 'attn_out') : null, npa: sw ? norm(N, 'attn_post_norm') : null,
+    mid: a([N, C], 'mid'), ln2: a([N, C], 'ln2'), n2: norm(N, 'ln2'),
+    h: a([N, F], 'h'), up: gated ? a([N, F], 'up') : null, act: a([N, F], 'act'),
+    mlpOut: sw ? a([N, C], 'mlp_out') : null, npm: sw ? norm(N, 'mlp_post_norm') : null, u,
   };
 }
 
@@ -117,40 +107,21 @@ export function allocActivations(arena: Arena, env: LayerEnv, B: number, T: numb
     logits: arena.alloc([Nb, cfg.vocabSize], 'f32', 'logits'),
     values: opts.valueHead ? arena.alloc([N, 1], 'f32', 'values') : null,
     proj: arena.alloc([N, cfg.dModel], 'f32', 'proj'),
+    post: archOf(cfg).sandwichNorms ? arena.alloc([N, cfg.dModel], 'f32', 'post') : null,
   };
 }
 
-/** The 4-D attention layout of an [N, H·D] tensor: [B, T, H, D]. */
-export function heads(t: Tensor, b: GpuBatch, H: number, D: number): Tensor {
-  return view(t, [b.B, b.T, H, D]);
-}
-
-/** Block l: xin → xout, saving into `s`. Writes (=) every tensor of `s`, xout and proj. */
-export function blockForward(rec: Recorder, env: LayerEnv, b: GpuBatch, s: BlockActs, proj: Tensor, l: number, xin: Tensor, xout: Tensor): void {
-  const { cfg } = env;
-  const { nHead: Hq, nKvHead: Hkv, headDim: D } = cfg;
-  const m = (t: LoraTarget) => moduleName(l, t);
-  // attention half
-  normForward(rec, env, s.ln1, s.n1, xin, `layers.${l}.attn_norm`);
-  linearForward(rec, env, s.q, s.ln1, m('q'), s.u.get('q'));
-  linearForward(rec, env, s.k, s.ln1, m('k'), s.u.get('k'));
-  linearForward(rec, env, s.v, s.ln1, m('v'), s.u.get('v'));
-  if (cfg.family === 'llama') ropeQK(rec, cfg, heads(s.q, b, Hq, D), heads(s.k, b, Hkv, D), view(b.positions, [b.B, b.T]));
-  attentionForward(rec, heads(s.att, b, Hq, D), s.lse, heads(s.q, b, Hq, D), heads(s.k, b, Hkv, D), heads(s.v, b, Hkv, D), { segments: b.segments });
-  linearForward(rec, env, proj, s.att, m('o'), s.u.get('o'));
-  residualAdd(rec, s.mid, xin, proj);
-  // MLP half
-  normForward(rec, env, s.ln2, s.n2, s.mid, `layers.${l}.mlp_norm`);
-  if (cfg.family === 'gpt2') {
-    linearForward(rec, env, s.h, s.ln2, m('up'), s.u.get('up'));
-    geluForward(rec, s.act, s.h);
-  } else {
-    linearForward(rec, env, s.h, s.ln2, m('gate'), s.u.get('gate'));
-    linearForward(rec, env, s.up!, s.ln2, m('up'), s.u.get('up'));
-    swigluForward(rec, s.act, s.h, s.up!);
-  }
-  linearForward(rec, env, proj, s.act, m('down'), s.u.get('down'));
-  residualAdd(rec, xout, s.mid, proj);
+/** The training pass over batch b: attention within each packed segment, saving the lse. */
+export function trainingPass(env: LayerEnv, b: GpuBatch, acts: Activations): BlockPass {
+  const { nHead: Hq, nKvHead: Hkv, headDim: D } = env.cfg;
+  const scale = attentionScale(env.cfg);
+  return {
+    B: b.B, T: b.T, positions: view(b.positions, [b.B, b.T]), inPlace: false, proj: acts.proj, post: acts.post,
+    attend: (rec, _l, settings, s) => {
+      const h = (t: Tensor, H: number) => heads(t, b.B, b.T, H, D);
+      attentionForward(rec, h(s.att, Hq), s.lse!, h(s.q, Hq), h(s.k, Hkv), h(s.v, Hkv), { segments: b.segments, window: settings.window, scale });
+    },
+  };
 }
 
 /** The output head's weight: tok_emb when tied, else lm_head. */
@@ -166,10 +137,9 @@ export function logitsBlockRows(ctx: GpuContext, cfg: ModelConfig, N: number): n
 /** The whole forward pass up to the head: embeddings, every block (saving), final norm, values. */
 export function modelForward(rec: Recorder, env: LayerEnv, b: GpuBatch, acts: Activations): void {
   const { cfg, weights } = env;
-  const tok = weights.param('tok_emb.weight');
-  const pos = cfg.family === 'gpt2' ? { wpe: weights.param('pos_emb.weight'), pos: b.positions } : undefined;
-  embeddingForward(rec, acts.resid[0], b.ids, tok, pos);
-  for (let l = 0; l < cfg.nLayer; l++) blockForward(rec, env, b, blockActs(acts, l), acts.proj, l, acts.resid[l], acts.resid[l + 1]);
+  embedInputs(rec, weights, acts.resid[0], b.ids, b.positions);
+  const pass = trainingPass(env, b, acts);
+  for (let l = 0; l < cfg.nLayer; l++) blockForward(rec, env, pass, blockActs(acts, l), l, acts.resid[l], acts.resid[l + 1]);
   normForward(rec, env, acts.lnf, acts.nf, acts.resid[cfg.nLayer], 'final_norm');
   if (acts.values) {
     matmul(rec, acts.values, acts.lnf, weights.param('value_head.weight'), { transB: true, bias: weights.param('value_head.bias') });

@@ -15,10 +15,12 @@ import { ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { Recorder } from '../gpu/recorder.ts';
 import { type AnyHostArray, type DType, emptyTensor, type Tensor, tensorFrom } from '../gpu/tensor.ts';
-import { layernormBackward, layernormForward, layernormScratchSize } from '../ops/layernorm.ts';
-import { loraLinearBackward, loraLinearForward } from '../ops/lora_linear.ts';
+import { layernormBackward, layernormScratchSize } from '../ops/layernorm.ts';
+import { loraLinearBackward } from '../ops/lora_linear.ts';
 import { matmul } from '../ops/matmul.ts';
-import { rmsnormBackward, rmsnormForward, rmsnormScratchSize } from '../ops/rmsnorm.ts';
+import { rmsnormBackward, rmsnormScratchSize } from '../ops/rmsnorm.ts';
+import { archOf } from './arch.ts';
+import type { NormSaved } from './block.ts';
 import type { ModelConfig } from './config.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
@@ -74,19 +76,6 @@ export interface LayerEnv {
   readonly ones: Tensor;
 }
 
-/** y = x·Wᵀ (+ b) (+ (α/R)·(x·Aᵀ)·Bᵀ with u = x·Aᵀ saved) for module `m` (e.g. `layers.0.attn.q`). Writes (=). */
-export function linearForward(rec: Recorder, env: LayerEnv, y: Tensor, x: Tensor, m: string, u: Tensor | undefined): void {
-  const w = env.weights.param(`${m}.weight`);
-  const bias = env.weights.has(`${m}.bias`) ? env.weights.param(`${m}.bias`) : undefined;
-  const lora = env.adapter?.module(m);
-  if (lora) {
-    if (!u) throw new ShapeError('linear', `${m} is adapted but no tensor for x·Aᵀ was given`);
-    loraLinearForward(rec, y, u, x, w, lora.a, lora.b, { alpha: env.adapter!.lora.alpha, bias });
-  } else {
-    matmul(rec, y, x, w, { transB: true, bias });
-  }
-}
-
 /**
  * Backward of linearForward. dx = dy·W (+ LoRA's term): written (=), or added (+=) with
  * `accumulateDx`; skipped when dx is null. Parameter gradients of `m` present in `grads`
@@ -110,52 +99,45 @@ export function linearBackward(rec: Recorder, env: LayerEnv, grads: Grads, dx: T
   if (db) matmul(rec, view(db, [1, db.size]), env.ones, dy, { accumulate: acc });
 }
 
-/** Saved statistics of one norm: mean (LayerNorm only) and rstd, [N] each. */
-export interface NormSaved {
-  readonly mean: Tensor | null;
-  readonly rstd: Tensor;
-}
-
-export function allocNorm(arena: Arena, cfg: ModelConfig, N: number, label: string): NormSaved {
-  return { mean: cfg.family === 'gpt2' ? arena.alloc([N], 'f32', `${label}.mean`) : null, rstd: arena.alloc([N], 'f32', `${label}.rstd`) };
-}
-
-/** out = norm(inp) with `prefix`.weight (and .bias for LayerNorm); writes (=) out and the saved stats. */
-export function normForward(rec: Recorder, env: LayerEnv, out: Tensor, s: NormSaved, inp: Tensor, prefix: string): void {
-  const { cfg, weights } = env;
-  if (cfg.family === 'gpt2') {
-    layernormForward(rec, out, s.mean!, s.rstd, inp, weights.param(`${prefix}.weight`), weights.param(`${prefix}.bias`), cfg.normEps);
-  } else {
-    rmsnormForward(rec, out, s.rstd, inp, weights.param(`${prefix}.weight`), cfg.normEps);
-  }
-}
-
-/** Elements of the f32 scratch normBackward needs for N rows. */
-export function normScratchSize(cfg: ModelConfig, N: number): number {
-  return cfg.family === 'gpt2' ? layernormScratchSize(N, cfg.dModel) : rmsnormScratchSize(N, cfg.dModel);
-}
-
-/** Scratch tensors of the norm backward: the column-sum scratch and [C] sinks for frozen norms. */
-export interface NormWork {
-  readonly scratch: Tensor;
-  readonly sinkW: Tensor;
-  readonly sinkB: Tensor;
+/** Elements of the f32 scratch normBackward needs for `rows` rows of `width` channels. */
+export function normScratchSize(cfg: ModelConfig, rows: number, width = cfg.dModel): number {
+  return archOf(cfg).norm === 'layernorm' ? layernormScratchSize(rows, width) : rmsnormScratchSize(rows, width);
 }
 
 /**
- * Backward of normForward: writes (=) dinp; the norm's weight (and bias) gradients go to `grads`
- * (written or accumulated per `acc`) when trainable, else into throwaway sinks (the kernels
- * always produce them; the column sum is cheap next to the products).
+ * Scratch tensors of the norm backward: the column-sum scratch (sized for the largest norm of
+ * the pass: the model's [N, C] or a per-head [N·H, D]) and sinks for frozen norms' gradients.
+ */
+export interface NormWork {
+  readonly scratch: Tensor;
+  readonly sinkW: Tensor; // [C]
+  readonly sinkB: Tensor; // [C]
+  /** [D] sink of a frozen per-head q/k norm (qkNorm families). */
+  readonly sinkD: Tensor | null;
+}
+
+/**
+ * Backward of normForward (block.ts): writes (=) dinp; the norm's weight (and bias) gradients go
+ * to `grads` (written or accumulated per `acc`) when trainable, else into throwaway sinks (the
+ * kernels always produce them; the column sum is cheap next to the products). Rows are the
+ * leading dimensions of inp (per-head norms pass [N·H, D] views).
  */
 export function normBackward(rec: Recorder, env: LayerEnv, grads: Grads, work: NormWork, dinp: Tensor, dout: Tensor, inp: Tensor,
   s: NormSaved, prefix: string, acc: boolean): void {
   const { cfg, weights } = env;
+  const arch = archOf(cfg);
   const dw = grads.get(`${prefix}.weight`);
   const w = weights.param(`${prefix}.weight`);
-  if (cfg.family === 'gpt2') {
+  const width = inp.shape[inp.shape.length - 1];
+  const rows = inp.size / width;
+  const sink = width === cfg.dModel ? work.sinkW : work.sinkD;
+  if (!dw && (!sink || sink.size !== width)) throw new ShapeError('norm', `no gradient sink of width ${width} for the frozen norm ${prefix}`);
+  const scratch = work.scratch.view([normScratchSize(cfg, rows, width)]);
+  const rstd = s.rstd.view([rows]);
+  if (arch.norm === 'layernorm') {
     const db = grads.get(`${prefix}.bias`);
-    layernormBackward(rec, dinp, dw ?? work.sinkW, db ?? work.sinkB, dout, inp, w, s.mean!, s.rstd, work.scratch, { accumulate: Boolean(dw) && acc });
+    layernormBackward(rec, dinp, dw ?? sink!, db ?? work.sinkB, dout, inp, w, s.mean!.view([rows]), rstd, scratch, { accumulate: Boolean(dw) && acc });
   } else {
-    rmsnormBackward(rec, dinp, dw ?? work.sinkW, dout, inp, w, s.rstd, work.scratch, { accumulate: Boolean(dw) && acc });
+    rmsnormBackward(rec, dinp, dw ?? sink!, dout, inp, w, rstd, scratch, { accumulate: Boolean(dw) && acc, offset: arch.normOffset });
   }
 }

@@ -4,7 +4,8 @@
  * from-scratch initialization, and the Hugging Face tokenizer. The GPU engine builds on these.
  */
 export { LORA_TARGETS, loraScale, loraTargetDims, validateConfig, validateLora } from './config.ts';
-export type { Gpt2Config, LlamaConfig, LoraConfig, LoraTarget, ModelConfig, ModelFamily } from './config.ts';
+export type { LayerType, LoraConfig, LoraTarget, ModelConfig, ModelFamily, RopeScaling } from './config.ts';
+export { ARCHS, type ArchRecord, archOf } from './arch.ts';
 export { ModelConfigError, SafetensorsError, WeightsError } from './errors.ts';
 export type { SafetensorsErrorKind, WeightsErrorKind } from './errors.ts';
 export { PRESETS, preset } from './presets.ts';

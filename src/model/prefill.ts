@@ -4,9 +4,9 @@
  *
  * Batch layout: prompts right-padded to T tokens, tokens i32 [B, T]; lengths i32 [B] real tokens
  * per prompt; positions i32 [B, T] = t on real tokens (0 on padding, as the tfjs reference).
- * Attention is causal with the padding masked by `lengths`; RoPE (llama, rope.ts) rotates q and k
- * in place at position t before k is cached; GPT-2
- * adds pos_emb[t]. Nothing is saved for a backward pass and the [B·T, V] logits are never formed:
+ * Attention is causal with the padding masked by `lengths` (and the layer's window); RoPE
+ * (rope.ts) rotates q and k in place at position t before k is cached; learned positions add
+ * pos_emb[t]. Nothing is saved for a backward pass and the [B·T, V] logits are never formed:
  * the last real row of each sequence (row b·T + lengths[b] − 1) is gathered first — with the
  * embedding kernel, treating the hidden states as a table — and only those B rows go through the
  * final norm and the output head.
@@ -19,9 +19,11 @@ import { attentionForward } from '../ops/attention.ts';
 import { embeddingForward } from '../ops/embedding.ts';
 import { kvAppend, kvExtend } from '../ops/kv_cache.ts';
 import type { ModelConfig } from './config.ts';
-import { blockForward, blockScratch, headForward, view } from './infer_block.ts';
+import { attentionScale } from './arch.ts';
+import { blockForward, view } from './block.ts';
+import { embedInputs } from './embed.ts';
+import { blockScratch, headForward, inferencePass } from './infer_block.ts';
 import type { KvCache } from './kv_cache.ts';
-import { ropeQK } from './rope.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
 /** Prompts on the GPU, right-padded. Release with `releasePrompts`. */
@@ -101,6 +103,7 @@ export function recordPrefill(rec: Recorder, weights: ModelWeights, adapter: Ada
   const op = 'prefill';
   const { B, T } = prompts;
   const { nHead: Hq, nKvHead: Hkv, headDim: D, dModel: C, vocabSize: V } = cfg;
+
   if (cache.B !== B) throw new ShapeError(op, `cache holds B = ${cache.B} sequences, the prompts ${B}`);
   if (cache.cfg !== cfg) checkSameShape(op, cache.cfg, cfg);
   const longest = Math.max(...prompts.lengthsHost);
@@ -110,20 +113,17 @@ export function recordPrefill(rec: Recorder, weights: ModelWeights, adapter: Ada
   }
   cache.claimPrefill();
   const N = B * T;
-  const ws = blockScratch(rec, cfg, N, adapter, 'prefill');
-  const pos = cfg.family === 'gpt2' ? { wpe: weights.param('pos_emb.weight'), pos: prompts.positions } : undefined;
-  embeddingForward(rec, ws.x, prompts.tokens, weights.param('tok_emb.weight'), pos);
-  const q4 = view(ws.q, [B, T, Hq, D]);
-  const k4 = view(ws.k, [B, T, Hkv, D]);
-  const v4 = view(ws.v, [B, T, Hkv, D]);
-  const att4 = view(ws.att, [B, T, Hq, D]);
   const lse = rec.temp([B, Hq, T], 'f32', 'prefill/lse');
-  const attend = (layer: number) => {
-    if (cfg.family === 'llama') ropeQK(rec, cfg, q4, k4, prompts.positions);
-    kvAppend(rec, cache.k[layer], cache.v[layer], k4, v4, cache.lengths, { count: prompts.lengths });
-    attentionForward(rec, att4, lse, q4, k4, v4, { lengths: prompts.lengths });
-  };
-  for (let l = 0; l < cfg.nLayer; l++) blockForward(rec, ws, weights, adapter, l, attend);
+  const ws = blockScratch(rec, cfg, N, adapter, 'prefill', lse);
+  embedInputs(rec, weights, ws.x, prompts.tokens, prompts.positions);
+  const scale = attentionScale(cfg);
+  const h = (t: Tensor, H: number) => view(t, [B, T, H, D]);
+  const pass = inferencePass(ws, B, T, prompts.positions, (r, layer, settings, s) => {
+    kvAppend(r, cache.k[layer], cache.v[layer], h(s.k, Hkv), h(s.v, Hkv), cache.lengths, { count: prompts.lengths });
+    attentionForward(r, h(s.att, Hq), s.lse!, h(s.q, Hq), h(s.k, Hkv), h(s.v, Hkv), { lengths: prompts.lengths, window: settings.window, scale });
+  });
+  const env = { cfg, weights, adapter };
+  for (let l = 0; l < cfg.nLayer; l++) blockForward(rec, env, pass, ws.acts, l, ws.x, ws.x);
   kvExtend(rec, cache.lengths, prompts.lengths, cache.Tmax);
   // The last real row of each prompt: the hidden states [N, C] serve as the embedding "table".
   const last = rec.temp([B, C], 'f32', 'prefill/last');

@@ -43,12 +43,16 @@ export interface AttentionOptions {
   lengths?: Tensor;
   /** i32 [B, T]: segment id per token (packed batch); negative = padding. */
   segments?: Tensor;
+  /** Sliding window (keys each query sees, itself included); undefined = unlimited. */
+  window?: number;
   /** Override the per-adapter choice of kernel variant and block sizes (tests, benchmarks). */
   tuning?: Partial<AttentionTuning>;
 }
 
 export interface AttentionDecodeOptions {
   scale?: number;
+  /** Sliding window (keys the query sees, itself included); undefined = unlimited. */
+  window?: number;
   /** Key splits per (b, h) — the decode workgroup size. */
   splits?: number;
 }
@@ -187,6 +191,7 @@ export function attentionForward(rec: Recorder, out: Tensor, lse: Tensor, q: Ten
   expectShape(FWD, 'out', out, q.shape);
   expectShape(FWD, 'lse', lse, [B, Hq, T]);
   const { mode, mask } = maskOf(FWD, dims, q, opts);
+  if (opts.window !== undefined && opts.window < T) throw new LimitError(FWD, `sliding windows are not supported by this kernel build (window ${opts.window} < T ${T})`);
   checkAliasing(FWD, { out, lse }, { q, k, v, lengths: opts.lengths, segments: opts.segments });
   const tune = attentionTuning(rec.ctx, D, opts.tuning);
   const groups = [Math.ceil(T / (tune.wg * tune.rows)), Hq, B];
@@ -215,6 +220,7 @@ export function attentionBackward(
 ): void {
   const dims = qkvDims(BWD, q, k, v);
   const { B, T, Hq, Hkv, D } = dims;
+  if (opts.window !== undefined && opts.window < T) throw new LimitError(BWD, `sliding windows are not supported by this kernel build (window ${opts.window} < T ${T})`);
   for (const [n, t] of [['dq', dq], ['dk', dk], ['dv', dv], ['work', work], ['dout', dout], ['out', out], ['lse', lse]] as const) {
     expectDtype(BWD, n, t, 'f32');
   }
@@ -263,6 +269,7 @@ export function attentionDecode(rec: Recorder, out: Tensor, q: Tensor, kCache: T
   }
   const [B, Hq, D] = q.shape;
   const [Bk, Tmax, Hkv, Dk] = kCache.shape;
+  if (opts.window !== undefined && opts.window < Tmax) throw new LimitError(DECODE, `sliding windows are not supported by this kernel build (window ${opts.window} < Tmax ${Tmax})`);
   if (Bk !== B) throw new ShapeError(DECODE, `batch differs: q ${fmt(q)}, kCache ${fmt(kCache)}`);
   if (Dk !== D) throw new ShapeError(DECODE, `head sizes differ: q ${fmt(q)} has D=${D}, kCache ${fmt(kCache)} has D=${Dk}`);
   expectShape(DECODE, 'vCache', vCache, kCache.shape);

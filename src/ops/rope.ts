@@ -18,8 +18,13 @@ const WG = 64;
 const MAX_D = 256;
 
 export interface RopeOptions {
-  /** θ base; default 10000. */
+  /** θ base; default 10000. Ignored when `invFreq` is given. */
   base?: number;
+  /**
+   * The D/2 inverse frequencies themselves (f32), when a scaling rule (Llama 3's, linear) has
+   * changed them from base^(−2d/D): src/model/rope.ts computes them as transformers does.
+   */
+  invFreq?: Float32Array;
 }
 
 /**
@@ -32,7 +37,8 @@ export function ropeInvFreq(D: number, base = 10000): Float32Array {
   return out;
 }
 
-function rope(rec: Recorder, op: string, out: Tensor, x: Tensor, positions: Tensor, base: number, sign: 1 | -1, names: [string, string]): void {
+function rope(rec: Recorder, op: string, out: Tensor, x: Tensor, positions: Tensor, opts: RopeOptions, sign: 1 | -1, names: [string, string]): void {
+  const base = opts.base ?? 10000;
   const [outName, xName] = names;
   for (const [n, t] of [[outName, out], [xName, x]] as const) {
     if (t.dtype !== 'f32') throw new ShapeError(op, `${n} (${t}) must be f32, got ${t.dtype}`);
@@ -59,7 +65,10 @@ function rope(rec: Recorder, op: string, out: Tensor, x: Tensor, positions: Tens
   if (nPairs === 0) return;
   const { workgroups, rowThreads } = grid1d(rec.ctx, nPairs, WG);
   const params = new Params(8 + 128).u32(nPairs).u32(rowThreads).u32(H).u32(half).f32(sign).u32(0).u32(0).u32(0);
-  const invFreq = ropeInvFreq(D, base);
+  if (opts.invFreq !== undefined && (opts.invFreq.length !== half || !opts.invFreq.every(Number.isFinite))) {
+    throw new ShapeError(op, `invFreq must hold D/2 = ${half} finite values, got ${opts.invFreq.length}`);
+  }
+  const invFreq = opts.invFreq ?? ropeInvFreq(D, base);
   for (let i = 0; i < 128; i++) params.f32(i < half ? invFreq[i] : 0);
   const inPlace = out.buffer === x.buffer;
   rec.dispatch({
@@ -74,10 +83,10 @@ function rope(rec: Recorder, op: string, out: Tensor, x: Tensor, positions: Tens
 
 /** Forward (=): out = RoPE(x, positions). out may be x (in place). */
 export function ropeForward(rec: Recorder, out: Tensor, x: Tensor, positions: Tensor, opts: RopeOptions = {}): void {
-  rope(rec, KERNEL, out, x, positions, opts.base ?? 10000, 1, ['out', 'x']);
+  rope(rec, KERNEL, out, x, positions, opts, 1, ['out', 'x']);
 }
 
 /** Backward (=): dx = RoPE⁻¹(dout) — the rotation by −θ. dx may be dout (in place). */
 export function ropeBackward(rec: Recorder, dx: Tensor, dout: Tensor, positions: Tensor, opts: RopeOptions = {}): void {
-  rope(rec, KERNEL, dx, dout, positions, opts.base ?? 10000, -1, ['dx', 'dout']);
+  rope(rec, KERNEL, dx, dout, positions, opts, -1, ['dx', 'dout']);
 }

@@ -59,11 +59,11 @@ function normalize(cfg: ModelConfig, p: P, prefix: string, x: number[]): number[
   return x.map((v, c) => (v / Math.sqrt(ms + cfg.normEps)) * w[c]);
 }
 
-function ropeInPlace(cfg: ModelConfig & { family: 'llama' }, vec: number[], heads: number, pos: number): void {
+function ropeInPlace(cfg: ModelConfig, vec: number[], heads: number, pos: number): void {
   const D = cfg.headDim;
   for (let h = 0; h < heads; h++) {
     for (let i = 0; i < D / 2; i++) {
-      const theta = pos / cfg.ropeTheta ** ((2 * i) / D);
+      const theta = pos / cfg.ropeTheta! ** ((2 * i) / D);
       const a = vec[h * D + i];
       const b = vec[h * D + i + D / 2];
       vec[h * D + i] = a * Math.cos(theta) - b * Math.sin(theta);
@@ -74,6 +74,7 @@ function ropeInPlace(cfg: ModelConfig & { family: 'llama' }, vec: number[], head
 
 /** Logits [T][V] (and values [T]) of one sequence. */
 export function loopForward(cfg: ModelConfig, p: P, tokens: readonly number[], opts: LoopOptions = {}): { logits: number[][]; values: number[] } {
+  if (cfg.family !== 'gpt2' && cfg.family !== 'llama') throw new Error(`the loop reference covers gpt2 and llama, not ${cfg.family}`);
   const { dModel: C, nHead: Hq, nKvHead: Hkv, headDim: D, vocabSize: V } = cfg;
   const T = tokens.length;
   const start = opts.start ?? 0;
