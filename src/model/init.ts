@@ -12,6 +12,7 @@
  * Each tensor draws from its own stream (Rng.fork(index in the canonical order)), so a tensor's
  * values depend only on the seed and its position, not on how many numbers others drew.
  */
+import { archOf } from './arch.ts';
 import { Rng } from '../util/rng.ts';
 import { type LoraConfig, type ModelConfig, validateLora } from './config.ts';
 import { loraSpecs, numel, type ParamOptions, parameterSpecs } from './params.ts';
@@ -31,7 +32,8 @@ export function initParameters(cfg: ModelConfig, seed: number, opts: ParamOption
         out[s.name] = root.fork(i).normalArray(n, s.residualProj ? residualStd : INIT_STD);
         break;
       case 'norm':
-        out[s.name] = new Float32Array(n).fill(1);
+        // The identity scale: w = 1, or w = 0 where the record applies (1 + w) (Gemma).
+        out[s.name] = new Float32Array(n).fill(1 - archOf(cfg).normOffset);
         break;
       default:
         out[s.name] = new Float32Array(n);

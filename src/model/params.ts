@@ -9,22 +9,27 @@
  *
  *   tok_emb.weight                 [V, C]
  *   pos_emb.weight                 [P, C]        gpt2 only
- *   layers.{i}.attn_norm.weight    [C]           (gpt2: LayerNorm γ; llama: RMSNorm weight)
- *   layers.{i}.attn_norm.bias      [C]           gpt2 only (LayerNorm β)
+ *   layers.{i}.attn_norm.weight    [C]           (LayerNorm γ, or an RMSNorm weight)
+ *   layers.{i}.attn_norm.bias      [C]           LayerNorm families only (β)
+ *   layers.{i}.attn.q_norm.weight  [D]           qkNorm families (Qwen3, Gemma 3): per-head RMSNorm
+ *   layers.{i}.attn.k_norm.weight  [D]
  *   layers.{i}.attn.q.weight       [Hq·D, C]     .bias [Hq·D]  when qkvBias
  *   layers.{i}.attn.k.weight       [Hkv·D, C]    .bias [Hkv·D] when qkvBias
  *   layers.{i}.attn.v.weight       [Hkv·D, C]    .bias [Hkv·D] when qkvBias
  *   layers.{i}.attn.o.weight       [C, Hq·D]     .bias [C]     when oBias
- *   layers.{i}.mlp_norm.weight     [C]           .bias [C] gpt2 only
- *   layers.{i}.mlp.gate.weight     [F, C]        llama only;   .bias [F] when mlpBias
+ *   layers.{i}.attn_post_norm.weight [C]         sandwich families (Gemma 3)
+ *   layers.{i}.mlp_norm.weight     [C]           .bias [C] LayerNorm families
+ *   layers.{i}.mlp.gate.weight     [F, C]        gated MLPs;   .bias [F] when mlpBias
  *   layers.{i}.mlp.up.weight       [F, C]        .bias [F]     when mlpBias
  *   layers.{i}.mlp.down.weight     [C, F]        .bias [C]     when mlpBias
- *   final_norm.weight              [C]           .bias [C] gpt2 only
+ *   layers.{i}.mlp_post_norm.weight [C]          sandwich families
+ *   final_norm.weight              [C]           .bias [C] LayerNorm families
  *   lm_head.weight                 [V, C]        only when not tieEmbeddings
  *   value_head.weight              [1, C]        optional (PPO critic on the final-norm output)
  *   value_head.bias                [1]           optional
  * LoRA, per target module M (e.g. layers.{i}.attn.q): M.lora_a [R, in], M.lora_b [out, R].
  */
+import { archOf, blockLinearsOf } from './arch.ts';
 import { type LoraConfig, type LoraTarget, type ModelConfig, loraTargetDims } from './config.ts';
 
 export type ParamKind = 'embedding' | 'linear' | 'bias' | 'norm' | 'norm-bias' | 'lora-a' | 'lora-b';
@@ -52,7 +57,7 @@ export function moduleName(layer: number, target: LoraTarget): string {
 
 /** The linear modules of one block, in order. */
 export function blockLinears(cfg: ModelConfig): LoraTarget[] {
-  return cfg.family === 'gpt2' ? ['q', 'k', 'v', 'o', 'up', 'down'] : ['q', 'k', 'v', 'o', 'gate', 'up', 'down'];
+  return blockLinearsOf(archOf(cfg));
 }
 
 function hasBias(cfg: ModelConfig, t: LoraTarget): boolean {
@@ -64,23 +69,34 @@ function hasBias(cfg: ModelConfig, t: LoraTarget): boolean {
 /** Every canonical parameter of `cfg`, in the fixed order used for init, checkpoints and gradients. */
 export function parameterSpecs(cfg: ModelConfig, opts: ParamOptions = {}): ParamSpec[] {
   const { vocabSize: V, dModel: C, maxSeqLen: P } = cfg;
-  const layerNorm = cfg.family === 'gpt2';
+  const arch = archOf(cfg);
+  const layerNorm = arch.norm === 'layernorm';
   const specs: ParamSpec[] = [{ name: 'tok_emb.weight', shape: [V, C], kind: 'embedding' }];
-  if (cfg.family === 'gpt2') specs.push({ name: 'pos_emb.weight', shape: [P, C], kind: 'embedding' });
-  const norm = (prefix: string, layer?: number) => {
-    specs.push({ name: `${prefix}.weight`, shape: [C], kind: 'norm', layer });
-    if (layerNorm) specs.push({ name: `${prefix}.bias`, shape: [C], kind: 'norm-bias', layer });
+  if (arch.positions === 'learned') specs.push({ name: 'pos_emb.weight', shape: [P, C], kind: 'embedding' });
+  const norm = (prefix: string, layer?: number, width = C) => {
+    specs.push({ name: `${prefix}.weight`, shape: [width], kind: 'norm', layer });
+    if (layerNorm) specs.push({ name: `${prefix}.bias`, shape: [width], kind: 'norm-bias', layer });
   };
+  // The order is the checkpoints' and the init's: existing families keep theirs exactly.
+  const firstMlp: LoraTarget = arch.mlp === 'gelu' ? 'up' : 'gate';
   for (let i = 0; i < cfg.nLayer; i++) {
     for (const t of blockLinears(cfg)) {
       if (t === 'q') norm(`layers.${i}.attn_norm`, i);
-      if (t === 'gate' || (t === 'up' && cfg.family === 'gpt2')) norm(`layers.${i}.mlp_norm`, i);
+      if (t === 'o' && arch.qkNorm) {
+        norm(`layers.${i}.attn.q_norm`, i, cfg.headDim);
+        norm(`layers.${i}.attn.k_norm`, i, cfg.headDim);
+      }
+      if (t === firstMlp) {
+        if (arch.sandwichNorms) norm(`layers.${i}.attn_post_norm`, i);
+        norm(`layers.${i}.mlp_norm`, i);
+      }
       const [out, inp] = loraTargetDims(cfg, t);
       const m = moduleName(i, t);
       const residualProj = t === 'o' || t === 'down';
       specs.push({ name: `${m}.weight`, shape: [out, inp], kind: 'linear', layer: i, ...(residualProj ? { residualProj } : {}) });
       if (hasBias(cfg, t)) specs.push({ name: `${m}.bias`, shape: [out], kind: 'bias', layer: i });
     }
+    if (arch.sandwichNorms) norm(`layers.${i}.mlp_post_norm`, i);
   }
   norm('final_norm');
   if (!cfg.tieEmbeddings) specs.push({ name: 'lm_head.weight', shape: [V, C], kind: 'linear' });

@@ -25,7 +25,8 @@
 import { type LoraTarget, type ModelConfig } from './config.ts';
 import { WeightsError } from './errors.ts';
 import { FLOAT_DTYPES } from './safetensors.ts';
-import { blockLinears, numel, parameterSpecs } from './params.ts';
+import { blockLinears, moduleName, numel, parameterSpecs } from './params.ts';
+import { archOf } from './arch.ts';
 
 /** Anything that can hand out named tensors as f32: a SafetensorsFile, several shards, plain arrays. */
 export interface TensorSource {
@@ -86,73 +87,67 @@ export interface HfEntry {
   readonly parts: readonly { readonly name: string; readonly shape: readonly number[] }[];
 }
 
-const LLAMA_HF: Record<LoraTarget, string> = {
-  q: 'self_attn.q_proj', k: 'self_attn.k_proj', v: 'self_attn.v_proj', o: 'self_attn.o_proj', gate: 'mlp.gate_proj', up: 'mlp.up_proj', down: 'mlp.down_proj',
-};
-
-/** Every HF tensor of `cfg` with the given prefix ('transformer.' / 'model.' or ''). */
+/**
+ * Every HF tensor of `cfg` with the given prefix (the record's, or ''), in the record's order:
+ * embeddings, each block's norms and linears (targets sharing an HF module fused by rows, in
+ * target order), the final norm, and lm_head when untied.
+ */
 export function hfEntries(cfg: ModelConfig, prefix: string): HfEntry[] {
+  const arch = archOf(cfg);
+  const hf = arch.hf;
   const shapes = new Map(parameterSpecs(cfg).map((s) => [s.name, s.shape]));
   const part = (name: string) => {
     const shape = shapes.get(name);
     if (!shape) throw new Error(`hfEntries: no canonical parameter ${name}`);
     return { name, shape };
   };
-  const same = (hf: string, name: string): HfEntry => ({ hf, hfShape: part(name).shape, transpose: false, parts: [part(name)] });
-  const conv1d = (hf: string, names: string[]): HfEntry => {
+  const entry = (hfName: string, names: string[]): HfEntry => {
     const parts = names.map(part);
     const rows = parts.reduce((s, p) => s + p.shape[0], 0);
-    const isBias = parts[0].shape.length === 1;
-    return { hf, hfShape: isBias ? [rows] : [parts[0].shape[1], rows], transpose: !isBias, parts };
+    const isVector = parts[0].shape.length === 1;
+    if (isVector) return { hf: hfName, hfShape: [rows], transpose: false, parts };
+    const cols = parts[0].shape[1];
+    return { hf: hfName, hfShape: hf.conv1d ? [cols, rows] : [rows, cols], transpose: hf.conv1d, parts };
   };
   const out: HfEntry[] = [];
-  const norm = (hf: string, ours: string) => {
-    out.push(same(`${hf}.weight`, `${ours}.weight`));
-    if (cfg.family === 'gpt2') out.push(same(`${hf}.bias`, `${ours}.bias`));
+  const norm = (hfName: string, ours: string) => {
+    out.push(entry(`${hfName}.weight`, [`${ours}.weight`]));
+    if (shapes.has(`${ours}.bias`)) out.push(entry(`${hfName}.bias`, [`${ours}.bias`]));
   };
-  if (cfg.family === 'gpt2') {
-    const p = prefix;
-    out.push(same(`${p}wte.weight`, 'tok_emb.weight'), same(`${p}wpe.weight`, 'pos_emb.weight'));
-    for (let i = 0; i < cfg.nLayer; i++) {
-      const h = `${p}h.${i}`;
-      const l = `layers.${i}`;
-      norm(`${h}.ln_1`, `${l}.attn_norm`);
-      for (const kind of ['weight', 'bias']) {
-        out.push(conv1d(`${h}.attn.c_attn.${kind}`, ['q', 'k', 'v'].map((t) => `${l}.attn.${t}.${kind}`)));
-        out.push(conv1d(`${h}.attn.c_proj.${kind}`, [`${l}.attn.o.${kind}`]));
+  out.push(entry(`${prefix}${hf.embed}.weight`, ['tok_emb.weight']));
+  if (hf.positions) out.push(entry(`${prefix}${hf.positions}.weight`, ['pos_emb.weight']));
+  // Our canonical per-block order (params.ts), mapped to HF names; fused modules appear once.
+  const blockOrder = parameterSpecs({ ...cfg, nLayer: 1 } as ModelConfig).filter((s) => s.layer === 0);
+  for (let i = 0; i < cfg.nLayer; i++) {
+    const h = `${prefix}${hf.layers}.${i}`;
+    const l = `layers.${i}`;
+    const done = new Set<string>();
+    for (const s of blockOrder) {
+      const rel = s.name.slice('layers.0.'.length); // e.g. attn_norm.weight, attn.q.weight
+      const kind = rel.slice(rel.lastIndexOf('.') + 1); // weight | bias
+      const mod = rel.slice(0, rel.lastIndexOf('.'));
+      if (s.kind === 'norm' || s.kind === 'norm-bias') {
+        if (kind === 'weight') norm(`${h}.${hf.norms[mod]}`, `${l}.${mod}`);
+        continue;
       }
-      norm(`${h}.ln_2`, `${l}.mlp_norm`);
-      for (const kind of ['weight', 'bias']) {
-        out.push(conv1d(`${h}.mlp.c_fc.${kind}`, [`${l}.mlp.up.${kind}`]));
-        out.push(conv1d(`${h}.mlp.c_proj.${kind}`, [`${l}.mlp.down.${kind}`]));
-      }
+      const t = mod.slice(mod.indexOf('.') + 1) as LoraTarget;
+      const hfMod = hf.linears[t];
+      if (!hfMod) throw new Error(`hfEntries: ${cfg.family} has no HF name for ${mod}`);
+      if (done.has(`${hfMod}.${kind}`)) continue;
+      done.add(`${hfMod}.${kind}`);
+      const fused = blockLinears(cfg).filter((u) => hf.linears[u] === hfMod);
+      out.push(entry(`${h}.${hfMod}.${kind}`, fused.map((u) => `${moduleName(i, u)}.${kind}`)));
     }
-    norm(`${p}ln_f`, 'final_norm');
-  } else {
-    const p = prefix;
-    out.push(same(`${p}embed_tokens.weight`, 'tok_emb.weight'));
-    for (let i = 0; i < cfg.nLayer; i++) {
-      const h = `${p}layers.${i}`;
-      const l = `layers.${i}`;
-      norm(`${h}.input_layernorm`, `${l}.attn_norm`);
-      for (const t of blockLinears(cfg)) {
-        if (t === 'gate') norm(`${h}.post_attention_layernorm`, `${l}.mlp_norm`);
-        const ours = `${l}.${t === 'q' || t === 'k' || t === 'v' || t === 'o' ? 'attn' : 'mlp'}.${t}`;
-        out.push(same(`${h}.${LLAMA_HF[t]}.weight`, `${ours}.weight`));
-        if (shapes.has(`${ours}.bias`)) out.push(same(`${h}.${LLAMA_HF[t]}.bias`, `${ours}.bias`));
-      }
-    }
-    norm(`${p}norm`, 'final_norm');
   }
-  if (!cfg.tieEmbeddings) out.push(same('lm_head.weight', 'lm_head.weight'));
+  norm(`${prefix}${hf.finalNorm}`, 'final_norm');
+  if (!cfg.tieEmbeddings) out.push(entry('lm_head.weight', ['lm_head.weight']));
   return out;
 }
 
 /** Buffers and duplicates HF checkpoints may carry that are not parameters. */
 function ignorable(cfg: ModelConfig, name: string): boolean {
   if (cfg.tieEmbeddings && name === 'lm_head.weight') return true;
-  if (cfg.family === 'gpt2') return /^(transformer\.)?h\.\d+\.attn\.(bias|masked_bias)$/.test(name);
-  return /^(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq$/.test(name);
+  return archOf(cfg).hf.ignorable.test(name);
 }
 
 /** A checked import: the entries to read, in order. */
@@ -166,8 +161,8 @@ export interface HfImportPlan {
  * WeightsError (missing / unexpected / shape / dtype) names the HF tensor and the file.
  */
 export function planHfImport(cfg: ModelConfig, source: TensorSource): HfImportPlan {
-  const root = cfg.family === 'gpt2' ? 'wte.weight' : 'embed_tokens.weight';
-  const wrapped = cfg.family === 'gpt2' ? 'transformer.' : 'model.';
+  const root = `${archOf(cfg).hf.embed}.weight`;
+  const wrapped = archOf(cfg).hf.prefix;
   const prefix = source.has(wrapped + root) ? wrapped : source.has(root) ? '' : undefined;
   if (prefix === undefined) throw new WeightsError('missing', source.name, wrapped + root, `not a ${cfg.family} checkpoint (no ${wrapped}${root} or ${root})`);
   const entries = hfEntries(cfg, prefix);
@@ -230,7 +225,7 @@ export function checkParams(cfg: ModelConfig, params: Readonly<Record<string, Fl
  */
 export function exportHfWeights(cfg: ModelConfig, params: Readonly<Record<string, Float32Array>>): { name: string; shape: number[]; dtype: 'F32'; data: Float32Array }[] {
   checkParams(cfg, params);
-  return hfEntries(cfg, cfg.family === 'gpt2' ? 'transformer.' : 'model.').map((e) => {
+  return hfEntries(cfg, archOf(cfg).hf.prefix).map((e) => {
     const rows = e.parts.length === 1 ? params[e.parts[0].name] : concat(e.parts.map((p) => params[p.name]));
     let data = rows;
     if (e.transpose) {
