@@ -36,6 +36,7 @@
  * 1.3×, above), and GPT-2 small at B=1 T=64 on llvmpipe, kept weight copies included (LoRA R=8 on
  * every linear: estimated 1250.7 MiB vs 1241.7 MiB measured; full 3740.6 vs 3725.8 MiB).
  */
+import { archOf } from './arch.ts';
 import { adapterKind } from '../gpu/adapter_kind.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import { bucketBytes } from '../gpu/pool.ts';
@@ -143,7 +144,8 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
   const B = opts.batch, T = opts.seqLen, N = B * T;
   const { dModel: C, nHead: Hq, vocabSize: V, nLayer: L } = cfg;
   const Q = Hq * cfg.headDim, K = cfg.nKvHead * cfg.headDim, F = cfg.dFF;
-  const llama = cfg.family === 'llama';
+  const arch = archOf(cfg);
+  const gated = arch.mlp !== 'gelu';
   const R = lora?.rank ?? 0;
   const adapted = lora ? blockLinears(cfg).filter((t) => lora.targets.includes(t)) : [];
 
@@ -164,17 +166,23 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
   const optimizerBytes = 2 * weightBytes + pooled(1, 1);
 
   // Saved activations.
-  const stats = llama ? [N] : [N, N];
-  const block = [N * C, ...stats, N * Q, N * K, N * K, N * Q, N * Hq, N * C, N * C, ...stats, N * F, ...(llama ? [N * F] : []), N * F,
+  const stats = arch.norm === 'layernorm' ? [N, N] : [N];
+  const perHead = (H: number) => (arch.norm === 'layernorm' ? [N * H, N * H] : [N * H]);
+  const qkNorm = arch.qkNorm ? [N * Q, N * K, ...perHead(Hq), ...perHead(cfg.nKvHead)] : [];
+  const sandwich = arch.sandwichNorms ? [N * C, ...stats, N * C, ...stats] : [];
+  const block = [N * C, ...stats, ...qkNorm, N * Q, N * K, N * K, N * Q, N * Hq, ...sandwich, N * C, N * C, ...stats, N * F, ...(gated ? [N * F] : []), N * F,
     ...adapted.map(() => N * R)];
   const blocks = opts.recompute ? 1 : L;
-  const activationBytes = (L + 1) * pooled(N * C) + blocks * pooled(...block) + pooled(N * C, ...stats, N * C) + (opts.valueHead ? pooled(N) : 0);
+  const activationBytes = (L + 1) * pooled(N * C) + blocks * pooled(...block) + pooled(N * C, ...stats, N * C, ...(arch.sandwichNorms ? [N * C] : []))
+    + (opts.valueHead ? pooled(N) : 0);
   const logitsBytes = pooled(Nb * V);
 
   // Backward scratch, batch inputs (a policy loss's, with reference log-probs), loss outputs.
-  const embRows = Math.max(V, llama ? 0 : cfg.maxSeqLen);
-  const backward = [N * C, N * C, N * C, N * Q, N * Q, N * K, N * K, N * F, N * F, ...(llama ? [N * F] : []), 2 * N * Hq,
-    normScratchSize(cfg, N), C, C, ...(full ? [embeddingScratchSize(N, embRows)] : [])];
+  const embRows = Math.max(V, arch.positions === 'learned' ? cfg.maxSeqLen : 0);
+  const D = cfg.headDim;
+  const normScratch = Math.max(normScratchSize(cfg, N), arch.qkNorm ? normScratchSize(cfg, N * Math.max(Hq, cfg.nKvHead), D) : 0);
+  const backward = [N * C, N * C, N * C, N * Q, N * Q, N * K, N * K, ...(arch.qkNorm ? [N * Q, N * K, D] : []), ...(arch.sandwichNorms ? [N * C] : []),
+    N * F, N * F, ...(gated ? [N * F] : []), 2 * N * Hq, normScratch, C, C, ...(full ? [embeddingScratchSize(N, embRows)] : [])];
   const inputs = [N, N, N, N, N, N, N, N, N];
   const loss = [N, N, N, POLICY_STATS_SIZE, policyLossScratchSize(N), ...(opts.valueHead ? [N, 2] : [])];
   const workspaceBytes = pooled(...backward, ...inputs, ...loss, reduceScratchSize(...trainable)) + L * adapted.length * pooled(N * R);

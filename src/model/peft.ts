@@ -4,7 +4,8 @@
  *
  * PEFT names: base_model.model.<HF module>.lora_A.weight [r, in] and .lora_B.weight [out, r];
  * the update is (lora_alpha / r)·B·A (rsLoRA: lora_alpha / sqrt(r)).
- *   llama/qwen2 modules: model.layers.{i}.self_attn.{q,k,v,o}_proj, model.layers.{i}.mlp.{gate,up,down}_proj
+ *   modules by the architecture record's HF names (arch.ts), e.g. llama/qwen/gemma:
+ *   model.layers.{i}.self_attn.{q,k,v,o}_proj, model.layers.{i}.mlp.{gate,up,down}_proj
  *   gpt2 modules: transformer.h.{i}.attn.c_attn (q,k,v fused), attn.c_proj (o), mlp.c_fc (up),
  *   mlp.c_proj (down); fan_in_fan_out = true (Conv1D), which changes merging in PEFT, not A/B layouts.
  *
@@ -25,23 +26,49 @@
 import { type LoraConfig, type LoraTarget, type ModelConfig, LORA_TARGETS, loraScale, loraTargetDims, validateLora } from './config.ts';
 import { WeightsError } from './errors.ts';
 import { isJsonObject, parseUntrustedJson } from './json.ts';
-import { loraSpecs, moduleName, numel } from './params.ts';
+import { archOf } from './arch.ts';
+import { blockLinears, loraSpecs, moduleName, numel } from './params.ts';
 import type { TensorSource } from './weight_names.ts';
 
-const LLAMA_MODULE: Record<LoraTarget, string> = {
-  q: 'self_attn.q_proj', k: 'self_attn.k_proj', v: 'self_attn.v_proj', o: 'self_attn.o_proj', gate: 'mlp.gate_proj', up: 'mlp.up_proj', down: 'mlp.down_proj',
-};
-const GPT2_MODULE: Record<Exclude<LoraTarget, 'gate'>, string> = { q: 'attn.c_attn', k: 'attn.c_attn', v: 'attn.c_attn', o: 'attn.c_proj', up: 'mlp.c_fc', down: 'mlp.c_proj' };
-const QKV: readonly LoraTarget[] = ['q', 'k', 'v'];
 const META_KEY = 'webtinker.lora';
+
+/** HF module of a target within a block (the record's names), e.g. `self_attn.q_proj`, `attn.c_attn`. */
+function hfModule(cfg: ModelConfig, target: LoraTarget): string {
+  const m = archOf(cfg).hf.linears[target];
+  if (!m) throw new WeightsError('adapter', '<adapter>', undefined, `${cfg.family} has no ${target} projection`);
+  return m;
+}
+
+/** Targets that share one HF module with q (GPT-2's fused c_attn: q, k, v), in canonical order; [] where none do. */
+function fusedQkv(cfg: ModelConfig): LoraTarget[] {
+  const linears = archOf(cfg).hf.linears;
+  const group = blockLinears(cfg).filter((t) => linears[t] === linears.q);
+  return group.length > 1 ? group : [];
+}
+
+/**
+ * A target's entry in target_modules: the module's last name (`q_proj`, `c_attn`), or its path in
+ * the block where that name is not unique (GPT-2's attn.c_proj beside mlp.c_proj).
+ */
+function targetModuleName(cfg: ModelConfig, t: LoraTarget): string {
+  const mod = hfModule(cfg, t);
+  const leaf = mod.split('.').at(-1)!;
+  const mods = new Set(blockLinears(cfg).map((u) => hfModule(cfg, u)));
+  return [...mods].filter((m) => m.split('.').at(-1) === leaf).length > 1 ? mod : leaf;
+}
 
 /** HF module path (without "base_model.model.") of a target in a layer. */
 export function peftModule(cfg: ModelConfig, layer: number, target: LoraTarget): string {
-  if (cfg.family === 'gpt2') {
-    if (target === 'gate') throw new WeightsError('adapter', '<adapter>', undefined, 'gpt2 has no gate projection');
-    return `transformer.h.${layer}.${GPT2_MODULE[target]}`;
-  }
-  return `model.layers.${layer}.${LLAMA_MODULE[target]}`;
+  const hf = archOf(cfg).hf;
+  return `${hf.prefix}${hf.layers}.${layer}.${hfModule(cfg, target)}`;
+}
+
+/** The regular expression of a LoRA tensor name (after base_model.model.) of this family: layer, HF module, A|B. */
+function loraKey(cfg: ModelConfig): RegExp {
+  const hf = archOf(cfg).hf;
+  const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const mods = [...new Set(blockLinears(cfg).map((t) => hfModule(cfg, t)))].map(esc).join('|');
+  return new RegExp(`^(?:${esc(hf.prefix)})?${esc(hf.layers)}\\.(\\d+)\\.(${mods})\\.lora_([AB])\\.weight$`);
 }
 
 /** Checks that `tensors` holds every LoRA tensor of (cfg, lora) with the right length. */
@@ -68,24 +95,27 @@ export function exportPeftAdapter(cfg: ModelConfig, loraIn: LoraConfig, tensors:
   const R = lora.rank;
   const out: PeftAdapter['tensors'] = [];
   const modules = new Set<string>();
-  const qkv = cfg.family === 'gpt2' ? QKV.filter((t) => lora.targets.includes(t)) : [];
+  const group = fusedQkv(cfg);
+  const qkv = group.filter((t) => lora.targets.includes(t));
   const put = (module: string, a: Float32Array, aShape: number[], b: Float32Array, bShape: number[]) => {
     out.push({ name: `base_model.model.${module}.lora_A.weight`, shape: aShape, dtype: 'F32', data: a });
     out.push({ name: `base_model.model.${module}.lora_B.weight`, shape: bShape, dtype: 'F32', data: b });
   };
   for (let i = 0; i < cfg.nLayer; i++) {
     if (qkv.length > 0) {
-      const C = cfg.dModel;
+      const C = cfg.dModel; // the fused module's input width
       const m = qkv.length;
+      const rowsOf = (t: LoraTarget) => loraTargetDims(cfg, t)[0];
+      const total = group.reduce((s, t) => s + rowsOf(t), 0);
       const a = new Float32Array(m * R * C);
-      const b = new Float32Array(3 * C * m * R);
+      const b = new Float32Array(total * m * R);
       qkv.forEach((t, j) => {
         a.set(tensors[`${moduleName(i, t)}.lora_a`], j * R * C);
-        const bt = tensors[`${moduleName(i, t)}.lora_b`]; // [C, R]
-        const row0 = QKV.indexOf(t) * C;
-        for (let r = 0; r < C; r++) for (let c = 0; c < R; c++) b[(row0 + r) * m * R + j * R + c] = bt[r * R + c];
+        const bt = tensors[`${moduleName(i, t)}.lora_b`]; // [out_t, R]
+        const row0 = group.slice(0, group.indexOf(t)).reduce((s, u) => s + rowsOf(u), 0);
+        for (let r = 0; r < rowsOf(t); r++) for (let c = 0; c < R; c++) b[(row0 + r) * m * R + j * R + c] = bt[r * R + c];
       });
-      put(peftModule(cfg, i, 'q'), a, [m * R, C], b, [3 * C, m * R]);
+      put(peftModule(cfg, i, group[0]), a, [m * R, C], b, [total, m * R]);
     }
     for (const t of lora.targets) {
       if (qkv.includes(t)) continue;
@@ -93,12 +123,13 @@ export function exportPeftAdapter(cfg: ModelConfig, loraIn: LoraConfig, tensors:
       put(peftModule(cfg, i, t), tensors[`${moduleName(i, t)}.lora_a`].slice(), [R, inp], tensors[`${moduleName(i, t)}.lora_b`].slice(), [o, R]);
     }
   }
-  for (const t of lora.targets) modules.add(cfg.family === 'gpt2' ? (QKV.includes(t) ? 'c_attn' : GPT2_MODULE[t as Exclude<LoraTarget, 'gate'>]) : LLAMA_MODULE[t].split('.')[1]);
+  for (const t of lora.targets) modules.add(targetModuleName(cfg, t));
   const fused = qkv.length > 1;
+  const fusedLeaf = group.length > 0 ? hfModule(cfg, group[0]).split('.').at(-1)! : '';
   const adapterConfig: Record<string, unknown> = {
     peft_type: 'LORA', task_type: 'CAUSAL_LM', base_model_name_or_path: baseModel, r: R, lora_alpha: lora.alpha,
-    target_modules: [...modules].sort(), lora_dropout: 0, bias: 'none', fan_in_fan_out: cfg.family === 'gpt2',
-    rank_pattern: fused ? { c_attn: qkv.length * R } : {}, alpha_pattern: fused ? { c_attn: qkv.length * lora.alpha } : {},
+    target_modules: [...modules].sort(), lora_dropout: 0, bias: 'none', fan_in_fan_out: archOf(cfg).hf.conv1d,
+    rank_pattern: fused ? { [fusedLeaf]: qkv.length * R } : {}, alpha_pattern: fused ? { [fusedLeaf]: qkv.length * lora.alpha } : {},
     use_rslora: false, use_dora: false, init_lora_weights: true, inference_mode: true, modules_to_save: null,
     layers_to_transform: null, layers_pattern: null, revision: null,
   };
@@ -114,8 +145,6 @@ interface ModuleTensors {
   scale: number;
 }
 
-const GPT2_KEY = /^(?:transformer\.)?h\.(\d+)\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.lora_([AB])\.weight$/;
-const LLAMA_KEY = /^(?:model\.)?layers\.(\d+)\.(self_attn\.[qkvo]_proj|mlp\.(?:gate|up|down)_proj)\.lora_([AB])\.weight$/;
 
 function pattern(map: unknown, module: string): number | undefined {
   if (!isJsonObject(map)) return undefined;
@@ -156,7 +185,7 @@ export async function importPeftAdapter(cfg: ModelConfig, adapterConfig: unknown
   const scaleOf = (rank: number, alpha: number) => (rs ? alpha / Math.sqrt(rank) : alpha / rank);
 
   // Gather A/B per HF module from the tensor names.
-  const key = cfg.family === 'gpt2' ? GPT2_KEY : LLAMA_KEY;
+  const key = loraKey(cfg);
   const found = new Map<string, { layer: number; mod: string; a?: string; b?: string }>();
   for (const n of source.names()) {
     const m = n.startsWith('base_model.model.') ? key.exec(n.slice('base_model.model.'.length)) : null;
@@ -176,7 +205,7 @@ export async function importPeftAdapter(cfg: ModelConfig, adapterConfig: unknown
     if (!e.a || !e.b) fail('missing', e.a ?? e.b, `has lora_${e.a ? 'A' : 'B'} but not lora_${e.a ? 'B' : 'A'}`);
     const aInfo = source.info(e.a);
     const bInfo = source.info(e.b);
-    const ts = (cfg.family === 'gpt2' ? (Object.keys(GPT2_MODULE) as LoraTarget[]).filter((t) => GPT2_MODULE[t as Exclude<LoraTarget, 'gate'>] === e.mod) : (Object.keys(LLAMA_MODULE) as LoraTarget[]).filter((t) => LLAMA_MODULE[t] === e.mod));
+    const ts = blockLinears(cfg).filter((t) => hfModule(cfg, t) === e.mod);
     const inp = loraTargetDims(cfg, ts[0])[1];
     const out = ts.reduce((s, t) => s + loraTargetDims(cfg, t)[0], 0);
     const rank = aInfo.shape[0];
@@ -233,9 +262,10 @@ function decodeOwn(cfg: ModelConfig, meta: string | undefined, byTarget: Map<str
     return undefined;
   }
   const R = lora.rank;
-  const qkv = cfg.family === 'gpt2' ? QKV.filter((t) => lora.targets.includes(t)) : [];
+  const group = fusedQkv(cfg);
+  const qkv = group.filter((t) => lora.targets.includes(t));
   const expectTargets = new Set<LoraTarget>(lora.targets);
-  for (const t of qkv.length > 0 ? QKV : []) expectTargets.add(t);
+  for (const t of qkv.length > 0 ? group : []) expectTargets.add(t);
   if (expectTargets.size !== targets.size || [...targets].some((t) => !expectTargets.has(t))) return undefined;
   const tensors: Record<string, Float32Array> = {};
   for (let i = 0; i < cfg.nLayer; i++) {

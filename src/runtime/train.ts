@@ -8,6 +8,8 @@
  * The environment is a built-in name, a JobEnv, or any single-agent `EnvSpec` (tools and
  * multi-turn dialogue included): a newcomer's environment needs nothing else from the runtime.
  */
+import { LORA_TARGETS } from '../model/config.ts';
+import { blockLinears } from '../model/params.ts';
 import { ConfigError } from '../errors.ts';
 import { acquireGpu } from '../gpu/device.ts';
 import type { EnvSpec } from '../env/types.ts';
@@ -133,7 +135,9 @@ export function jobOptions(s: TrainSettings): JobOptions {
   let lora: LoraConfig | null = null;
   if (s.lora !== null) {
     const rank = int('lora.rank', s.lora?.rank ?? TRAIN_DEFAULTS.loraRank, 1);
-    const targets = (s.lora?.targets ?? TRAIN_DEFAULTS.loraTargets).filter((t) => model.family !== 'gpt2' || t !== 'gate');
+    const linears = blockLinears(model);
+    // A known target the family lacks (gate on GPT-2) is dropped; unknown names reach validation.
+    const targets = (s.lora?.targets ?? TRAIN_DEFAULTS.loraTargets).filter((t) => linears.includes(t) || !(LORA_TARGETS as readonly string[]).includes(t));
     for (const t of targets) if (!LORA_TARGETS.includes(t)) throw new ConfigError('lora.targets', `unknown target "${t}" (known: ${LORA_TARGETS.join(', ')})`);
     lora = { rank, alpha: pos('lora.alpha', s.lora?.alpha ?? 2 * rank), targets };
   }

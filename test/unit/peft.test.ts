@@ -66,7 +66,7 @@ describe('PEFT export', () => {
     const lora = randomLora(cfg, { targets: ['q', 'v', 'o', 'up'], rank: 2, alpha: 5 }, 2);
     const out = exportPeftAdapter(cfg, lora.config, lora.tensors, 'openai-community/gpt2');
     expect(out.adapterConfig).toMatchObject({
-      r: 2, lora_alpha: 5, fan_in_fan_out: true, target_modules: ['attn.c_proj', 'c_attn', 'mlp.c_fc'], rank_pattern: { c_attn: 4 }, alpha_pattern: { c_attn: 10 },
+      r: 2, lora_alpha: 5, fan_in_fan_out: true, target_modules: ['attn.c_proj', 'c_attn', 'c_fc'], rank_pattern: { c_attn: 4 }, alpha_pattern: { c_attn: 10 },
     });
     const byName = Object.fromEntries(out.tensors.map((t) => [t.name, t]));
     const A = byName['base_model.model.transformer.h.1.attn.c_attn.lora_A.weight'];
