@@ -8,7 +8,6 @@
  * The environment is a built-in name, a JobEnv, or any single-agent `EnvSpec` (tools and
  * multi-turn dialogue included): a newcomer's environment needs nothing else from the runtime.
  */
-import { LORA_TARGETS } from '../model/config.ts';
 import { blockLinears } from '../model/params.ts';
 import { ConfigError } from '../errors.ts';
 import { acquireGpu } from '../gpu/device.ts';
