@@ -101,13 +101,15 @@ export function hfEntries(cfg: ModelConfig, prefix: string): HfEntry[] {
     if (!shape) throw new Error(`hfEntries: no canonical parameter ${name}`);
     return { name, shape };
   };
-  const entry = (hfName: string, names: string[]): HfEntry => {
+  // `linear`: a block linear's weight, stored [in, out] by Conv1D families.
+  const entry = (hfName: string, names: string[], linear = false): HfEntry => {
     const parts = names.map(part);
     const rows = parts.reduce((s, p) => s + p.shape[0], 0);
     const isVector = parts[0].shape.length === 1;
     if (isVector) return { hf: hfName, hfShape: [rows], transpose: false, parts };
     const cols = parts[0].shape[1];
-    return { hf: hfName, hfShape: hf.conv1d ? [cols, rows] : [rows, cols], transpose: hf.conv1d, parts };
+    const t = linear && hf.conv1d;
+    return { hf: hfName, hfShape: t ? [cols, rows] : [rows, cols], transpose: t, parts };
   };
   const out: HfEntry[] = [];
   const norm = (hfName: string, ours: string) => {
@@ -136,7 +138,7 @@ export function hfEntries(cfg: ModelConfig, prefix: string): HfEntry[] {
       if (done.has(`${hfMod}.${kind}`)) continue;
       done.add(`${hfMod}.${kind}`);
       const fused = blockLinears(cfg).filter((u) => hf.linears[u] === hfMod);
-      out.push(entry(`${h}.${hfMod}.${kind}`, fused.map((u) => `${moduleName(i, u)}.${kind}`)));
+      out.push(entry(`${h}.${hfMod}.${kind}`, fused.map((u) => `${moduleName(i, u)}.${kind}`), true));
     }
   }
   norm(`${prefix}${hf.finalNorm}`, 'final_norm');

@@ -37,7 +37,7 @@ import { type Golden, type GoldenName, loadGolden } from '../goldens.ts';
 import type { GpuCase } from '../register.ts';
 
 /** The cases run: add 'llama32', 'qwen3', 'gemma3' here as the engine learns them. */
-export const GOLDEN_ROWS: readonly GoldenName[] = ['gpt2', 'smollm2', 'qwen2'];
+export const GOLDEN_ROWS: readonly GoldenName[] = ['gpt2', 'smollm2', 'qwen2', 'llama32', 'qwen3'];
 
 export const BOUND = 1e-4;
 
