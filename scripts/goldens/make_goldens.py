@@ -221,6 +221,14 @@ def write_case(name, hf_id, published, targets, seed):
     pm = peft.get_peft_model(base32, lcfg)
     pm.peft_config["default"].base_model_name_or_path = f"test/goldens/{name}"  # not this machine's path
     pm.save_pretrained(lora_dir)
+    # PEFT keeps target_modules as a set, so their order follows Python's string hashing: sorted,
+    # reruns write the same bytes.
+    ac_path = os.path.join(lora_dir, "adapter_config.json")
+    with open(ac_path) as f:
+        ac = json.load(f)
+    ac["target_modules"] = sorted(ac["target_modules"])
+    with open(ac_path, "w") as f:
+        f.write(json.dumps(ac, indent=2, sort_keys=True))
     for extra_file in ("README.md",):  # PEFT's model card: not needed by anyone
         p = os.path.join(lora_dir, extra_file)
         if os.path.exists(p):

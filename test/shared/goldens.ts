@@ -4,10 +4,11 @@
  * lora/, golden.safetensors (what transformers computed) and meta.json.
  *
  * Both GPU suites read the same files through one path: each file is a URL relative to this
- * module, opened with the library's own readers (src/model/bytes.ts). Under Deno the URL is a
- * file: URL, read through node:fs; in the Chromium suite it is the Vite dev server's URL of the
- * file (vitest serves the project root; .json and .safetensors fetched without `?import` come back
- * as raw bytes), downloaded with fetch. No fixture is bundled or copied.
+ * module (`new URL(…, import.meta.url)`), opened with the library's own readers
+ * (src/model/bytes.ts). Under Deno the URL is a file: URL, read through node:fs; in the Chromium
+ * suite Vite resolves the same expression to the dev server's URL of the file (its asset handling
+ * of `new URL` with import.meta.url), which the readers download with fetch. No existing browser
+ * test read fixture files (they build their inputs in code), so this is the first such path.
  *
  * golden.safetensors (f32 unless noted; B rows, T tokens, V vocab, G greedy tokens):
  *   input_ids [B, T] i32 · logits [B, T, V] · loss [1] · logprobs [B, T-1] · greedy [B, G] i32
@@ -58,8 +59,13 @@ export interface Golden {
   close(): Promise<void>;
 }
 
-/** URL of a file of a case, relative to this module. */
+/** URL of a file of a case (e.g. 'config.json', 'lora/adapter_config.json'), relative to this module. */
 export function goldenUrl(name: GoldenName, file: string): URL {
+  // Vite (the Chromium suite) rewrites new URL(<template literal>, import.meta.url) into a lookup in
+  // a glob of the files the template matches, each placeholder matching within one path segment: the
+  // adapter's files, one folder deeper, need a template of their own (else the URL is "undefined").
+  const lora = /^lora\/([^/]+)$/.exec(file);
+  if (lora) return new URL(`../goldens/${name}/lora/${lora[1]}`, import.meta.url);
   return new URL(`../goldens/${name}/${file}`, import.meta.url);
 }
 
