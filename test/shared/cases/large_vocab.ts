@@ -7,15 +7,20 @@
  * loses the whole tail — log p was 0.0 for a true −1.0358e-4), N(0, 3) logits, and logits up to
  * 80 (where m + log Σ rounded to f32 errs by 4e-6). Log-probs must be within 1e-6 absolute of
  * f64, or one f32 ulp of the log-prob where that is larger (|lp| ≥ 16: f32 cannot hold such a
- * value to 1e-6); entropies within 1e-6 relative.
+ * value to 1e-6); entropies within 1e-6 relative. The sampler must take top-k + top-p at these V
+ * on llvmpipe (its bisections once ran past the adapter's loop limit: a LimitError at 151936), keep
+ * its draws in the reference's kept set, and report log-probs as exact as the loss kernel's, so an
+ * on-policy PPO ratio is 1.
  */
 import { assert } from 'chai';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { POLICY_STATS_SIZE, policyLoss, policyLossScratchSize, type PolicyLossTuning } from '../../../src/ops/policy_loss.ts';
 import { policyLossRef } from '../../../src/ops/policy_loss.ref.ts';
+import { sample, type SampleOptions } from '../../../src/ops/sample.ts';
+import { sampleRef } from '../../../src/ops/sample.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import { maxAbsDiff } from '../../reference/tf.ts';
-import { bothTunings } from '../gpu.ts';
+import { bothTunings, firstBitDiff } from '../gpu.ts';
 import type { GpuCase } from '../register.ts';
 import { empty, releaseAll, run, up } from './helpers.ts';
 
@@ -72,7 +77,15 @@ async function runLoss(ctx: GpuContext, logits: Float32Array, targets: Int32Arra
   return { dlogits, logprobs, entropy };
 }
 
-export const largeVocabCases: GpuCase[] = [
+async function runSample(ctx: GpuContext, logits: Float32Array, b: number, v: number, opts: Omit<SampleOptions, 'keys'>) {
+  const tl = up(ctx, logits, [b, v]);
+  const tokens = empty(ctx, [b], 'i32'), lp = empty(ctx, [b]), lpr = empty(ctx, [b]);
+  const [t, l, r] = await run(ctx, [tokens, lp, lpr], (rec) => sample(rec, tokens, lp, lpr, tl, opts));
+  releaseAll(tl, tokens, lp, lpr);
+  return { tokens: t as Int32Array, logprobs: l as Float32Array, logprobsRaw: r as Float32Array };
+}
+
+export const largeVocabLossCases: GpuCase[] = [
   {
     name: 'policy_loss: V = 50257, 151936, 262144 — log-probs within 1e-6 of f64 and entropies within 1e-6 relative, every layout, both tunings',
     async fn() {
@@ -108,6 +121,66 @@ export const largeVocabCases: GpuCase[] = [
         }
       }
       console.log(`large V worst: ${[...worst].map(([k, e]) => `${k} ${e.toExponential(1)}`).join(', ')}`);
+    },
+  },
+];
+
+export const largeVocabSampleCases: GpuCase[] = [
+  {
+    name: 'sample: top-k 50 + top-p 0.9 at V = 151936 and 262144, both tunings — draws in the reference\'s kept set, equal to its draws, same seed same tokens',
+    async fn() {
+      const contexts = await bothTunings();
+      for (const v of [151_936, 262_144]) {
+        const { logits } = vocabRows(v, v + 1);
+        for (const [j, opts] of [{ temperature: 1, topK: 50, topP: 0.9, seed: 7 }, { temperature: 0.8, topK: 50, topP: 0.9, seed: 8, step: 3 }].entries()) {
+          const ref = sampleRef(logits, 3, v, opts);
+          for (const ctx of contexts) {
+            const what = `${ctx.tuning} tuning, V=${v}, ${JSON.stringify(opts)}`;
+            const got = await runSample(ctx, logits, 3, v, opts);
+            for (let r = 0; r < 3; r++) {
+              assert.include(ref.kept[r], got.tokens[r], `${what}: row ${r} drew outside the kept set`);
+              // Away from f32 rounding at a boundary (see sampleRef), the very same token.
+              if (ref.margin[r] >= 4e-6) assert.strictEqual(got.tokens[r], ref.tokens[r], `${what}: row ${r}`);
+            }
+            assert.strictEqual(ref.kept[0].length, 1, 'the peaked row keeps its one token under top-p 0.9');
+            assert.isAtMost(ref.kept[1].length, 50, 'top-k bounds the N(0, 3) row');
+            if (j === 0) {
+              const again = await runSample(ctx, logits, 3, v, opts);
+              for (const k of ['tokens', 'logprobs', 'logprobsRaw'] as const) assert.strictEqual(firstBitDiff(got[k], again[k]), -1, `${what}: ${k} bitwise`);
+            }
+          }
+        }
+      }
+    },
+  },
+  {
+    name: 'sample: log-probs at V = 50257, 151936, 262144 within 1e-6 of f64; the on-policy PPO ratio against the loss kernel is 1 ± 2e-6',
+    async fn() {
+      let worst = 0, worstRatio = 0;
+      for (const ctx of await bothTunings()) {
+        for (const v of VOCABS) {
+          const { logits } = vocabRows(v, v + 2);
+          const what = `${ctx.tuning} tuning, V=${v}`;
+          // T = 1, no filters: logprobs and logprobsRaw are both log softmax(logits)[token].
+          const got = await runSample(ctx, logits, 3, v, { temperature: 1, seed: 11 });
+          for (let r = 0; r < 3; r++) {
+            const { lp } = f64Row(logits, v, r, got.tokens[r]);
+            for (const k of ['logprobs', 'logprobsRaw'] as const) {
+              const e = Math.abs(got[k][r] - lp);
+              if (Math.abs(lp) < 16) worst = Math.max(worst, e);
+              assert.isAtMost(e, lpTolerance(lp), `${what}: row ${r} ${k} ${got[k][r]} vs ${lp}`);
+            }
+          }
+          // The loss kernel's log-probs of the drawn tokens: the ratio r = exp(lp − old) is 1.
+          const loss = await runLoss(ctx, logits, got.tokens, v, {});
+          for (let r = 0; r < 3; r++) {
+            const d = Math.abs(Math.exp(loss.logprobs[r] - got.logprobsRaw[r]) - 1);
+            worstRatio = Math.max(worstRatio, d);
+            assert.isAtMost(d, 2 * lpTolerance(loss.logprobs[r]), `${what}: row ${r} PPO ratio off by ${d}`);
+          }
+        }
+      }
+      console.log(`sampler large V: worst log-prob error ${worst.toExponential(1)} (|lp| < 16), worst |ratio − 1| ${worstRatio.toExponential(1)}`);
     },
   },
 ];
