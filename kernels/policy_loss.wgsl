@@ -39,7 +39,16 @@
 //
 // Departures from the textbook: the max, sum-exp and the entropy's Σ p·(z − m) are carried
 // together online (one read of the row for all three, one more read for the gradient); the
-// entropy uses Σ e^(z−m)(z−m) rather than Σ p·z so it does not cancel for large logits. A target
+// entropy uses Σ e^(z−m)(z−m) rather than Σ p·z so it does not cancel for large logits.
+//
+// Accuracy: vocabularies of 10^5 logits per row lose nothing to the tail. A plain running f32
+// sum drops it: one row of V = 50257 zeros with a single logit 20 has Σ e^(z−m) = 1 + 50256·e^-20,
+// and 1 + e^-20 rounds to 1, so that sum gave log p = 0 (true −1.0358e-4) and an entropy 4.8% low.
+// Here (Acc) the logits equal to the running max are counted, not summed (each adds exactly 1),
+// the rest are summed with Neumaier compensation (one compensated step per four logits, on the
+// sum-exp and the entropy's sum together), and the log of the total is taken by log_sum, whose
+// log1p form keeps a peaked row's tiny entropy to f32's relative precision. The order stays fixed
+// (no atomics), so results are still bitwise reproducible per layout. A target
 // outside [0, V) gives NaN log-prob, and NaN loss and gradient row unless the token is masked.
 // Masked tokens (w = 0) get loss 0 and an exactly zero gradient row whatever their inputs.
 
@@ -206,56 +215,134 @@ fn prepare(@builtin(local_invocation_index) tid: u32) {
 // main: one workgroup per row.
 
 var<workgroup> red_m: array<f32, WG>;
-var<workgroup> red_s: array<f32, WG>;
-var<workgroup> red_t: array<f32, WG>;
+var<workgroup> red_c: array<f32, WG>;
+var<workgroup> red_sums: array<vec4f, WG>;  // (hi, lo); vec4, not two arrays of vec2 (naga's pipeline constants trip on those)
 
-// (m, s, t) = (max, Σ e^(z−m), Σ e^(z−m)·(z−m)) of two disjoint sets, merged.
-fn merge(m1: f32, s1: f32, t1: f32, m2: f32, s2: f32, t2: f32) -> vec3f {
-  if (s2 == 0.0) {
-    return vec3f(m1, s1, t1);
-  }
-  if (s1 == 0.0) {
-    return vec3f(m2, s2, t2);
-  }
-  let m = max(m1, m2);
-  let c1 = exp(m1 - m);
-  let c2 = exp(m2 - m);
-  return vec3f(m, s1 * c1 + s2 * c2, c1 * (t1 + (m1 - m) * s1) + c2 * (t2 + (m2 - m) * s2));
+// A row's running sums, kept so that long vocabularies lose no tail (see "Accuracy" above):
+//   m   the largest logit so far
+//   c   how many logits equal m (an integer: their e^(z−m) = 1 each, counted, not summed)
+//   hi  (u, t) = (Σ e^(z−m), Σ e^(z−m)·(z−m)) over the logits below m, in f32 ...
+//   lo  ... and their Neumaier compensations: u + lo.x, t + lo.y are the sums to ~f32 precision
+// An empty set is c = 0 (a set with any finite logit counts its max).
+struct Acc {
+  m: f32,
+  c: f32,
+  hi: vec2f,
+  lo: vec2f,
 }
 
-// (m, s, t) of a set extended by four more logits z: one max test (and rarely a rescale, after
-// the first few steps) per four, then one exp per logit.
-fn online4(mst: vec3f, z: vec4f) -> vec3f {
-  var m = mst.x;
-  var s = mst.y;
-  var t = mst.z;
+fn acc_empty() -> Acc {
+  return Acc(FLT_LOWEST, 0.0, vec2f(0.0), vec2f(0.0));
+}
+
+// hi + lo += x: one Neumaier step on (u, t) together. The error of each f32 addition is recovered
+// exactly and carried in lo, so a sum over 10^5 terms errs by ~1 ulp, not ~10^5·ε/2.
+fn acc_add(a: Acc, x: vec2f) -> Acc {
+  let s = a.hi + x;
+  let err = select((x - s) + a.hi, (a.hi - s) + x, abs(a.hi) >= abs(x));
+  return Acc(a.m, a.c, s, a.lo + err);
+}
+
+// The same set relative to a larger max m2 > a.m: every logit is now below the max, so the count
+// joins u (c·e^(m−m2) + u·e^(m−m2)) and t gains (m − m2)·(that), as t' = e^(m−m2)·(t + (m − m2)·s).
+fn acc_rescale(a: Acc, m2: f32) -> Acc {
+  let e = exp(a.m - m2);
+  let d = a.m - m2;
+  let cu = a.c + a.hi.x;
+  return Acc(m2, 0.0, e * vec2f(cu, a.hi.y + d * cu), e * vec2f(a.lo.x, a.lo.y + d * a.lo.x));
+}
+
+// Two disjoint sets, merged (a fixed order: the tree of main).
+fn merge(a: Acc, b: Acc) -> Acc {
+  if (b.c == 0.0) {
+    return a;
+  }
+  if (a.c == 0.0) {
+    return b;
+  }
+  let m = max(a.m, b.m);
+  var x = a;
+  var y = b;
+  if (x.m < m) {
+    x = acc_rescale(x, m);
+  }
+  if (y.m < m) {
+    y = acc_rescale(y, m);
+  }
+  let r = acc_add(Acc(m, x.c + y.c, x.hi, x.lo + y.lo), y.hi);
+  return r;
+}
+
+// A set extended by four more logits z: one max test (and rarely a rescale, after the first few
+// steps) per four, one exp per logit, and one compensated step for the four.
+fn online4(acc: Acc, z: vec4f) -> Acc {
+  var a = acc;
   let cm = max(max(z.x, z.y), max(z.z, z.w));
-  if (cm > m) {
-    let c = exp(m - cm);
-    t = c * (t + (m - cm) * s);
-    s *= c;
-    m = cm;
+  if (cm > a.m) {
+    a = acc_rescale(a, cm);
   }
-  let d = z - m;
+  let d = z - a.m;
   let e = exp(d);
-  return vec3f(m, s + ((e.x + e.y) + (e.z + e.w)), t + dot(e, d));
+  let top = z == vec4f(a.m);
+  let eu = select(e, vec4f(0.0), top);
+  a.c += dot(select(vec4f(0.0), vec4f(1.0), top), vec4f(1.0));
+  return acc_add(a, vec2f((eu.x + eu.y) + (eu.z + eu.w), dot(e, d)));
 }
 
-// (m, s, t) of a set extended by one more logit z.
-fn online1(mst: vec3f, z: f32) -> vec3f {
-  let m = mst.x;
-  if (z > m) {  // rare after the first few elements: rescale to the new max
-    let c = exp(m - z);
-    return vec3f(z, mst.y * c + 1.0, c * (mst.z + (m - z) * mst.y));
+// A set extended by one more logit z.
+fn online1(acc: Acc, z: f32) -> Acc {
+  var a = acc;
+  if (z > a.m) {  // rare after the first few elements: rescale to the new max
+    a = acc_rescale(a, z);
   }
-  let d = z - m;
+  if (z == a.m) {
+    a.c += 1.0;
+    return a;
+  }
+  let d = z - a.m;
   let e = exp(d);
-  return vec3f(m, mst.y + e, mst.z + e * d);
+  return acc_add(a, vec2f(e, e * d));
+}
+
+// 2·atanh(w) = log((1 + w) / (1 − w)) for |w| ≤ 1/3, by its series to w^15 (relative error
+// < 2e-9, below f32's): a log whose accuracy does not rest on the adapter's log(), which WGSL
+// only bounds to 2^-21 absolute near 1 (about 5e-7: the whole budget of a log-prob here).
+fn atanh2(w: f32) -> f32 {
+  let w2 = w * w;
+  let q = 1.0 / 11.0 + w2 * (1.0 / 13.0 + w2 * (1.0 / 15.0));
+  return 2.0 * w * (1.0 + w2 * (1.0 / 3.0 + w2 * (1.0 / 5.0 + w2 * (1.0 / 7.0 + w2 * (1.0 / 9.0 + w2 * q)))));
+}
+
+const LN2_HI: f32 = 0.693145751953125;     // ln 2 to 16 bits: k·LN2_HI is exact for |k| < 256
+const LN2_LO: f32 = 1.4286068203094173e-6; // ln 2 − LN2_HI
+
+// log(c + u) of a row's sums (c ≥ 1 logits at the max, u the rest): for c = 1, u < 1 as
+// log1p(u) = 2·atanh(u / (2 + u)), accurate relative to u however small (a peaked row's entropy
+// is of the order of u); else from the exponent and mantissa of s = c + u, s = 2^k·f with
+// f in [√½, √2), log s = k·ln 2 + 2·atanh((f − 1)/(f + 1)). Non-finite or empty sums: log().
+fn log_sum(c: f32, u: f32) -> f32 {
+  if (c == 1.0 && u < 1.0) {
+    return atanh2(u / (2.0 + u));
+  }
+  let s = c + u;
+  let bits = bitcast<u32>(s);
+  let ex = (bits >> 23u) & 0xffu;
+  if (c < 1.0 || ex == 0u || ex == 255u) {
+    return log(s);
+  }
+  var f = bitcast<f32>((bits & 0x007fffffu) | 0x3f800000u);  // in [1, 2)
+  var k = f32(i32(ex) - 127);
+  if (f > 1.4142135) {
+    f *= 0.5;
+    k += 1.0;
+  }
+  return k * LN2_HI + (k * LN2_LO + atanh2((f - 1.0) / (f + 1.0)));
 }
 
 struct Row {
   base: u32,   // the row's first element: an f32 index (main, main_rows_any, main_tex), a vec4 index (main_rows)
-  lse: f32,    // log Σ e^z
+  m: f32,      // the largest logit
+  ls: f32,     // log Σ e^(z−m): log p_j = (z_j − m) − ls
   h: f32,      // entropy
   t: u32,      // target
   scale: f32,  // 0 where masked
@@ -268,56 +355,55 @@ fn row_forward(lrow: u32, tid: u32) -> Row {
   let v = p.v;
   let base = lrow * v;
   let row = p.row0 + lrow;
-  var m = FLT_LOWEST;
-  var s = 0.0;
-  var t = 0.0;
+  var a = acc_empty();
   if (tid < v) {
-    m = logits[base + tid];
-    s = 1.0;
+    a = Acc(logits[base + tid], 1.0, vec2f(0.0), vec2f(0.0));
   }
   // Chunks of four strided elements: one max test (and rarely a rescale) per chunk, so lanes
   // seldom diverge; then one exp per element.
   var j = tid + WG;
   for (; j + 3u * WG < v; j += 4u * WG) {
-    let mst = online4(vec3f(m, s, t), vec4f(logits[base + j], logits[base + j + WG], logits[base + j + 2u * WG], logits[base + j + 3u * WG]));
-    m = mst.x;
-    s = mst.y;
-    t = mst.z;
+    a = online4(a, vec4f(logits[base + j], logits[base + j + WG], logits[base + j + 2u * WG], logits[base + j + 3u * WG]));
   }
   for (; j < v; j += WG) {
-    let mst = online1(vec3f(m, s, t), logits[base + j]);
-    m = mst.x;
-    s = mst.y;
-    t = mst.z;
+    a = online1(a, logits[base + j]);
   }
   let ti = targets[row];
   let zt = logits[base + select(0u, u32(ti), ti >= 0 && u32(ti) < v)];
-  red_m[tid] = m;
-  red_s[tid] = s;
-  red_t[tid] = t;
+  red_m[tid] = a.m;
+  red_c[tid] = a.c;
+  red_sums[tid] = vec4f(a.hi, a.lo);
   for (var k = WG / 2u; k > 0u; k >>= 1u) {
     workgroupBarrier();
     if (tid < k) {
-      let r = merge(red_m[tid], red_s[tid], red_t[tid], red_m[tid + k], red_s[tid + k], red_t[tid + k]);
-      red_m[tid] = r.x;
-      red_s[tid] = r.y;
-      red_t[tid] = r.z;
+      let x = red_sums[tid];
+      let y = red_sums[tid + k];
+      let r = merge(Acc(red_m[tid], red_c[tid], x.xy, x.zw), Acc(red_m[tid + k], red_c[tid + k], y.xy, y.zw));
+      red_m[tid] = r.m;
+      red_c[tid] = r.c;
+      red_sums[tid] = vec4f(r.hi, r.lo);
     }
   }
   workgroupBarrier();
-  return finish_row(row, base, vec3f(red_m[0], red_s[0], red_t[0]), zt, ti, tid == 0u);
+  return finish_row(row, base, Acc(red_m[0], red_c[0], red_sums[0].xy, red_sums[0].zw), zt, ti, tid == 0u);
 }
 
-// The row's log-sum-exp, entropy and per-token outputs from its (max, Σ e^(z−m), Σ e^(z−m)(z−m))
-// and its target's logit zt (any value when the target ti is out of range); `write`: this
-// invocation stores logprobs, entropy and loss.
-fn finish_row(row: u32, base: u32, mst: vec3f, zt: f32, ti: i32, write: bool) -> Row {
+// The row's log-sum-exp, entropy and per-token outputs from its sums (Acc) and its target's
+// logit zt (any value when the target ti is out of range); `write`: this invocation stores
+// logprobs, entropy and loss. log p = (zt − m) − log Σ e^(z−m), never zt − (m + log Σ): rounding
+// m + log Σ to f32 would cost up to half an ulp of the max (4e-6 at z = 80).
+fn finish_row(row: u32, base: u32, a: Acc, zt: f32, ti: i32, write: bool) -> Row {
   let valid = ti >= 0 && u32(ti) < p.v;
-  let ls = log(mst.y);
-  let lse = mst.x + ls;
-  let h = ls - mst.z / mst.y;
+  let u = a.hi.x + a.lo.x;
+  let ls = log_sum(a.c, u);
+  let h = ls - (a.hi.y + a.lo.y) / (a.c + u);
   let nan = p.nan;
-  let lp = select(nan, zt - lse, valid);
+  // zt − m is exact when the two are within a factor of two, else it rounds: its error (Knuth's
+  // two-sum) goes into ls, so the only rounding of a size of lp's ulp is the last subtraction.
+  let d = zt - a.m;
+  let bb = d - zt;
+  let derr = (zt - (d - bb)) + (-a.m - bb);
+  let lp = select(nan, d - (ls - derr), valid);
   let scale = scratch[4u * row];
   let terms = token_terms(lp, scratch[4u * row + 1u], scratch[4u * row + 2u], scratch[4u * row + 3u]);
   let masked = scale == 0.0;
@@ -327,7 +413,7 @@ fn finish_row(row: u32, base: u32, mst: vec3f, zt: f32, ti: i32, write: bool) ->
     loss[row] = select(terms.loss - p.ent_coef * h, 0.0, masked);
   }
   let g = select(terms.g, nan, !valid);
-  return Row(base, lse, h, select(0u, u32(ti), valid), scale, select(g, 0.0, masked));
+  return Row(base, a.m, ls, h, select(0u, u32(ti), valid), scale, select(g, 0.0, masked));
 }
 
 // dL/dz_j for the element j of the row whose logit is z.
@@ -341,7 +427,7 @@ fn grad_at(r: Row, j: u32, z: f32) -> f32 {
 
 // The softmax part of dL/dz for four logits z of the row (the target's δ term is added apart).
 fn grad_soft(r: Row, z: vec4f) -> vec4f {
-  let lz = z - r.lse;  // log p
+  let lz = (z - r.m) - r.ls;  // log p
   let sg = r.scale * r.g;
   return exp(lz) * (-sg + r.scale * p.ent_coef * (lz + r.h));
 }
@@ -397,7 +483,7 @@ fn row_forward4(lrow: u32) -> Row {
   let nv = p.v / 4u;
   let base = lrow * nv;
   let row = p.row0 + lrow;
-  var mst = vec3f(FLT_LOWEST, 0.0, 0.0);
+  var mst = acc_empty();
   for (var j = 0u; j < nv; j++) {
     mst = online4(mst, logits4[base + j]);
   }
@@ -449,7 +535,7 @@ fn main_rows_inplace(@builtin(global_invocation_id) gid: vec3u) {
 fn row_forward_any(lrow: u32) -> Row {
   let base = lrow * p.v;
   let nq = p.v / 4u;
-  var mst = vec3f(FLT_LOWEST, 0.0, 0.0);
+  var mst = acc_empty();
   for (var j = 0u; j < nq; j++) {
     let e = base + 4u * j;
     mst = online4(mst, vec4f(logits[e], logits[e + 1u], logits[e + 2u], logits[e + 3u]));
@@ -533,7 +619,7 @@ fn main_tex(@builtin(global_invocation_id) gid: vec3u) {
     // value, used by no element of the row.
     var c = first;
     var a = textureLoad(logits_tex, c, 0);
-    var mst = vec3f(FLT_LOWEST, 0.0, 0.0);
+    var mst = acc_empty();
     for (var j = 0u; j < nq; j++) {
       c = tex_next(c);
       let b = textureLoad(logits_tex, c, 0);

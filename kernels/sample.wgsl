@@ -26,8 +26,15 @@
 // fixed-order sum of non-negative terms, hence monotone in the threshold, which keeps the
 // bisection exact. Cost in passes over the row: 3 for greedy or plain temperature sampling;
 // + ~33 for top-k and + ~35 for top-p (a bisection takes log2 of the key range, ≤ 32 steps),
-// + up to 17 more each only when ties straddle the cut. The draw walks contiguous chunks (one
-// per thread) after a serial scan of the chunk sums, so the token follows index order.
+// + up to 17 more each only when ties straddle the cut; the bisections' passes take four
+// elements per loop iteration (llvmpipe's per-invocation loop limit: top-k + top-p at
+// V = 262144 fits). The draw walks contiguous chunks (one per thread) after a serial scan of the
+// chunk sums, so the token follows index order.
+//
+// Log-probs are exact to f32 at any V: their normalizers count the entries at the max and sum
+// the rest with Neumaier compensation, and log p = (x − m) − log Σ, never x − (m + log Σ) (see
+// policy_loss.wgsl, whose log-probs the PPO ratio compares with these). The sums that decide the
+// kept set and the draw stay plain (monotone, and matching the reference's order semantics).
 //
 // Random numbers: u = (philox4x32(counter, 0, stream, 0; seed, 0x7e87a11e).x >> 8) / 2^24 — the
 // value `Rng.restore({ seed, stream, position: 4·counter }).nextFloat()` returns on the host.
@@ -152,27 +159,127 @@ fn in_prefix(k: u32, i: u32, tv: u32, ti: u32) -> bool {
   return k > tv || (k == tv && i < ti);
 }
 
+// The strided passes below visit this thread's elements i = tid, tid + WG, ... four per loop
+// iteration (then the last ≤ 3 one at a time), adding in the same order as one per iteration:
+// llvmpipe stops an invocation's loops past 65535 iterations in all (checks.ts), and a top-k +
+// top-p draw makes ~110 passes, so at V = 151936 one element per iteration would not fit.
+
+// 1 where entry i (key k) lies in prefix (tv, ti) ∩ prefix (kv, ki), else 0.
+fn in_both(k: u32, i: u32, tv: u32, ti: u32, kv: u32, ki: u32) -> u32 {
+  return select(0u, 1u, in_prefix(k, i, tv, ti) && in_prefix(k, i, kv, ki));
+}
+
 // Entries of prefix (tv, ti) ∩ prefix (kv, ki) seen by this thread (strided).
 fn count_prefix(tid: u32, base: u32, tv: u32, ti: u32, kv: u32, ki: u32) -> u32 {
   var c = 0u;
-  for (var i = tid; i < p.v; i += WG) {
-    let k = okey(logits[base + i]);
-    c += select(0u, 1u, in_prefix(k, i, tv, ti) && in_prefix(k, i, kv, ki));
+  var i = tid;
+  for (; i + 3u * WG < p.v; i += 4u * WG) {
+    c += in_both(okey(logits[base + i]), i, tv, ti, kv, ki) + in_both(okey(logits[base + i + WG]), i + WG, tv, ti, kv, ki)
+      + in_both(okey(logits[base + i + 2u * WG]), i + 2u * WG, tv, ti, kv, ki) + in_both(okey(logits[base + i + 3u * WG]), i + 3u * WG, tv, ti, kv, ki);
+  }
+  for (; i < p.v; i += WG) {
+    c += in_both(okey(logits[base + i]), i, tv, ti, kv, ki);
   }
   return c;
 }
 
-// Mass Σ exp((x − m)/T) of prefix (tv, ti) ∩ prefix (kv, ki) seen by this thread (strided).
+// exp((x − m)/T) where entry i (logit x) lies in prefix (tv, ti) ∩ prefix (kv, ki), else 0.
+// (A branch, not a select: outside a small top-k set the whole SIMD row skips the exp.)
+fn mass_at(x: f32, i: u32, tv: u32, ti: u32, kv: u32, ki: u32, m: f32) -> f32 {
+  let k = okey(x);
+  if (in_prefix(k, i, tv, ti) && in_prefix(k, i, kv, ki)) {
+    return exp((x - m) / p.temperature);
+  }
+  return 0.0;
+}
+
+// Mass Σ exp((x − m)/T) of prefix (tv, ti) ∩ prefix (kv, ki) seen by this thread (strided),
+// a plain f32 sum in index order: monotone in the prefix, which the bisections need.
 fn mass_prefix(tid: u32, base: u32, tv: u32, ti: u32, kv: u32, ki: u32, m: f32) -> f32 {
   var s = 0.0;
-  for (var i = tid; i < p.v; i += WG) {
-    let x = logits[base + i];
-    let k = okey(x);
-    if (in_prefix(k, i, tv, ti) && in_prefix(k, i, kv, ki)) {
-      s += exp((x - m) / p.temperature);
-    }
+  var i = tid;
+  for (; i + 3u * WG < p.v; i += 4u * WG) {
+    s += mass_at(logits[base + i], i, tv, ti, kv, ki, m);
+    s += mass_at(logits[base + i + WG], i + WG, tv, ti, kv, ki, m);
+    s += mass_at(logits[base + i + 2u * WG], i + 2u * WG, tv, ti, kv, ki, m);
+    s += mass_at(logits[base + i + 3u * WG], i + 3u * WG, tv, ti, kv, ki, m);
+  }
+  for (; i < p.v; i += WG) {
+    s += mass_at(logits[base + i], i, tv, ti, kv, ki, m);
   }
   return s;
+}
+
+// ---- Accurate normalizers for the log-probs (the same scheme as policy_loss.wgsl's, which the
+// PPO ratio compares them with): with m the row's max, entries at m add exactly 1 each and are
+// counted; the rest are summed with Neumaier compensation; log(c + u) by log_sum.
+
+var<workgroup> red_g: array<f32, WG>;
+
+// (sum, compensation) += x: one Neumaier step.
+fn comp_add(a: vec2f, x: f32) -> vec2f {
+  let s = a.x + x;
+  let err = select((x - s) + a.x, (a.x - s) + x, abs(a.x) >= abs(x));
+  return vec2f(s, a.y + err);
+}
+
+// Σ over the workgroup of every thread's (sum, compensation), by a fixed-order tree of
+// compensated additions; the result (sum + compensation) is uniform.
+fn sum_comp(tid: u32, v: vec2f) -> f32 {
+  red_f[tid] = v.x;
+  red_g[tid] = v.y;
+  workgroupBarrier();
+  for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if (tid < s) {
+      let r = comp_add(vec2f(red_f[tid], red_g[tid] + red_g[tid + s]), red_f[tid + s]);
+      red_f[tid] = r.x;
+      red_g[tid] = r.y;
+    }
+    workgroupBarrier();
+  }
+  let r = workgroupUniformLoad(&red_f[0]) + workgroupUniformLoad(&red_g[0]);
+  workgroupBarrier();
+  return r;
+}
+
+// 2·atanh(w) = log((1 + w)/(1 − w)) for |w| ≤ 1/3 by its series to w^15 (as policy_loss.wgsl).
+fn atanh2(w: f32) -> f32 {
+  let w2 = w * w;
+  let q = 1.0 / 11.0 + w2 * (1.0 / 13.0 + w2 * (1.0 / 15.0));
+  return 2.0 * w * (1.0 + w2 * (1.0 / 3.0 + w2 * (1.0 / 5.0 + w2 * (1.0 / 7.0 + w2 * (1.0 / 9.0 + w2 * q)))));
+}
+
+const LN2_HI: f32 = 0.693145751953125;     // ln 2 to 16 bits: k·LN2_HI is exact for |k| < 256
+const LN2_LO: f32 = 1.4286068203094173e-6; // ln 2 − LN2_HI
+
+// log(c + u) for c ≥ 1 entries at the max and u the rest (as policy_loss.wgsl's log_sum): log1p
+// form for c = 1, u < 1; else s = 2^k·f, f in [√½, √2), k·ln 2 + 2·atanh((f − 1)/(f + 1)).
+fn log_sum(c: f32, u: f32) -> f32 {
+  if (c == 1.0 && u < 1.0) {
+    return atanh2(u / (2.0 + u));
+  }
+  let s = c + u;
+  let bits = bitcast<u32>(s);
+  let ex = (bits >> 23u) & 0xffu;
+  if (c < 1.0 || ex == 0u || ex == 255u) {
+    return log(s);
+  }
+  var f = bitcast<f32>((bits & 0x007fffffu) | 0x3f800000u);
+  var k = f32(i32(ex) - 127);
+  if (f > 1.4142135) {
+    f *= 0.5;
+    k += 1.0;
+  }
+  return k * LN2_HI + (k * LN2_LO + atanh2((f - 1.0) / (f + 1.0)));
+}
+
+// a − b − l with the rounding error of a − b (Knuth's two-sum) moved into l, so only the last
+// subtraction rounds at the result's ulp: a log-prob (x − m) − log Σ.
+fn sub_log(a: f32, b: f32, l: f32) -> f32 {
+  let d = a - b;
+  let bb = d - a;
+  let err = (a - (d - bb)) + (-b - bb);
+  return d - (l - err);
 }
 
 @compute @workgroup_size(WG)
@@ -195,11 +302,18 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let hi0 = max_u(tid, kmax);
   let lo0 = min_u(tid, kmin);
   let m = fkey(hi0);
-  var s1 = 0.0;
+  // log Σ exp(x − m) at temperature 1, for logprobs_raw: the accurate normalizer.
+  var c1 = 0u;
+  var u1 = vec2f(0.0);
   for (var i = tid; i < V; i += WG) {
-    s1 += exp(logits[base + i] - m);
+    let x = logits[base + i];
+    if (x == m) {
+      c1 += 1u;
+    } else {
+      u1 = comp_add(u1, exp(x - m));
+    }
   }
-  let lse1 = m + log(sum_f(tid, s1));
+  let ls1 = log_sum(f32(sum_u(tid, c1)), sum_comp(tid, u1));
 
   if (p.temperature <= 0.0) {
     // Greedy: the first index holding the largest logit.
@@ -214,7 +328,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     if (tid == 0u) {
       tokens[row] = i32(tok);
       logprobs[row] = 0.0;
-      logprobs_raw[row] = logits[base + tok] - lse1;
+      logprobs_raw[row] = sub_log(logits[base + tok], m, ls1);
     }
     return;
   }
@@ -302,12 +416,21 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let len = (V + WG - 1u) / WG;
   let i0 = min(tid * len, V);
   let i1 = min(i0 + len, V);
+  // s: the plain chunk sum the draw walks; (cf, uf): the accurate normalizer of the log-prob.
   var s = 0.0;
+  var cf = 0u;
+  var uf = vec2f(0.0);
   for (var i = i0; i < i1; i++) {
     let x = logits[base + i];
     let k = okey(x);
     if (in_prefix(k, i, kv, ki) && in_prefix(k, i, pv, pi)) {
-      s += exp((x - m) / p.temperature);
+      let e = exp((x - m) / p.temperature);
+      s += e;
+      if (x == m) {
+        cf += 1u;
+      } else {
+        uf = comp_add(uf, e);
+      }
     }
   }
   red_f[tid] = s;
@@ -323,6 +446,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   let total = red_f[WG - 1u];
   let lo_t = select(red_f[max(tid, 1u) - 1u], 0.0, tid == 0u);
   let hi_t = red_f[tid];
+  workgroupBarrier(); // red_f is reused below
+  let lsf = log_sum(f32(sum_u(tid, cf)), sum_comp(tid, uf));
 
   var stream = p.stream_base + row;
   var counter = p.step;
@@ -356,7 +481,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
     }
     let x = logits[base + pick];
     tokens[row] = i32(pick);
-    logprobs[row] = (x - m) / p.temperature - log(total);
-    logprobs_raw[row] = x - lse1;
+    logprobs[row] = select((x - m) / p.temperature - lsf, sub_log(x, m, lsf), p.temperature == 1.0);
+    logprobs_raw[row] = sub_log(x, m, ls1);
   }
 }

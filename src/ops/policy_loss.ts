@@ -20,6 +20,11 @@
  * bitwise equal (a row's chunks start at its first logit, V % 4 left over at its end, wherever
  * the row lies in the texture).
  *
+ * Every layout keeps long vocabularies exact to f32 (V = 50257 .. 262144 tested): logits at the
+ * row's running max are counted rather than summed, the rest summed with Neumaier compensation,
+ * and log p = (z_t − max) − log Σ with an accurate log (see the kernel's "Accuracy" note). A plain
+ * running sum had dropped the tail: log p = 0.0 for a true −1.0358e-4 at V = 50257.
+ *
  * Row blocks (`LogitsBlocks`): where logits [N, V] would not fit one storage binding (V = 50257,
  * N > ~667 at 128 MiB), the caller passes a logits tensor of a few rows and two callbacks; the
  * main pass then runs once per block of rows, right after `produce` recorded that block's logits

@@ -26,8 +26,8 @@ const KERNEL = 'sample';
 /**
  * Threads per row (a power of two). 256 on real GPUs. On the software adapters barriers are
  * expensive, so short rows get fewer threads — but never fewer than keep a pass over the row at
- * ≤ ~200 loop iterations per thread: a bisection makes up to ~110 passes, and llvmpipe stops
- * loops past 65535 iterations per invocation (see expectLoopBudget).
+ * ≤ ~200 elements per thread: a bisection makes up to ~110 passes (of four elements per loop
+ * iteration), and llvmpipe stops loops past 65535 iterations per invocation (see expectLoopBudget).
  */
 function sampleWorkgroupSize(ctx: GpuContext, v: number): number {
   if (!ctx.softwareTuning) return 256;
@@ -36,11 +36,17 @@ function sampleWorkgroupSize(ctx: GpuContext, v: number): number {
   return wg;
 }
 
-/** Upper bound of the loop iterations per thread for V and the filters in use. */
+/**
+ * Upper bound of the loop iterations per thread for V and the filters in use: 4 passes of one
+ * element per iteration (max, normalizer, the draw's sum and walk), the bisections' passes of four
+ * (count_prefix, mass_prefix: then ≤ 3 one at a time), each with its tree, and the serial scan.
+ */
 function loopIterations(v: number, wg: number, topK: number, topP: number): number {
-  const pass = Math.ceil(v / wg) + Math.log2(wg);
-  const passes = 3 + (topK > 0 && topK < v ? 33 + 18 : 0) + (topP < 1 ? 36 + 18 : 0);
-  return passes * pass + wg;
+  const tree = Math.log2(wg);
+  const single = Math.ceil(v / wg) + tree;
+  const quad = Math.ceil(v / (4 * wg)) + 3 + tree;
+  const passes = (topK > 0 && topK < v ? 33 + 18 : 0) + (topP < 1 ? 36 + 18 : 0);
+  return 4 * single + passes * quad + wg;
 }
 
 export interface SampleOptions {

@@ -1,6 +1,7 @@
-// Chromium suite: GPU sampler cases on SwiftShader.
+// Chromium suite: GPU sampler cases on SwiftShader, and the large-vocabulary ones.
 import { it } from 'vitest';
+import { largeVocabSampleCases } from '../shared/cases/large_vocab.ts';
 import { sampleCases } from '../shared/cases/sample.ts';
 import { registerCases } from '../shared/register.ts';
 
-registerCases(sampleCases, it);
+registerCases([...sampleCases, ...largeVocabSampleCases], it);

@@ -1,5 +1,6 @@
-// Deno suite: policy loss and value loss cases on Deno's WebGPU (llvmpipe here).
+// Deno suite: policy loss and value loss cases on Deno's WebGPU (llvmpipe here), and the large-vocabulary cases.
+import { largeVocabLossCases } from '../shared/cases/large_vocab.ts';
 import { policyLossCases, valueLossCases } from '../shared/cases/policy_loss.ts';
 import { registerCases } from '../shared/register.ts';
 
-registerCases([...policyLossCases, ...valueLossCases]);
+registerCases([...policyLossCases, ...valueLossCases, ...largeVocabLossCases]);
