@@ -3,15 +3,22 @@
  *
  * Layout: u64 LE header length N · N bytes of UTF-8 JSON · data. The JSON maps tensor names to
  * {dtype, shape, data_offsets: [begin, end]} (offsets relative to the data section) plus an
- * optional "__metadata__" map of strings.
+ * optional "__metadata__" map of strings (or null).
  *
- * The header is untrusted input. Before any tensor is readable we check: the header fits in the
- * file (and under 100 MB, the reference implementation's cap); it is UTF-8 JSON with no
- * `__proto__`/`constructor`/`prototype` key at any depth; every entry has exactly those three
- * fields with a known dtype, a shape of non-negative integers whose byte size equals
- * end − begin, and offsets that, sorted, tile the data section exactly (no overlap, no gap, no
- * byte past the end). Everything else throws SafetensorsError naming the file and the tensor.
- * Names live in a Map and metadata in a null-prototype object, so no key reaches a prototype.
+ * The header is untrusted input, validated as the reference implementation (the Rust crate,
+ * serde_json underneath) validates it — the verdicts are checked against the Python package in
+ * scripts/goldens/safetensors_conformance.py and test/unit/safetensors_conformance.test.ts.
+ * Refused: a header past the file or over 100 MB; anything but UTF-8 JSON (a byte order mark
+ * included); shape entries and offsets not spelled as non-negative integers (`2.0`, `2e0`, `-0`);
+ * a duplicate `__metadata__` or a duplicate dtype/shape/data_offsets field; a missing field; an
+ * unknown dtype; a byte size (number of elements × the dtype's bits, which must end on a byte
+ * boundary: F4 is 4 bits, F6_* 6) other than end − begin; offsets that, sorted, do not tile the
+ * data section exactly. Unknown fields of an entry are ignored, as there. Two deliberate
+ * departures, both stricter: a tensor name given twice is refused ("duplicate"; the reference
+ * silently keeps the last), and a `__proto__`/`constructor`/`prototype` key at any depth is
+ * refused. Every refusal is a SafetensorsError naming the file and the tensor. A dtype the
+ * reference knows but we cannot convert (C64, the F8 and sub-byte floats, integers) opens fine;
+ * reading that tensor as f32 is refused, naming it and its dtype.
  *
  * Reads are lazy and per tensor: opening reads only the header; `getF32(name)` reads that
  * tensor's bytes (a Blob slice, a file read at an offset, or a view of in-memory bytes) and
@@ -20,13 +27,24 @@
 import { type ByteInput, type ByteSource, type OpenOptions, openByteSource } from './bytes.ts';
 import { SafetensorsError } from './errors.ts';
 import { bf16ToF32Array, f16ToF32Array } from './f16.ts';
-import { isJsonObject, parseUntrustedJson, UntrustedJsonError } from './json.ts';
+import { UntrustedJsonError } from './json.ts';
+import { JsonNumber, JsonObject, parseStrictJson, type StrictJson } from './strict_json.ts';
 
-/** Every dtype of the format with a whole number of bytes, and its size. */
-export const DTYPE_BYTES: ReadonlyMap<string, number> = new Map([
-  ['BOOL', 1], ['U8', 1], ['I8', 1], ['F8_E5M2', 1], ['F8_E4M3', 1], ['I16', 2], ['U16', 2], ['F16', 2], ['BF16', 2],
-  ['I32', 4], ['U32', 4], ['F32', 4], ['F64', 8], ['I64', 8], ['U64', 8],
+/** Every dtype of the format (as the reference implementation lists them) and its size in bits. */
+export const DTYPE_BITS: ReadonlyMap<string, number> = new Map([
+  ['BOOL', 8], ['F4', 4], ['F6_E2M3', 6], ['F6_E3M2', 6], ['U8', 8], ['I8', 8], ['F8_E5M2', 8], ['F8_E4M3', 8], ['F8_E8M0', 8],
+  ['F8_E4M3FNUZ', 8], ['F8_E5M2FNUZ', 8], ['I16', 16], ['U16', 16], ['F16', 16], ['BF16', 16], ['I32', 32], ['U32', 32], ['F32', 32],
+  ['C64', 64], ['F64', 64], ['I64', 64], ['U64', 64],
 ]);
+
+/** The dtypes with a whole number of bytes per element, and that number. */
+export const DTYPE_BYTES: ReadonlyMap<string, number> = new Map([...DTYPE_BITS].filter(([, b]) => b % 8 === 0).map(([d, b]) => [d, b / 8]));
+
+/** Bytes of `numel` elements of `dtype`, or undefined when they do not end on a byte boundary. */
+export function tensorByteSize(dtype: string, numel: number): number | undefined {
+  const bits = numel * (DTYPE_BITS.get(dtype) ?? NaN);
+  return bits % 8 === 0 ? bits / 8 : undefined;
+}
 
 /** The dtypes getF32 converts. */
 export const FLOAT_DTYPES: ReadonlySet<string> = new Set(['F32', 'F16', 'BF16', 'F64']);
@@ -44,49 +62,72 @@ export interface TensorInfo {
 }
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-const TENSOR_FIELDS = new Set(['dtype', 'shape', 'data_offsets']);
+const TENSOR_FIELDS = ['dtype', 'shape', 'data_offsets'] as const;
 
-function isCount(x: unknown): x is number {
-  return typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+/** A non-negative integer as serde reads a usize: spelled with digits only, and exact here. */
+function count(x: StrictJson | undefined): number | undefined {
+  return x instanceof JsonNumber && x.isUnsignedInteger && Number.isSafeInteger(x.value) ? x.value : undefined;
 }
 
+const spell = (x: StrictJson | undefined): string => (x instanceof JsonNumber ? x.text : JSON.stringify(x));
+
 /** Checks a parsed header against a data section of `dataBytes` bytes. */
-function checkHeader(json: unknown, dataBytes: number, file: string): { tensors: Map<string, TensorInfo>; metadata: Record<string, string> } {
-  if (!isJsonObject(json)) throw new SafetensorsError('header', file, undefined, 'header is not a JSON object');
+function checkHeader(json: StrictJson, dataBytes: number, file: string): { tensors: Map<string, TensorInfo>; metadata: Record<string, string> } {
+  if (!(json instanceof JsonObject)) throw new SafetensorsError('header', file, undefined, 'header is not a JSON object');
   const tensors = new Map<string, TensorInfo>();
   const metadata: Record<string, string> = Object.create(null);
-  for (const [name, entry] of Object.entries(json)) {
+  let sawMetadata = false;
+  for (const [name, entry] of json.entries) {
     if (name === '__metadata__') {
-      if (!isJsonObject(entry)) throw new SafetensorsError('header', file, undefined, '__metadata__ must be an object of strings');
-      for (const [k, v] of Object.entries(entry)) {
+      if (sawMetadata) throw new SafetensorsError('header', file, undefined, 'duplicate field "__metadata__"');
+      sawMetadata = true;
+      if (entry === null) continue;
+      if (!(entry instanceof JsonObject)) throw new SafetensorsError('header', file, undefined, '__metadata__ must be an object of strings or null');
+      // A key given twice keeps its last value (a map, as in the reference).
+      for (const [k, v] of entry.entries) {
         if (typeof v !== 'string') throw new SafetensorsError('header', file, undefined, `__metadata__ value of "${k}" must be a string`);
         metadata[k] = v;
       }
       continue;
     }
-    if (!isJsonObject(entry)) throw new SafetensorsError('header', file, name, 'entry must be an object');
-    for (const k of Object.keys(entry)) {
-      if (!TENSOR_FIELDS.has(k)) throw new SafetensorsError('header', file, name, `unexpected field "${k}"`);
+    if (tensors.has(name)) throw new SafetensorsError('header', file, name, 'duplicate tensor name');
+    if (!(entry instanceof JsonObject)) throw new SafetensorsError('header', file, name, 'entry must be an object');
+    const fields = new Map<string, StrictJson>();
+    for (const [k, v] of entry.entries) {
+      if (!(TENSOR_FIELDS as readonly string[]).includes(k)) continue; // unknown fields are ignored, as in the reference
+      if (fields.has(k)) throw new SafetensorsError('header', file, name, `duplicate field "${k}"`);
+      fields.set(k, v);
     }
-    const { dtype, shape, data_offsets: offsets } = entry;
+    for (const k of TENSOR_FIELDS) if (!fields.has(k)) throw new SafetensorsError('header', file, name, `missing field "${k}"`);
+    const dtype = fields.get('dtype');
     if (typeof dtype !== 'string') throw new SafetensorsError('dtype', file, name, 'dtype must be a string');
-    const itemBytes = DTYPE_BYTES.get(dtype);
-    if (itemBytes === undefined) throw new SafetensorsError('dtype', file, name, `unknown dtype ${JSON.stringify(dtype)}`);
-    if (!Array.isArray(shape) || !shape.every(isCount)) throw new SafetensorsError('shape', file, name, 'shape must be an array of non-negative integers');
+    if (!DTYPE_BITS.has(dtype)) throw new SafetensorsError('dtype', file, name, `unknown dtype ${JSON.stringify(dtype)}`);
+    const shapeJson = fields.get('shape');
+    if (!Array.isArray(shapeJson)) throw new SafetensorsError('shape', file, name, 'shape must be an array of non-negative integers');
+    const shape: number[] = [];
+    for (const d of shapeJson) {
+      const n = count(d);
+      if (n === undefined) throw new SafetensorsError('shape', file, name, `shape entry ${spell(d)} is not a non-negative integer (digits only)`);
+      shape.push(n);
+    }
     let numel = 1;
-    for (const d of shape as number[]) {
+    for (const d of shape) {
       numel *= d;
       if (!Number.isSafeInteger(numel)) throw new SafetensorsError('shape', file, name, `shape [${shape.join(', ')}] is too large`);
     }
-    if (!Array.isArray(offsets) || offsets.length !== 2 || !isCount(offsets[0]) || !isCount(offsets[1]) || offsets[0] > offsets[1]) {
-      throw new SafetensorsError('offsets', file, name, 'data_offsets must be [begin, end] with 0 ≤ begin ≤ end');
+    const off = fields.get('data_offsets');
+    const [begin, end] = Array.isArray(off) && off.length === 2 ? [count(off[0]), count(off[1])] : [undefined, undefined];
+    if (begin === undefined || end === undefined || begin > end) {
+      throw new SafetensorsError('offsets', file, name, `data_offsets must be [begin, end] of non-negative integers (digits only) with begin ≤ end, got ${Array.isArray(off) ? `[${off.map(spell).join(', ')}]` : spell(off)}`);
     }
-    const [begin, end] = offsets as [number, number];
-    if (numel * itemBytes !== end - begin) {
-      throw new SafetensorsError('shape', file, name, `shape [${shape.join(', ')}] of ${dtype} is ${numel * itemBytes} bytes but data_offsets span ${end - begin}`);
+    const bytes = tensorByteSize(dtype, numel);
+    if (bytes === undefined) throw new SafetensorsError('shape', file, name, `${numel} elements of ${dtype} (${DTYPE_BITS.get(dtype)} bits) do not end on a byte boundary`);
+    if (!Number.isSafeInteger(bytes)) throw new SafetensorsError('shape', file, name, `shape [${shape.join(', ')}] is too large`);
+    if (bytes !== end - begin) {
+      throw new SafetensorsError('shape', file, name, `shape [${shape.join(', ')}] of ${dtype} is ${bytes} bytes but data_offsets span ${end - begin}`);
     }
     if (end > dataBytes) throw new SafetensorsError('offsets', file, name, `data_offsets [${begin}, ${end}] run past the ${dataBytes}-byte data section (truncated file?)`);
-    tensors.set(name, Object.freeze({ name, dtype, shape: Object.freeze([...(shape as number[])]), begin, end }));
+    tensors.set(name, Object.freeze({ name, dtype, shape: Object.freeze(shape), begin, end }));
   }
   // Sorted, the ranges must tile [0, dataBytes) exactly.
   const sorted = [...tensors.values()].sort((a, b) => a.begin - b.begin || a.end - b.end);
@@ -133,13 +174,15 @@ export class SafetensorsFile {
       const headerBytes = await readOrFail(source, 8, headerLen, undefined);
       let text: string;
       try {
-        text = new TextDecoder('utf-8', { fatal: true }).decode(headerBytes);
+        // ignoreBOM keeps a byte order mark in the text, where the JSON parser refuses it (as
+        // serde does); by default TextDecoder would drop it silently.
+        text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(headerBytes);
       } catch {
         throw new SafetensorsError('header', file, undefined, 'header is not valid UTF-8');
       }
-      let json: unknown;
+      let json: StrictJson;
       try {
-        json = parseUntrustedJson(text);
+        json = parseStrictJson(text);
       } catch (e) {
         const err = e as UntrustedJsonError;
         if (err.forbiddenKey !== undefined) throw new SafetensorsError('forbidden-key', file, undefined, `header holds the key "${err.forbiddenKey}"`);
@@ -181,7 +224,7 @@ export class SafetensorsFile {
   /** The tensor as f32 (F32 copied; F16, BF16, F64 converted). Other dtypes: SafetensorsError('dtype'). */
   async getF32(name: string): Promise<Float32Array> {
     const t = this.info(name);
-    if (!FLOAT_DTYPES.has(t.dtype)) throw new SafetensorsError('dtype', this.name, name, `${t.dtype} cannot be read as f32`);
+    if (!FLOAT_DTYPES.has(t.dtype)) throw new SafetensorsError('dtype', this.name, name, `dtype ${t.dtype} cannot be read as f32 (only F32, F16, BF16, F64)`);
     const b = await this.bytes(name);
     switch (t.dtype) {
       case 'F32':

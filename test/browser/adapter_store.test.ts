@@ -4,12 +4,14 @@ import { expect, it } from 'vitest';
 import { adapterStoreCases, checkpointStoreCases } from '../shared/cases/adapter_store.ts';
 import { IdbKv } from '../../src/runtime/store/idb_kv.ts';
 import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
-import { defaultKv } from '../../src/runtime/store/mod.ts';
+import { defaultKv, type KvStore } from '../../src/runtime/store/mod.ts';
 
 let n = 0;
 const fresh = async () => new IdbKv(`wt-test-${Date.now()}-${n++}`);
 
-for (const c of [...adapterStoreCases(fresh), ...checkpointStoreCases(fresh)]) it(`indexeddb: ${c.name}`, c.fn);
+// The second writer holds its own connection to the same database, as another tab would.
+const reopen = (kv: KvStore) => new IdbKv((kv as IdbKv).dbName);
+for (const c of [...adapterStoreCases(fresh, reopen), ...checkpointStoreCases(fresh)]) it(`indexeddb: ${c.name}`, c.fn);
 
 it('indexeddb: a saved adapter is there for a new connection to the same database', async () => {
   const db = `wt-durable-${Date.now()}`;

@@ -5,7 +5,7 @@ import { FileKv } from '../../src/runtime/store/fs_kv.ts';
 import { defaultKv } from '../../src/runtime/store/mod.ts';
 
 const files = async () => new FileKv(await Deno.makeTempDir({ prefix: 'wt-store-' }));
-for (const c of [...adapterStoreCases(files), ...checkpointStoreCases(files)]) {
+for (const c of [...adapterStoreCases(files, (kv) => new FileKv((kv as FileKv).root)), ...checkpointStoreCases(files)]) {
   Deno.test({ name: `files: ${c.name}`, fn: c.fn });
 }
 

@@ -15,5 +15,5 @@ describe('memory backend', () => {
 });
 
 describe('file backend', () => {
-  for (const c of [...adapterStoreCases(files), ...checkpointStoreCases(files)]) it(c.name, c.fn);
+  for (const c of [...adapterStoreCases(files, (kv) => new FileKv((kv as FileKv).root)), ...checkpointStoreCases(files)]) it(c.name, c.fn);
 });

@@ -5,6 +5,7 @@
  * run, one version per save. `keepLast` prunes old versions after each successful save, never
  * before, so a failed save always leaves the previous checkpoint loadable.
  */
+import { StoreNotFoundError } from './errors.ts';
 import type { KvStore } from './kv.ts';
 import { type StoredTensor, VersionedRecords, type VersionMeta } from './records.ts';
 
@@ -34,7 +35,12 @@ export class CheckpointStore<S = unknown> {
   async save(run: string, tensors: readonly StoredTensor[], info: CheckpointInfo<S>): Promise<CheckpointMeta<S>> {
     const meta = await this.#records.save(run, tensors, info);
     const all = await this.#records.versions(run);
-    for (const old of all.slice(0, Math.max(0, all.length - this.keepLast))) await this.#records.delete(run, old.version);
+    for (const old of all.slice(0, Math.max(0, all.length - this.keepLast))) {
+      // Another writer of this run may have pruned it already.
+      await this.#records.delete(run, old.version).catch((e) => {
+        if (!(e instanceof StoreNotFoundError)) throw e;
+      });
+    }
     return meta;
   }
 

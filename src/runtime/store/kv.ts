@@ -7,6 +7,12 @@
  * primitive: IndexedDB writes it in one transaction; the file backend writes each value to a
  * temporary file and renames it into place, in order, so a later key (the manifest) becomes
  * visible only after the earlier ones (the tensors) are complete.
+ *
+ * `create` is the one primitive that is atomic against other writers — other store objects over
+ * the same data, other tabs, other processes: it writes a key only if nobody has, so two writers
+ * racing for one key get one true and one false (IndexedDB: a get and a put in one readwrite
+ * transaction; files: a hard link of a complete temporary file, which fails when the target
+ * exists; memory: a check in one synchronous step). The versioned records commit through it.
  */
 export type KvValue = unknown;
 
@@ -19,6 +25,22 @@ export interface KvStore {
   delMany(keys: readonly string[]): Promise<void>;
   /** Keys starting with `prefix`, sorted. */
   keys(prefix?: string): Promise<string[]>;
+  /**
+   * Write `value` under `key` only if the key holds nothing, atomically against every other
+   * writer; the value is visible complete or not at all. Resolves false, writing nothing, when
+   * the key exists.
+   */
+  create(key: string, value: KvValue): Promise<boolean>;
+  /**
+   * A tag naming this writer (process), put into the names of data being written so that a
+   * later sweep can ask whether its writer still runs (letters, digits and '.'); absent when a
+   * backend cannot tell (then age decides).
+   */
+  readonly ownerTag?: string;
+  /** Whether the writer `tag` names has certainly ended (true), surely runs (false), or unknown. */
+  ownerGone?(tag: string): Promise<boolean | undefined>;
+  /** Remove what killed writers left under `prefix` (the file backend's temporary files). */
+  sweep?(prefix: string): Promise<void>;
 }
 
 /** Copy binary values so a caller mutating its array afterwards cannot change what was stored. */
@@ -50,5 +72,12 @@ export class MemoryKv implements KvStore {
 
   keys(prefix = ''): Promise<string[]> {
     return Promise.resolve([...this.#map.keys()].filter((k) => k.startsWith(prefix)).sort());
+  }
+
+  create(key: string, value: KvValue): Promise<boolean> {
+    // Check and set in one synchronous step: no other call can run in between.
+    if (this.#map.has(key)) return Promise.resolve(false);
+    this.#map.set(key, snapshot(value));
+    return Promise.resolve(true);
   }
 }

@@ -3,14 +3,21 @@
  * browsers, files under Deno) — the mechanism under the adapter store and the checkpoint store.
  *
  * Layout of one record `name` under a prefix (e.g. "adapters"):
- *   <prefix>/<name>/manifest          { name, versions: Meta[] }   ← the commit point
- *   <prefix>/<name>/v<k>/index        { tensors: [{ name, shape, dtype, bytes, checksum }] }
- *   <prefix>/<name>/v<k>/t<i>         the bytes of tensor i (binary)
- * A save writes the tensors and the index first and the manifest last, in one `setMany` (one
- * IndexedDB transaction; ordered atomic renames on files), so a version is visible only when
- * completely written, and a failed or interrupted save leaves the previous versions loadable.
- * Blobs of a failed save are orphans, removed by the next save of that name. Loads verify
- * sizes and FNV-1a checksums, so a corrupt blob is reported, never returned.
+ *   <prefix>/<name>/versions/<k>          { meta, blobs: <save id>, tensors: [{ name, shape, dtype, bytes, checksum }] }
+ *   <prefix>/<name>/blobs/<save id>/t<i>  the bytes of tensor i (binary)
+ * Several writers may save one name at once — store objects in one page, tabs, processes over
+ * one folder — so nothing is read, modified and written back. A save writes its tensors under a
+ * save id of its own (time, random, owner), then takes the next version number by *creating* the
+ * version's record (`KvStore.create`: atomic against every other writer); a writer that loses
+ * the race tries the next number. The record is the commit point: a version is visible only once
+ * its tensors are complete, and a failed or interrupted save leaves the others loadable. A failed
+ * save deletes its own tensors; what a killed save left (no record names its save id) is removed
+ * by a later save once its owner has certainly ended — or, where that cannot be known, after an
+ * hour — never while it may still be writing. Loads verify sizes and FNV-1a checksums, so a
+ * corrupt blob is reported, never returned.
+ *
+ * The layout before version records (one manifest listing every version, blobs under v<k>/) is
+ * still read, and its versions can be deleted; new versions are numbered after them.
  */
 import { StoreCorruptError, StoreError, storeError, StoreNotFoundError } from './errors.ts';
 import type { KvStore } from './kv.ts';
@@ -34,9 +41,25 @@ export interface VersionMeta {
   bytes: number;
 }
 
-interface Manifest<M> {
+/** The layout before version records: one manifest listing every version, blobs under v<k>/. */
+interface LegacyManifest<M> {
   name: string;
   versions: (M & VersionMeta)[];
+}
+
+interface VersionRecord<M> {
+  meta: M & VersionMeta;
+  /** Save id: the tensors are <prefix>/<name>/blobs/<blobs>/t<i>. */
+  blobs: string;
+  tensors: IndexEntry[];
+}
+
+/** A version found: its metadata, where its tensors are, and what they should be. */
+interface Located<M> {
+  meta: M & VersionMeta;
+  record: boolean;
+  blobKey: (i: number) => string;
+  index: () => Promise<IndexEntry[] | undefined>;
 }
 
 interface IndexEntry {
@@ -48,6 +71,21 @@ interface IndexEntry {
 }
 
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
+const SAVE_ID = /^([0-9a-z]+)-[0-9a-z]+-([0-9a-z.]+)$/;
+/** A leftover whose owner cannot be checked is removed after an hour; one whose owner seems
+ * alive (perhaps a reused pid) after a day — no save takes that long. */
+const STALE_UNKNOWN_MS = 3600_000;
+const STALE_ALIVE_MS = 24 * 3600_000;
+
+function randomBase36(): string {
+  const r = crypto.getRandomValues(new Uint32Array(2));
+  return r[0].toString(36) + r[1].toString(36);
+}
+
+/** Owner tag of this page or process when the backend has none (memory, IndexedDB). */
+const PAGE_TAG = `p.${randomBase36()}`;
+/** Blob groups of this module's saves in progress (`<prefix>/<name>/blobs/<save id>`). */
+const inFlight = new Set<string>();
 
 /** FNV-1a over bytes (32 bit). */
 export function fnv1a(bytes: Uint8Array): number {
@@ -95,7 +133,10 @@ export class VersionedRecords<M extends object> {
     if (!NAME.test(name)) throw new StoreError(`${this.noun} name "${name}" is invalid: use 1–128 of A–Z a–z 0–9 . _ -`);
   }
 
-  /** Runs `f` after every earlier save/delete of `name` in this store has finished. */
+  /**
+   * Runs `f` after every earlier save/delete of `name` through this object has finished, so one
+   * writer's saves are numbered in call order (other writers are handled by `create`).
+   */
   #serial<T>(name: string, f: () => Promise<T>): Promise<T> {
     const prev = this.#locks.get(name) ?? Promise.resolve();
     const next = prev.then(f, f);
@@ -103,86 +144,163 @@ export class VersionedRecords<M extends object> {
     return next;
   }
 
-  async #manifest(name: string): Promise<Manifest<M> | undefined> {
-    try {
-      return await this.kv.get<Manifest<M>>(`${this.prefix}/${name}/manifest`);
-    } catch (e) {
-      throw storeError(`reading the manifest of ${this.noun} "${name}"`, e);
+  async #legacy(name: string): Promise<LegacyManifest<M> | undefined> {
+    return await this.kv.get<LegacyManifest<M>>(`${this.prefix}/${name}/manifest`);
+  }
+
+  /** Version numbers that have records, ascending (from the keys alone). */
+  async #recordVersions(name: string): Promise<number[]> {
+    const p = `${this.prefix}/${name}/versions/`;
+    const ks = await this.kv.keys(p);
+    return ks.map((k) => k.slice(p.length)).filter((k) => /^[1-9][0-9]*$/.test(k)).map(Number).sort((a, b) => a - b);
+  }
+
+  #record(name: string, version: number): Promise<VersionRecord<M> | undefined> {
+    return this.kv.get<VersionRecord<M>>(`${this.prefix}/${name}/versions/${version}`);
+  }
+
+  #fromRecord(name: string, r: VersionRecord<M>): Located<M> {
+    return { meta: r.meta, record: true, blobKey: (i) => `${this.prefix}/${name}/blobs/${r.blobs}/t${i}`, index: () => Promise.resolve(r.tensors) };
+  }
+
+  #fromLegacy(name: string, meta: M & VersionMeta): Located<M> {
+    const p = `${this.prefix}/${name}/v${meta.version}`;
+    return { meta, record: false, blobKey: (i) => `${p}/t${i}`, index: async () => (await this.kv.get<{ tensors: IndexEntry[] }>(`${p}/index`))?.tensors };
+  }
+
+  /** A version (default: the latest), or undefined. */
+  async #find(name: string, version?: number): Promise<Located<M> | undefined> {
+    const legacy = (await this.#legacy(name))?.versions ?? [];
+    if (version !== undefined) {
+      const r = await this.#record(name, version);
+      if (r) return this.#fromRecord(name, r);
+      const m = legacy.find((v) => v.version === version);
+      return m && this.#fromLegacy(name, m);
     }
+    const recs = await this.#recordVersions(name);
+    const legacyLatest = legacy.reduce<(M & VersionMeta) | undefined>((a, v) => (a && a.version > v.version ? a : v), undefined);
+    // Newest first; a record deleted since the listing is skipped.
+    for (const k of recs.reverse()) {
+      if (legacyLatest && legacyLatest.version > k) break;
+      const r = await this.#record(name, k);
+      if (r) return this.#fromRecord(name, r);
+    }
+    return legacyLatest && this.#fromLegacy(name, legacyLatest);
+  }
+
+  /** Every version, oldest first. */
+  async #all(name: string): Promise<Located<M>[]> {
+    const legacy = (await this.#legacy(name))?.versions ?? [];
+    const recs = await Promise.all((await this.#recordVersions(name)).map((k) => this.#record(name, k)));
+    const out = [...legacy.map((m) => this.#fromLegacy(name, m)), ...recs.filter((r) => r !== undefined).map((r) => this.#fromRecord(name, r))];
+    return out.sort((a, b) => a.meta.version - b.meta.version);
   }
 
   /** Save a new version (latest + 1). Resolves with its metadata once it is durable and visible. */
   save(name: string, tensors: readonly StoredTensor[], info: M): Promise<M & VersionMeta> {
     this.#checkName(name);
     validateTensors(`${this.noun} "${name}"`, tensors);
-    return this.#serial(name, async () => {
-      const manifest = (await this.#manifest(name)) ?? { name, versions: [] };
-      const version = Math.max(0, ...manifest.versions.map((v) => v.version)) + 1;
-      const prefix = `${this.prefix}/${name}/v${version}`;
-      // Orphans of an earlier failed save of this version number would be overwritten anyway;
-      // remove every blob no committed version references.
-      await this.#removeOrphans(name, manifest);
-      const index: IndexEntry[] = [];
-      const entries: [string, unknown][] = [];
-      let bytes = 0;
-      tensors.forEach((t, i) => {
-        const b = bytesOf(t.data);
-        index.push({ name: t.name, shape: [...t.shape], dtype: t.dtype, bytes: b.byteLength, checksum: fnv1a(b) });
-        entries.push([`${prefix}/t${i}`, b]);
-        bytes += b.byteLength;
-      });
-      const meta = { ...structuredClone(info), name, version, createdAt: new Date().toISOString(), bytes } as M & VersionMeta;
-      entries.push([`${prefix}/index`, { tensors: index }]);
-      entries.push([`${this.prefix}/${name}/manifest`, { name, versions: [...manifest.versions, meta] } satisfies Manifest<M>]);
-      try {
-        await this.kv.setMany(entries);
-      } catch (e) {
-        throw storeError(`saving ${this.noun} "${name}" version ${version}`, e);
-      }
-      return meta;
+    return this.#serial(name, () => this.#save(name, tensors, info));
+  }
+
+  async #save(name: string, tensors: readonly StoredTensor[], info: M): Promise<M & VersionMeta> {
+    const what = `saving ${this.noun} "${name}"`;
+    const saveId = `${Date.now().toString(36)}-${randomBase36()}-${this.kv.ownerTag ?? PAGE_TAG}`;
+    const group = `${this.prefix}/${name}/blobs/${saveId}`;
+    const index: IndexEntry[] = [];
+    const entries: [string, unknown][] = [];
+    let bytes = 0;
+    tensors.forEach((t, i) => {
+      const b = bytesOf(t.data);
+      index.push({ name: t.name, shape: [...t.shape], dtype: t.dtype, bytes: b.byteLength, checksum: fnv1a(b) });
+      entries.push([`${group}/t${i}`, b]);
+      bytes += b.byteLength;
     });
+    const base = { ...structuredClone(info), name, createdAt: new Date().toISOString(), bytes };
+    inFlight.add(group);
+    let version = 0;
+    try {
+      await this.#sweep(name);
+      await this.kv.setMany(entries);
+      for (let attempt = 0; ; attempt++) {
+        const legacy = (await this.#legacy(name))?.versions ?? [];
+        version = Math.max(version, ...legacy.map((v) => v.version), ...(await this.#recordVersions(name))) + 1;
+        const meta = { ...base, version } as M & VersionMeta;
+        if (await this.kv.create(`${this.prefix}/${name}/versions/${version}`, { meta, blobs: saveId, tensors: index } satisfies VersionRecord<M>)) return meta;
+        if (attempt >= 1000) throw new StoreError(`${what}: every version number tried was taken by another writer (${attempt + 1} tries)`);
+      }
+    } catch (e) {
+      // Only this save's own tensors: what other saves wrote, committed or in flight, stays.
+      await this.kv.delMany(entries.map(([k]) => k)).catch(() => {});
+      throw storeError(version > 0 ? `${what} (as version ${version})` : what, e);
+    } finally {
+      inFlight.delete(group);
+    }
   }
 
   /** Load a version (default: the latest). */
   async load(name: string, version?: number): Promise<{ meta: M & VersionMeta; tensors: StoredTensor[] }> {
     this.#checkName(name);
-    const manifest = await this.#manifest(name);
-    const meta = version === undefined ? manifest?.versions.at(-1) : manifest?.versions.find((v) => v.version === version);
-    if (!meta) throw new StoreNotFoundError(`${this.noun} "${name}"${version === undefined ? '' : ` version ${version}`}`);
-    const prefix = `${this.prefix}/${name}/v${meta.version}`;
-    try {
-      const index = await this.kv.get<{ tensors: IndexEntry[] }>(`${prefix}/index`);
-      if (!index) throw new StoreCorruptError(`${this.noun} "${name}" version ${meta.version}: index missing`);
-      const tensors: StoredTensor[] = [];
-      for (const [i, e] of index.tensors.entries()) {
-        const what = `${this.noun} "${name}" version ${meta.version} tensor "${e.name}" (${prefix}/t${i})`;
-        const raw = await this.kv.get<ArrayBuffer | Uint8Array>(`${prefix}/t${i}`);
-        if (!raw) throw new StoreCorruptError(`${what}: data missing`);
-        const b = raw instanceof ArrayBuffer ? new Uint8Array(raw) : new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength);
-        if (b.byteLength !== e.bytes || fnv1a(b) !== e.checksum) throw new StoreCorruptError(`${what}: size or checksum mismatch`);
-        const copy = b.slice().buffer;
-        tensors.push({ name: e.name, shape: e.shape, dtype: e.dtype, data: e.dtype === 'f16' ? new Uint16Array(copy) : new Float32Array(copy) });
+    for (let attempt = 0; ; attempt++) {
+      let found: Located<M> | undefined;
+      try {
+        found = await this.#find(name, version);
+      } catch (e) {
+        throw storeError(`reading the versions of ${this.noun} "${name}"`, e);
       }
-      return { meta, tensors };
-    } catch (e) {
-      throw storeError(`loading ${this.noun} "${name}" version ${meta.version}`, e);
+      if (!found) throw new StoreNotFoundError(`${this.noun} "${name}"${version === undefined ? '' : ` version ${version}`}`);
+      try {
+        return { meta: found.meta, tensors: await this.#read(name, found) };
+      } catch (e) {
+        // Deleted by another writer while we read it: the latest is looked up again; a version
+        // asked for by number is reported not found.
+        const gone = e instanceof StoreCorruptError && found.record && !(await this.#record(name, found.meta.version).catch(() => found));
+        if (gone && version === undefined && attempt < 5) continue;
+        if (gone) throw new StoreNotFoundError(`${this.noun} "${name}" version ${found.meta.version} (deleted while loading)`);
+        throw storeError(`loading ${this.noun} "${name}" version ${found.meta.version}`, e);
+      }
     }
+  }
+
+  async #read(name: string, found: Located<M>): Promise<StoredTensor[]> {
+    const v = found.meta.version;
+    const index = await found.index();
+    if (!index) throw new StoreCorruptError(`${this.noun} "${name}" version ${v}: index missing`);
+    const tensors: StoredTensor[] = [];
+    for (const [i, e] of index.entries()) {
+      const what = `${this.noun} "${name}" version ${v} tensor "${e.name}" (${found.blobKey(i)})`;
+      const raw = await this.kv.get<ArrayBuffer | Uint8Array>(found.blobKey(i));
+      if (!raw) throw new StoreCorruptError(`${what}: data missing`);
+      const b = raw instanceof ArrayBuffer ? new Uint8Array(raw) : new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength);
+      if (b.byteLength !== e.bytes || fnv1a(b) !== e.checksum) throw new StoreCorruptError(`${what}: size or checksum mismatch`);
+      const copy = b.slice().buffer;
+      tensors.push({ name: e.name, shape: e.shape, dtype: e.dtype, data: e.dtype === 'f16' ? new Uint16Array(copy) : new Float32Array(copy) });
+    }
+    return tensors;
   }
 
   /** Every version of a record, oldest first. */
   async versions(name: string): Promise<(M & VersionMeta)[]> {
     this.#checkName(name);
-    return (await this.#manifest(name))?.versions ?? [];
+    try {
+      return (await this.#all(name)).map((l) => l.meta);
+    } catch (e) {
+      throw storeError(`reading the versions of ${this.noun} "${name}"`, e);
+    }
   }
 
   /** The latest version of every record, by name. */
   async list(): Promise<(M & VersionMeta)[]> {
     const keys = await this.kv.keys(`${this.prefix}/`);
-    const names = keys.filter((k) => k.endsWith('/manifest')).map((k) => k.slice(`${this.prefix}/`.length, -'/manifest'.length));
+    const names = new Set<string>();
+    for (const k of keys) {
+      const m = /^([^/]+)\/(manifest|versions\/[0-9]+)$/.exec(k.slice(`${this.prefix}/`.length));
+      if (m) names.add(m[1]);
+    }
     const out: (M & VersionMeta)[] = [];
-    for (const n of names.sort()) {
-      const latest = (await this.#manifest(n))?.versions.at(-1);
-      if (latest) out.push(latest);
+    for (const n of [...names].sort()) {
+      const latest = await this.#find(n);
+      if (latest) out.push(latest.meta);
     }
     return out;
   }
@@ -191,26 +309,75 @@ export class VersionedRecords<M extends object> {
   delete(name: string, version?: number): Promise<void> {
     this.#checkName(name);
     return this.#serial(name, async () => {
-      const manifest = await this.#manifest(name);
-      if (!manifest || (version !== undefined && !manifest.versions.some((v) => v.version === version))) {
-        throw new StoreNotFoundError(`${this.noun} "${name}"${version === undefined ? '' : ` version ${version}`}`);
-      }
-      const keep = version === undefined ? [] : manifest.versions.filter((v) => v.version !== version);
+      const what = `deleting ${this.noun} "${name}"`;
+      let targets: Located<M>[];
       try {
-        // Commit first (the manifest), then remove the blobs nothing references any more.
-        if (keep.length > 0) await this.kv.setMany([[`${this.prefix}/${name}/manifest`, { name, versions: keep }]]);
-        else await this.kv.delMany([`${this.prefix}/${name}/manifest`]);
-        await this.#removeOrphans(name, { name, versions: keep });
+        targets = version === undefined ? await this.#all(name) : [await this.#find(name, version)].filter((l) => l !== undefined);
       } catch (e) {
-        throw storeError(`deleting ${this.noun} "${name}"`, e);
+        throw storeError(what, e);
+      }
+      if (targets.length === 0) throw new StoreNotFoundError(`${this.noun} "${name}"${version === undefined ? '' : ` version ${version}`}`);
+      try {
+        for (const t of targets) await this.#deleteOne(name, t);
+      } catch (e) {
+        throw storeError(what, e);
       }
     });
   }
 
-  async #removeOrphans(name: string, manifest: Manifest<M>): Promise<void> {
-    const live = new Set(manifest.versions.map((v) => `${this.prefix}/${name}/v${v.version}/`));
-    const keys = await this.kv.keys(`${this.prefix}/${name}/v`);
-    const dead = keys.filter((k) => ![...live].some((p) => k.startsWith(p)));
-    if (dead.length > 0) await this.kv.delMany(dead);
+  /** Uncommit first (the record, or the legacy manifest's entry), then remove the tensors. */
+  async #deleteOne(name: string, t: Located<M>): Promise<void> {
+    const v = t.meta.version;
+    if (t.record) {
+      const index = await t.index();
+      await this.kv.delMany([`${this.prefix}/${name}/versions/${v}`]);
+      await this.kv.delMany((index ?? []).map((_, i) => t.blobKey(i)));
+      return;
+    }
+    const legacy = await this.#legacy(name);
+    const keep = (legacy?.versions ?? []).filter((m) => m.version !== v);
+    if (keep.length > 0) await this.kv.setMany([[`${this.prefix}/${name}/manifest`, { name, versions: keep } satisfies LegacyManifest<M>]]);
+    else await this.kv.delMany([`${this.prefix}/${name}/manifest`]);
+    await this.kv.delMany(await this.kv.keys(`${this.prefix}/${name}/v${v}/`));
+  }
+
+  /**
+   * Removes what killed or failed saves of `name` left: tensors no record names whose owner has
+   * ended (see the header), legacy v<k>/ folders the legacy manifest does not list, and the
+   * backend's own leftovers (temporary files).
+   */
+  async #sweep(name: string): Promise<void> {
+    const base = `${this.prefix}/${name}`;
+    // Which groups are stale is judged before the records are read: a group whose save was in
+    // flight then is kept; one that was not had committed before the records are read (the save
+    // leaves the in-flight set only after its record exists), or never will.
+    const groups = new Map<string, string[]>();
+    for (const k of await this.kv.keys(`${base}/blobs/`)) {
+      const id = k.slice(`${base}/blobs/`.length).split('/')[0];
+      groups.set(id, [...(groups.get(id) ?? []), k]);
+    }
+    const stale: [string, string[]][] = [];
+    for (const [id, ks] of groups) if (await this.#stale(`${base}/blobs/${id}`, id)) stale.push([id, ks]);
+    if (stale.length > 0) {
+      const referenced = new Set((await Promise.all((await this.#recordVersions(name)).map((k) => this.#record(name, k)))).map((r) => r?.blobs));
+      for (const [id, ks] of stale) if (!referenced.has(id)) await this.kv.delMany(ks);
+    }
+    const legacyKeys = (await this.kv.keys(`${base}/v`)).filter((k) => /^v[0-9]+\//.test(k.slice(base.length + 1)));
+    if (legacyKeys.length > 0) {
+      const live = new Set(((await this.#legacy(name))?.versions ?? []).map((v) => `${base}/v${v.version}/`));
+      const dead = legacyKeys.filter((k) => ![...live].some((p) => k.startsWith(p)));
+      if (dead.length > 0) await this.kv.delMany(dead);
+    }
+    await this.kv.sweep?.(`${base}/`);
+  }
+
+  /** Whether an uncommitted group of tensors can go: its save is not in flight. */
+  async #stale(group: string, saveId: string): Promise<boolean> {
+    const m = SAVE_ID.exec(saveId);
+    if (!m) return false;
+    if (m[2] === (this.kv.ownerTag ?? PAGE_TAG)) return !inFlight.has(group);
+    const gone = this.kv.ownerGone ? await this.kv.ownerGone(m[2]) : undefined;
+    if (gone === true) return true;
+    return Date.now() - parseInt(m[1], 36) > (gone === false ? STALE_ALIVE_MS : STALE_UNKNOWN_MS);
   }
 }

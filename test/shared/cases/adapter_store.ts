@@ -3,7 +3,7 @@
  * (Chromium suite), files (Deno suite). Plain async functions with chai assertions.
  */
 import { assert } from 'chai';
-import { AdapterStore, type AdapterTensor } from '../../../src/runtime/store/adapter_store.ts';
+import { AdapterStore, type AdapterTensor, fnv1a } from '../../../src/runtime/store/adapter_store.ts';
 import { StoreCorruptError, StoreError, StoreNotFoundError, StoreQuotaError } from '../../../src/runtime/store/errors.ts';
 import type { KvStore, KvValue } from '../../../src/runtime/store/kv.ts';
 import { Rng } from '../../../src/util/rng.ts';
@@ -13,13 +13,30 @@ export interface PlainCase {
   fn: () => Promise<void>;
 }
 
-/** Wraps a store so that `setMany` writes only the first `k` entries and then throws `error`. */
+/**
+ * Wraps a store so that `setMany` writes only the first `k` entries and then throws `error`, and
+ * `create` (the commit) throws it too; `beforeCreate` runs before each commit (to interleave).
+ */
 export class FailingKv implements KvStore {
   readonly kind: string;
+  readonly ownerTag?: string;
   failAfter: number | null = null;
   error: unknown = new Error('disk on fire');
+  beforeCreate: (() => Promise<void>) | null = null;
   constructor(readonly inner: KvStore) {
     this.kind = `failing(${inner.kind})`;
+    this.ownerTag = inner.ownerTag;
+  }
+  async create(key: string, value: KvValue): Promise<boolean> {
+    await this.beforeCreate?.();
+    if (this.failAfter !== null) throw this.error;
+    return this.inner.create(key, value);
+  }
+  ownerGone(tag: string): Promise<boolean | undefined> {
+    return this.inner.ownerGone ? this.inner.ownerGone(tag) : Promise.resolve(undefined);
+  }
+  sweep(prefix: string): Promise<void> {
+    return this.inner.sweep ? this.inner.sweep(prefix) : Promise.resolve();
   }
   get<T>(key: string): Promise<T | undefined> {
     return this.inner.get<T>(key);
@@ -71,8 +88,11 @@ async function rejects(p: Promise<unknown>, type: new (...a: any[]) => Error, re
   throw new Error(`expected a ${type.name}`);
 }
 
-/** `makeKv` gives a fresh, empty store for each case. */
-export function adapterStoreCases(makeKv: () => Promise<KvStore>): PlainCase[] {
+/**
+ * `makeKv` gives a fresh, empty store for each case; `reopen` a second handle on the same data
+ * (another connection, another FileKv object), as a second writer would hold.
+ */
+export function adapterStoreCases(makeKv: () => Promise<KvStore>, reopen: (kv: KvStore) => KvStore = (kv) => kv): PlainCase[] {
   return [
     {
       name: 'adapter store: save and load round-trip f32 and f16 tensors with metadata',
@@ -114,8 +134,8 @@ export function adapterStoreCases(makeKv: () => Promise<KvStore>): PlainCase[] {
         const store = new AdapterStore(kv);
         await store.save('run', lora(1), info(1));
         for (const k of [0, 1, 2, 3]) {
-          kv.failAfter = k; // tensors written, index or manifest not
-          await rejects(store.save('run', lora(2), info(2)), StoreError, /saving adapter "run" version 2: disk on fire/);
+          kv.failAfter = k; // some tensors written, the version's record not
+          await rejects(store.save('run', lora(2), info(2)), StoreError, /saving adapter "run": disk on fire/);
           kv.failAfter = null;
           assert.deepEqual((await store.versions('run')).map((v) => v.version), [1]);
           assertSameTensors((await store.load('run')).tensors, lora(1));
@@ -123,8 +143,10 @@ export function adapterStoreCases(makeKv: () => Promise<KvStore>): PlainCase[] {
         const m = await store.save('run', lora(3), info(3));
         assert.strictEqual(m.version, 2);
         assertSameTensors((await store.load('run')).tensors, lora(3));
+        // Each failed save removed its own tensors: only the two versions' records and tensors remain.
         const keys = await kv.keys('adapters/run/');
-        assert.isTrue(keys.every((k) => k === 'adapters/run/manifest' || k.startsWith('adapters/run/v1/') || k.startsWith('adapters/run/v2/')));
+        assert.deepEqual(keys.filter((k) => k.includes('/versions/')), ['adapters/run/versions/1', 'adapters/run/versions/2']);
+        assert.strictEqual(keys.filter((k) => k.includes('/blobs/')).length, 6);
       },
     },
     {
@@ -135,7 +157,7 @@ export function adapterStoreCases(makeKv: () => Promise<KvStore>): PlainCase[] {
         await store.save('q', lora(1), info(1));
         kv.failAfter = 1;
         kv.error = Object.assign(new Error('The quota has been exceeded.'), { name: 'QuotaExceededError' });
-        await rejects(store.save('q', lora(2), info(2)), StoreQuotaError, /saving adapter "q" version 2: storage quota exceeded/);
+        await rejects(store.save('q', lora(2), info(2)), StoreQuotaError, /saving adapter "q": storage quota exceeded/);
         kv.failAfter = null;
         assertSameTensors((await store.load('q')).tensors, lora(1));
       },
@@ -146,10 +168,11 @@ export function adapterStoreCases(makeKv: () => Promise<KvStore>): PlainCase[] {
         const kv = await makeKv();
         const store = new AdapterStore(kv);
         await store.save('c', lora(1), info(1));
+        const [t0, t1] = await kv.keys('adapters/c/blobs/');
         const bad = new Uint8Array(4 * 132);
-        await kv.setMany([['adapters/c/v1/t1', bad]]);
-        await rejects(store.load('c'), StoreCorruptError, /tensor "layers\.0\.q\.lora_B" \(adapters\/c\/v1\/t1\).*checksum/);
-        await kv.delMany(['adapters/c/v1/t0']);
+        await kv.setMany([[t1, bad]]);
+        await rejects(store.load('c'), StoreCorruptError, /tensor "layers\.0\.q\.lora_B" \(adapters\/c\/blobs\/[^/]+\/t1\).*checksum/);
+        await kv.delMany([t0]);
         await rejects(store.load('c'), StoreCorruptError, /"layers\.0\.q\.lora_A".*data missing/);
       },
     },
@@ -175,6 +198,85 @@ export function adapterStoreCases(makeKv: () => Promise<KvStore>): PlainCase[] {
         assert.deepEqual([m1.version, m2.version], [1, 2]);
         (t[0].data as Float32Array)[0] = 12345;
         assert.notStrictEqual((await store.load('p', 1)).tensors[0].data[0], 12345);
+      },
+    },
+    {
+      name: 'adapter store: two store objects, six parallel saves of one name: six versions, each loads its own tensors',
+      async fn() {
+        const kv = await makeKv();
+        const stores = [new AdapterStore(kv), new AdapterStore(reopen(kv))];
+        const metas = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => stores[i % 2].save('shared', lora(100 + i), info(i))));
+        assert.deepEqual(metas.map((m) => m.version).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6]);
+        for (const m of metas) {
+          const back = await stores[(m.version + 1) % 2].load('shared', m.version);
+          assert.strictEqual(back.meta.step, m.step);
+          assertSameTensors(back.tensors, lora(100 + m.step));
+        }
+        assert.deepEqual((await stores[1].versions('shared')).map((v) => v.step).sort(), [0, 1, 2, 3, 4, 5]);
+      },
+    },
+    {
+      name: "adapter store: a save never removes another writer's tensors while that save is in flight",
+      async fn() {
+        const kv = await makeKv();
+        const paused = new FailingKv(kv);
+        const [first, second] = [new AdapterStore(paused), new AdapterStore(reopen(kv))];
+        let release = () => {};
+        const gate = new Promise<void>((r) => (release = r));
+        let atCommit = () => {};
+        const reached = new Promise<void>((r) => (atCommit = r));
+        paused.beforeCreate = () => (atCommit(), gate);
+        const pending = first.save('x', lora(1), info(1));
+        await reached; // the first save's tensors are written, its record not yet
+        const m2 = await second.save('x', lora(2), info(2)); // sweeps leftovers before writing
+        release();
+        const m1 = await pending;
+        assert.notStrictEqual(m1.version, m2.version);
+        assertSameTensors((await second.load('x', m1.version)).tensors, lora(1));
+        assertSameTensors((await second.load('x', m2.version)).tensors, lora(2));
+      },
+    },
+    {
+      name: "adapter store: an uncommitted save's tensors are removed once stale, a young one of another writer kept",
+      async fn() {
+        const kv = await makeKv();
+        const store = new AdapterStore(kv);
+        // Save ids are <time>-<random>-<owner>; this owner cannot be checked, so age decides.
+        const old = `adapters/l/blobs/${(Date.now() - 2 * 3600_000).toString(36)}-abc-p.elsewhere/t0`;
+        const young = `adapters/l/blobs/${Date.now().toString(36)}-abd-p.elsewhere/t0`;
+        await kv.setMany([[old, new Uint8Array(8)], [young, new Uint8Array(8)]]);
+        await store.save('l', lora(1), info(1));
+        const keys = await kv.keys('adapters/l/blobs/');
+        assert.notInclude(keys, old);
+        assert.include(keys, young);
+        assertSameTensors((await store.load('l')).tensors, lora(1));
+      },
+    },
+    {
+      name: 'adapter store: the layout before version records still loads and deletes; new versions come after it',
+      async fn() {
+        const kv = await makeKv();
+        const t = lora(1);
+        const index = t.map((x) => {
+          const b = new Uint8Array(x.data.buffer, x.data.byteOffset, x.data.byteLength);
+          return { name: x.name, shape: x.shape, dtype: x.dtype, bytes: b.byteLength, checksum: fnv1a(b) };
+        });
+        const meta1 = { ...info(1), name: 'old', version: 1, createdAt: '2026-01-01T00:00:00.000Z', bytes: 1320 };
+        await kv.setMany([
+          ...t.map((x, i) => [`adapters/old/v1/t${i}`, x.data] as const),
+          ['adapters/old/v1/index', { tensors: index }],
+          ['adapters/old/manifest', { name: 'old', versions: [meta1] }],
+        ]);
+        const store = new AdapterStore(kv);
+        assert.deepEqual((await store.load('old')).meta, meta1);
+        assertSameTensors((await store.load('old')).tensors, t);
+        assert.strictEqual((await store.save('old', lora(2), info(2))).version, 2);
+        assert.deepEqual((await store.versions('old')).map((v) => v.version), [1, 2]);
+        assert.deepEqual((await store.list()).map((m) => [m.name, m.version]), [['old', 2]]);
+        await store.delete('old', 1);
+        assert.deepEqual((await store.versions('old')).map((v) => v.version), [2]);
+        assert.deepEqual((await kv.keys('adapters/old/')).filter((k) => !k.includes('/blobs/')), ['adapters/old/versions/2']);
+        assertSameTensors((await store.load('old')).tensors, lora(2));
       },
     },
   ];
