@@ -41,6 +41,7 @@ import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import { Rng } from '../util/rng.ts';
 import type { HostParams, ServiceClient, TrainingClient } from './clients.ts';
 import { checkResumable, type JobCheckpointing } from './job_checkpoint.ts';
+import { checkJobOptions } from './job_config.ts';
 
 export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
 import { type AgentSettings, type JobEnv, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
@@ -71,6 +72,8 @@ export interface JobOptions {
   /** Rows per micro-batch. */
   readonly rows: number;
   readonly maxGradNorm: number;
+  /** Time limit of each environment call (create + reset, step, a tool) in ms; default 30000. */
+  readonly stepTimeoutMs?: number;
   readonly onStep?: (m: StepMetrics) => void;
   readonly onPhase?: (phase: 'warmstart' | 'eval-before' | 'rl' | 'eval-after', detail: { steps?: number }) => void;
   /** Prefix of the job's model and client ids, for several jobs on one service (default none). */
@@ -233,6 +236,7 @@ async function dpoBatches(c: Ctx, trajGroups: Awaited<ReturnType<typeof rollout>
 
 /** Runs the whole job; see the header. The caller owns `service` (it is not closed). */
 export async function runTraining(service: ServiceClient, o: JobOptions): Promise<JobResult> {
+  checkJobOptions(o); // before any GPU work: a job built by hand is held to jobOptions' rules
   const ck = o.checkpoint;
   const from = ck?.from;
   if (from) checkResumable(o, from);
