@@ -42,6 +42,7 @@ import { Rng } from '../util/rng.ts';
 import type { HostParams, ServiceClient, TrainingClient } from './clients.ts';
 import { checkResumable, type JobCheckpointing } from './job_checkpoint.ts';
 import { checkJobOptions } from './job_config.ts';
+import { type DroppedByReason, stopIfAllDropped } from './env_failures.ts';
 
 export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
 import { type AgentSettings, type JobEnv, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
@@ -99,6 +100,8 @@ export interface StepMetrics {
   /** Datums (or DPO sequences) trained on; 0 when every group had equal rewards. */
   readonly datums: number;
   readonly dropped: number;
+  /** The dropped episodes by reason (timeout, env_error, invalid_reward): count and first message; absent when none were dropped. */
+  readonly droppedBy?: DroppedByReason;
   /** Spread (standard deviation) of the step's episode rewards (RL steps). */
   readonly rewardStd?: number;
   /** Token-weighted means over the step's micro-batches (metrics.ts). */
@@ -243,7 +246,10 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
   const t0 = performance.now() - 1000 * (from?.wallSeconds ?? 0);
   const tok = new ByteTokenizer();
   const cfg = o.model;
-  const agent: AgentSettings = { tokenizer: tok, maxNewTokens: o.maxNewTokens, maxSequenceTokens: cfg.maxSeqLen, temperature: o.temperature };
+  const agent: AgentSettings = {
+    tokenizer: tok, maxNewTokens: o.maxNewTokens, maxSequenceTokens: cfg.maxSeqLen, temperature: o.temperature,
+    ...(o.stepTimeoutMs !== undefined ? { stepTimeoutMs: o.stepTimeoutMs } : {}),
+  };
   const pack: PackSettings = { rows: o.rows, maxSeqLen: cfg.maxSeqLen, padId: tok.padId };
   const optim = { lr: o.lr, maxGradNorm: o.maxGradNorm };
   let trainTokens = from?.trainTokens ?? 0, trainSeconds = from?.trainSeconds ?? 0, sampledTokens = from?.sampledTokens ?? 0, sampleSeconds = from?.sampleSeconds ?? 0;
@@ -342,6 +348,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
       const ts = performance.now();
       const ro = await rollout(o.env, sampler.sample, groupEpisodes(o.groups, o.groupSize, seed), seed, agent);
       const sSec = (performance.now() - ts) / 1000;
+      stopIfAllDropped(o.env.name, `RL step ${step}`, ro.episodes, ro.droppedEpisodes); // nothing to learn from: say why
       let loss: number;
       let batches: PackedBatch[];
       let nDatums: number;
@@ -373,7 +380,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
       sampleSeconds += sSec;
       o.onStep?.({
         phase: 'rl', step, loss, reward: ro.meanReward, success: ro.success, gradNorm: out.gradNorm, skipped: out.skipped,
-        trainTokens: out.tokens, sampledTokens: ro.sampledTokens, trainSeconds: out.seconds, sampleSeconds: sSec, datums: nDatums, dropped: ro.dropped,
+        trainTokens: out.tokens, sampledTokens: ro.sampledTokens, trainSeconds: out.seconds, sampleSeconds: sSec, datums: nDatums, dropped: ro.dropped, ...(ro.dropped > 0 ? { droppedBy: ro.droppedBy } : {}),
         rewardStd: spread(ro.groups.flatMap((g) => g.trajectories.map((t) => t.reward))), ...lossStats(out), ...stepRates(policy.id, out.tokens + ro.sampledTokens, out.seconds + sSec),
       });
       baseline = c.baseline;
