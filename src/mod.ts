@@ -9,6 +9,7 @@ export {
   GpuValidationError,
   KernelCompileError,
   LimitError,
+  NonFiniteError,
   ReleasedError,
   ShapeError,
   WebGpuUnavailableError,

@@ -42,6 +42,7 @@ import { Rng } from '../util/rng.ts';
 import type { HostParams, ServiceClient, TrainingClient } from './clients.ts';
 import { checkResumable, type JobCheckpointing } from './job_checkpoint.ts';
 import { checkJobOptions } from './job_config.ts';
+import { namingStep } from './errors.ts';
 import { type DroppedByReason, stopIfAllDropped } from './env_failures.ts';
 
 export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
@@ -339,14 +340,14 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
     let sampler = await policy.samplingClient();
     if (from?.phase !== 'rl') {
       o.onPhase?.('eval-before', {});
-      before = o.evalEpisodes > 0 ? await evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent) : before;
+      before = o.evalEpisodes > 0 ? await namingStep('the evaluation before RL', () => evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent)) : before;
       if (ck) await save('rl', 0, policy, true); // the warm start and its evaluation are done for good
     }
     o.onPhase?.('rl', { steps: o.steps });
     for (let step = from?.phase === 'rl' ? from.step : 0; step < o.steps; step++) {
       const seed = stepSeed(o.seed, step);
       const ts = performance.now();
-      const ro = await rollout(o.env, sampler.sample, groupEpisodes(o.groups, o.groupSize, seed), seed, agent);
+      const ro = await namingStep(`RL step ${step}'s rollout`, () => rollout(o.env, sampler.sample, groupEpisodes(o.groups, o.groupSize, seed), seed, agent));
       const sSec = (performance.now() - ts) / 1000;
       stopIfAllDropped(o.env.name, `RL step ${step}`, ro.episodes, ro.droppedEpisodes); // nothing to learn from: say why
       let loss: number;
@@ -387,7 +388,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
       if (due(step + 1, o.steps)) await save('rl', step + 1, policy, true);
     }
     o.onPhase?.('eval-after', {});
-    const after = o.evalEpisodes > 0 ? await evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent) : { success: 0, meanReward: 0 };
+    const after = o.evalEpisodes > 0 ? await namingStep('the evaluation after RL', () => evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent)) : { success: 0, meanReward: 0 };
     await sampler.close();
     return finish({ rewardCurve, lossCurve, sftLossCurve, before, after, trained: { cfg, lora: o.lora, tensors: await policy.weights(), ...(o.lora ? { base: base ?? (await service.modelWeights(modelId)) } : {}) } });
   } finally {
@@ -423,7 +424,7 @@ async function evalIfAsked(service: ServiceClient, modelId: string, o: JobOption
   if (o.evalEpisodes <= 0) return { success: 0, meanReward: 0 };
   const s = await service.createSamplingClient(modelId);
   try {
-    return await evaluate(o.env, s.sample, o.evalEpisodes, o.seed, agent);
+    return await namingStep('an evaluation of the SFT model', () => evaluate(o.env, s.sample, o.evalEpisodes, o.seed, agent));
   } finally {
     await s.close();
   }
