@@ -14,6 +14,16 @@
 //   as PyTorch does (its scalars are Python floats).
 //   clip_scale: scale[0] = min(1, max_norm / (norm[0] + 1e-6)) — torch.nn.utils.clip_grad_norm_'s
 //     coefficient — so clipping needs no readback: globalL2Norm → clip_scale → main.
+// The non-finite guard (an update that would make a weight or a moment NaN or ±Inf is never
+// applied, with no readback between the check and the update):
+//   flag_reset:                    flag[0] = 0
+//   check / check_unscaled:        flag[0] |= 1 when any new p, m or v of this tensor would not be
+//                                  finite (computed by `next`, as the update computes them; nothing
+//                                  is written but the flag)
+//   main_guarded / …_unscaled_guarded: the update, skipped entirely when flag[0] ≠ 0
+//   recorded as flag_reset → check (every tensor) → main_guarded (every tensor), so a step is
+//   applied to all tensors or to none. The flag is an integer OR: the same result in any order.
+//   Finiteness is tested on the bits (exponent all ones), which no fast-math rewrite can drop.
 // The grid is 1-D, continued along y past the x limit (`row_threads` threads per grid row).
 
 override WG: u32 = 256;
@@ -38,16 +48,34 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> m2: array<f32>;     // [n] second moment v
 @group(0) @binding(3) var<storage, read> grad: array<f32>;         // [n] g; clip_scale: norm [1]
 @group(0) @binding(4) var<storage, read_write> gscale: array<f32>; // [1] gradient scale
-@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read_write> flag: array<atomic<u32>>; // [1] non-finite guard
+@group(0) @binding(6) var<uniform> p: Params;
 
-fn update(i: u32, s: f32) {
+// The new (p, m, v) of element i, gradient scaled by s.
+fn next(i: u32, s: f32) -> vec3f {
   let g = grad[i] * s;
   let m = p.beta1 * m1[i] + p.one_minus_beta1 * g;
   let v = p.beta2 * m2[i] + p.one_minus_beta2 * g * g;
-  m1[i] = m;
-  m2[i] = v;
   let decayed = param[i] * (1.0 - p.lr * p.wd);
-  param[i] = decayed - p.step_size * m / (sqrt(v) / p.bc2_sqrt + p.eps);
+  return vec3f(decayed - p.step_size * m / (sqrt(v) / p.bc2_sqrt + p.eps), m, v);
+}
+
+fn update(i: u32, s: f32) {
+  let n = next(i, s);
+  param[i] = n.x;
+  m1[i] = n.y;
+  m2[i] = n.z;
+}
+
+fn finite(x: f32) -> bool {
+  return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+fn check_one(i: u32, s: f32) {
+  let n = next(i, s);
+  if (!(finite(n.x) && finite(n.y) && finite(n.z))) {
+    atomicOr(&flag[0], 1u);
+  }
 }
 
 @compute @workgroup_size(WG)
@@ -64,6 +92,43 @@ fn main_unscaled(@builtin(global_invocation_id) gid: vec3u) {
   if (i < p.n) {
     update(i, 1.0);
   }
+}
+
+@compute @workgroup_size(WG)
+fn main_guarded(@builtin(global_invocation_id) gid: vec3u) {
+  let i = gid.x + gid.y * p.row_threads;
+  if (i < p.n && atomicLoad(&flag[0]) == 0u) {
+    update(i, gscale[0]);
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main_unscaled_guarded(@builtin(global_invocation_id) gid: vec3u) {
+  let i = gid.x + gid.y * p.row_threads;
+  if (i < p.n && atomicLoad(&flag[0]) == 0u) {
+    update(i, 1.0);
+  }
+}
+
+@compute @workgroup_size(WG)
+fn check(@builtin(global_invocation_id) gid: vec3u) {
+  let i = gid.x + gid.y * p.row_threads;
+  if (i < p.n) {
+    check_one(i, gscale[0]);
+  }
+}
+
+@compute @workgroup_size(WG)
+fn check_unscaled(@builtin(global_invocation_id) gid: vec3u) {
+  let i = gid.x + gid.y * p.row_threads;
+  if (i < p.n) {
+    check_one(i, 1.0);
+  }
+}
+
+@compute @workgroup_size(1)
+fn flag_reset() {
+  atomicStore(&flag[0], 0u);
 }
 
 @compute @workgroup_size(1)

@@ -39,7 +39,10 @@
 // Random numbers: u = (philox4x32(counter, 0, stream, 0; seed, 0x7e87a11e).x >> 8) / 2^24 — the
 // value `Rng.restore({ seed, stream, position: 4·counter }).nextFloat()` returns on the host.
 // stream, counter = keys[row] when has_keys, else (stream_base + row, step).
-// Each row needs at least one finite logit.
+// Non-finite logits: a row holding a NaN or +Inf, or no finite logit at all (−Inf masks some
+// entries, not all), gets token −1 (NON_FINITE_TOKEN) and log-probs 0 instead of an arbitrary
+// index: the host reports the model's non-finite output as such (NonFiniteError). The test is on
+// the bits (exponent all ones), which no fast-math rewrite can drop.
 
 override WG: u32 = 256; // threads per workgroup (one row); a power of two
 
@@ -294,14 +297,27 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   // Largest and smallest key; log-sum-exp at temperature 1 for logprobs_raw.
   var kmax = 0u;
   var kmin = 0xffffffffu;
+  var bad = 0u;
   for (var i = tid; i < V; i += WG) {
-    let k = okey(logits[base + i]);
+    let x = logits[base + i];
+    let k = okey(x);
     kmax = max(kmax, k);
     kmin = min(kmin, k);
+    let bits = bitcast<u32>(x);
+    bad = max(bad, select(0u, 1u, (bits & 0x7f800000u) == 0x7f800000u && bits != 0xff800000u)); // NaN, +Inf
   }
   let hi0 = max_u(tid, kmax);
   let lo0 = min_u(tid, kmin);
   let m = fkey(hi0);
+  // Uniform (reductions), so the early return keeps the workgroup's barriers in step.
+  if (max_u(tid, bad) != 0u || bitcast<u32>(m) == 0xff800000u) {
+    if (tid == 0u) {
+      tokens[row] = -1;
+      logprobs[row] = 0.0;
+      logprobs_raw[row] = 0.0;
+    }
+    return;
+  }
   // log Σ exp(x − m) at temperature 1, for logprobs_raw: the accurate normalizer.
   var c1 = 0u;
   var u1 = vec2f(0.0);

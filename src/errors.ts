@@ -77,3 +77,18 @@ export class ConfigError extends WebtinkerError {
     this.field = field;
   }
 }
+
+/**
+ * A model produced non-finite values (NaN or ±Inf) where finite ones are needed — its logits at
+ * sampling — so its weights hold non-finite values or overflow. Names the model and where (the
+ * call, the decode step, the job's step when a runner adds it).
+ */
+export class NonFiniteError extends WebtinkerError {
+  readonly model: string;
+  readonly where: string;
+  constructor(model: string, where: string, message: string, options?: { cause?: unknown }) {
+    super('non-finite', `${model}: ${where}: ${message}`, options);
+    this.model = model;
+    this.where = where;
+  }
+}

@@ -9,6 +9,7 @@ export {
   GpuValidationError,
   KernelCompileError,
   LimitError,
+  NonFiniteError,
   ReleasedError,
   ShapeError,
   WebGpuUnavailableError,
@@ -77,6 +78,7 @@ export {
   ByteTokenizer,
   calculatorEnv,
   chatFormat,
+  EnvironmentError,
   extractAnswer,
   guessNumberEnv,
   InvalidInputError,
@@ -241,6 +243,8 @@ export { ENV_NAMES, jobEnv } from './runtime/evaluate.ts';
 export type { EnvName, JobEnv, JobEnvLimits } from './runtime/evaluate.ts';
 // One call from an environment to a trained adapter, with `npm run train`'s defaults.
 export { jobOptions, train, TRAIN_DEFAULTS } from './runtime/train.ts';
+export { checkJobOptions, JOB_LIMITS } from './runtime/job_config.ts';
+export type { DroppedByReason } from './runtime/env_failures.ts';
 export type { TrainSettings } from './runtime/train.ts';
 
 // Checkpoints, recovery, published adapters, non-finite steps and the metrics stream of jobs.

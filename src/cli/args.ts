@@ -119,6 +119,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainOptions {
     if (extra.length > 0) throw new ConfigError('--resume', `the run's settings come from its run.json; only ${RESUME_FLAGS.filter((k) => k !== 'resume').map((k) => `--${k}`).join(', ')} may go with it (got ${extra.map((k) => `--${k}`).join(', ')})`);
     if (str('steps') === undefined) throw new ConfigError('--resume', 'needs --steps N: the step to continue the run to');
   }
+  checkFlagCombinations(values);
   const model = str('model') ?? DEFAULTS.model;
   if (!Object.hasOwn(PRESETS, model)) throw new ConfigError('--model', `unknown preset "${model}" (known: ${Object.keys(PRESETS).join(', ')})`);
   const targets = str('lora-targets');
@@ -146,6 +147,24 @@ export function parseTrainArgs(argv: readonly string[]): TrainOptions {
     quiet: values.quiet === true,
     selfCheck: values['self-check'] === true,
   };
+}
+
+/**
+ * Flags that contradict each other, or that the job would ignore: refused by name before anything
+ * runs (the job's own settings are checked by job_config.ts once the flags become a job).
+ */
+function checkFlagCombinations(values: Record<string, string | boolean | undefined>): void {
+  const given = (k: string) => values[k] !== undefined && values[k] !== false;
+  const clash = (a: string, bs: string[], why: string) => {
+    const b = bs.find(given);
+    if (given(a) && b !== undefined) throw new ConfigError(`--${b}`, `cannot go with --${a}: ${why}`);
+  };
+  clash('full', ['lora-rank', 'lora-targets'], 'full-parameter RL has no LoRA');
+  clash('no-warmstart', ['warmstart-steps'], 'there is no warm start');
+  if (values.algo === 'sft') {
+    const b = ['full', 'lora-rank', 'lora-targets', 'no-warmstart', 'warmstart-steps'].find(given);
+    if (b !== undefined) throw new ConfigError(`--${b}`, 'cannot go with --algo sft: an SFT job trains every parameter for --steps at --lr, with no RL and no separate warm start');
+  }
 }
 
 /** The flags that may go with --resume. */

@@ -3,6 +3,7 @@
  * when --quiet, and a plain line per step when stderr is not a terminal (logs stay readable).
  */
 import cliProgress from 'cli-progress';
+import { dropsText } from '../runtime/env_failures.ts';
 import type { StepMetrics } from '../runtime/rl_job.ts';
 
 export interface Progress {
@@ -10,6 +11,12 @@ export interface Progress {
   step(m: StepMetrics): void;
   note(text: string): void;
   stop(): void;
+}
+
+/** ` | dropped N: env_error ×N (first: …)` for a step that dropped episodes, else ''. */
+export function dropsPart(m: Pick<StepMetrics, 'dropped' | 'droppedBy'>, maxMessage: number): string {
+  if (m.dropped === 0) return '';
+  return ` | dropped ${m.dropped}${m.droppedBy ? `: ${dropsText(m.droppedBy, maxMessage)}` : ''}`;
 }
 
 export function quietProgress(): Progress {
@@ -38,7 +45,7 @@ export function progressBar(stream: NodeJS.WriteStream): Progress {
       bar = new cliProgress.SingleBar(
         {
           stream,
-          format: `${name.padEnd(9)} [{bar}] {value}/{total} | reward {reward} | loss {loss} | {tps} | ETA {eta_formatted}`,
+          format: `${name.padEnd(9)} [{bar}] {value}/{total} | reward {reward} | loss {loss} | {tps} | ETA {eta_formatted}{drops}`,
           barsize: 24,
           hideCursor: true,
           etaBuffer: 8,
@@ -46,7 +53,7 @@ export function progressBar(stream: NodeJS.WriteStream): Progress {
         },
         cliProgress.Presets.shades_classic,
       );
-      bar.start(total, 0, { reward: '-', loss: '-', tps: '' });
+      bar.start(total, 0, { reward: '-', loss: '-', tps: '', drops: '' });
     },
     step(m) {
       trainTok += m.trainTokens;
@@ -55,8 +62,8 @@ export function progressBar(stream: NodeJS.WriteStream): Progress {
       sampleSec += m.sampleSeconds;
       const tps = `train ${trainSec > 0 ? (trainTok / trainSec).toFixed(0) : '-'} tok/s${sampleSec > 0 ? `, sample ${(sampleTok / sampleSec).toFixed(0)} tok/s` : ''}`;
       const reward = m.reward === undefined ? '-' : m.reward.toFixed(3);
-      if (bar) bar.update(m.step + 1, { reward, loss: m.loss.toFixed(4), tps });
-      else stream.write(`${phase} ${m.step + 1} reward ${reward} loss ${m.loss.toFixed(4)} ${tps}\n`);
+      if (bar) bar.update(m.step + 1, { reward, loss: m.loss.toFixed(4), tps, drops: dropsPart(m, 60) });
+      else stream.write(`${phase} ${m.step + 1} reward ${reward} loss ${m.loss.toFixed(4)} ${tps}${dropsPart(m, 200)}\n`);
     },
     note(text) {
       if (bar) stop();

@@ -11,6 +11,7 @@ import { type JobCheckpoint, JobCheckpointer, type StoredJobState } from '../run
 import { CheckpointStore } from '../runtime/store/checkpoint_store.ts';
 import { FileKv } from '../runtime/store/fs_kv.ts';
 import type { TrainOptions } from './args.ts';
+import { jobOptionsFrom } from './job_args.ts';
 
 export const RUN_FILE = 'run.json';
 const FORMAT = 'webtinker-run/1';
@@ -32,10 +33,11 @@ export async function resumedOptions(cli: TrainOptions): Promise<TrainOptions> {
   } catch (e) {
     throw new ConfigError('--resume', `${join(dir, RUN_FILE)} cannot be read (${(e as Error).message}): is ${dir} a run folder written by \`npm run train -- --out ${dir}\`?`);
   }
-  if (saved.format !== FORMAT || !saved.settings) throw new ConfigError('--resume', `${join(dir, RUN_FILE)} is not a ${FORMAT} file`);
-  const checkpointEvery = cli.checkpointEvery ?? saved.settings.checkpointEvery;
-  return {
-    ...saved.settings,
+  if (typeof saved !== 'object' || saved === null || saved.format !== FORMAT || !saved.settings) throw new ConfigError('--resume', `${join(dir, RUN_FILE)} is not a ${FORMAT} file`);
+  const settings = checkRunSettings(join(dir, RUN_FILE), saved.settings);
+  const checkpointEvery = cli.checkpointEvery ?? settings.checkpointEvery;
+  const resumed: TrainOptions = {
+    ...settings,
     steps: cli.steps,
     help: false,
     selfCheck: false,
@@ -45,6 +47,40 @@ export async function resumedOptions(cli: TrainOptions): Promise<TrainOptions> {
     ...(cli.json !== undefined ? { json: cli.json } : {}),
     ...(checkpointEvery !== undefined ? { checkpointEvery } : {}),
   };
+  // The settings as a job, checked as any job is (job_config.ts), before any work: a doctored
+  // run.json (loraRank 100000, groups 1e9) is refused here, naming the file and the field.
+  try {
+    jobOptionsFrom(resumed);
+  } catch (e) {
+    if (e instanceof ConfigError) throw new ConfigError(`--resume`, `${join(dir, RUN_FILE)} holds a job that is not valid: ${e.message}`);
+    throw e;
+  }
+  return resumed;
+}
+
+/** run.json's fields and the type of each (a key not listed is refused: it could choose where to write, like `json`). */
+const RUN_FIELDS: Record<keyof RunSettings, 'string' | 'number' | 'boolean' | 'strings'> = {
+  env: 'string', algo: 'string', steps: 'number', seed: 'number', model: 'string', loraRank: 'number', loraTargets: 'strings', full: 'boolean',
+  groups: 'number', groupSize: 'number', lr: 'number', warmstart: 'boolean', warmstartSteps: 'number', evalEpisodes: 'number', checkpointEvery: 'number',
+};
+
+/** run.json's settings: only the keys a fresh run writes, each of its type (ranges: the job's check). */
+function checkRunSettings(file: string, x: unknown): RunSettings {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) throw new ConfigError('--resume', `${file}: settings must be an object`);
+  const o = x as Record<string, unknown>;
+  for (const k of Object.keys(o)) {
+    if (!Object.hasOwn(RUN_FIELDS, k)) throw new ConfigError('--resume', `${file}: settings.${k} is not a run setting (known: ${Object.keys(RUN_FIELDS).join(', ')})`);
+  }
+  for (const [k, type] of Object.entries(RUN_FIELDS)) {
+    const v = o[k];
+    if (v === undefined && k === 'checkpointEvery') continue;
+    const ok = type === 'strings' ? Array.isArray(v) && v.every((t) => typeof t === 'string') : typeof v === type;
+    if (!ok) throw new ConfigError('--resume', `${file}: settings.${k} must be ${type === 'strings' ? 'an array of strings' : `a ${type}`}, got ${JSON.stringify(v) ?? 'nothing'}`);
+  }
+  if (o.checkpointEvery !== undefined && (!Number.isInteger(o.checkpointEvery) || (o.checkpointEvery as number) < 1 || (o.checkpointEvery as number) > 1_000_000)) {
+    throw new ConfigError('--resume', `${file}: settings.checkpointEvery must be an integer in [1, 1000000], got ${String(o.checkpointEvery)}`);
+  }
+  return o as unknown as RunSettings;
 }
 
 /** The metrics.jsonl lines of the steps a checkpoint covers (the ones after it will be written again). */

@@ -29,29 +29,15 @@ import { addRef } from '../ops/add.ref.ts';
 import { LocalService } from '../runtime/local_service.ts';
 import { LocalServiceSource, runTrainingRecovering } from '../runtime/recovery.ts';
 import { type JobOptions, type JobResult, summaryOf } from '../runtime/rl_job.ts';
-import { jobOptions } from '../runtime/train.ts';
 import { Rng } from '../util/rng.ts';
+import { jobOptionsFrom } from './job_args.ts';
 import { DEFAULTS, defaultOutDir, parseTrainArgs, type TrainOptions, trainHelp } from './args.ts';
 import { progressBar, quietProgress } from './progress.ts';
 import { learningCurveSvg, metricsLine, summaryTable } from './report.ts';
 import { metricsBefore, prepareRunFolder, resumedOptions } from './resume.ts';
 
-/** The job a parsed command line asks for (train.ts's jobOptions: the library's defaults fill the rest). */
-export function jobOptionsFrom(opts: TrainOptions): Omit<JobOptions, 'onStep' | 'onPhase'> {
-  return jobOptions({
-    env: opts.env,
-    algo: opts.algo,
-    model: opts.model,
-    lora: opts.full ? null : { rank: opts.loraRank, targets: opts.loraTargets },
-    steps: opts.steps,
-    seed: opts.seed,
-    groups: opts.groups,
-    groupSize: opts.groupSize,
-    lr: opts.lr,
-    warmStart: opts.warmstart && opts.warmstartSteps > 0 ? { steps: opts.warmstartSteps } : null,
-    evalEpisodes: opts.evalEpisodes,
-  });
-}
+/** The job a parsed command line asks for (job_args.ts). */
+export { jobOptionsFrom };
 
 /** Writes the trained tensors: ours as safetensors, plus PEFT's files for LoRA runs. */
 async function writeWeights(dir: string, r: JobResult): Promise<string[]> {

@@ -37,3 +37,25 @@ export class InvalidInputError extends WebtinkerError {
     this.where = where;
   }
 }
+
+/**
+ * A job stopped because its environment failed every episode of a phase: every rollout of an RL
+ * step, every held-out evaluation episode, or every warm-start demonstration was dropped. Training
+ * on nothing would only look like training (reward 0, or an optimizer step without gradients), so
+ * the job stops with the environment's own first message of each kind. `byReason` holds each drop
+ * reason's count and first message.
+ */
+export class EnvironmentError extends WebtinkerError {
+  readonly env: string;
+  readonly phase: string;
+  readonly episodes: number;
+  readonly byReason: { readonly [reason: string]: { readonly count: number; readonly message: string } };
+  constructor(env: string, phase: string, episodes: number, byReason: EnvironmentError['byReason']) {
+    const kinds = Object.entries(byReason).map(([r, d]) => `${r} ×${d.count}: ${d.message}`);
+    super('environment', `environment "${env}" failed every episode of ${phase} (${episodes} of ${episodes} dropped) — ${kinds.join('; ')}`);
+    this.env = env;
+    this.phase = phase;
+    this.episodes = episodes;
+    this.byReason = byReason;
+  }
+}

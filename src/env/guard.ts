@@ -52,8 +52,25 @@ export function sanitizeInfo(info: unknown): { readonly [k: string]: JsonValue }
   }
 }
 
+/**
+ * Runs a result check, its throws captured: reading an environment's result runs the
+ * environment's code too (a getter, a Proxy trap), so a throw there drops the episode as
+ * 'env_error' like a throw from `step` itself, instead of escaping the rollout.
+ */
+function readSafely<T>(what: string, check: () => Guarded<T>): Guarded<T> {
+  try {
+    return check();
+  } catch (error) {
+    return { ok: false, reason: 'env_error', message: `reading the ${what} threw ${describe(error)}` };
+  }
+}
+
 /** Checks a single-agent step result; a missing or non-finite reward is 'invalid_reward'. */
 export function checkStepResult(result: unknown): Guarded<StepResult> {
+  return readSafely('step result', () => checkStepResultUnsafe(result));
+}
+
+function checkStepResultUnsafe(result: unknown): Guarded<StepResult> {
   if (result === null || typeof result !== 'object') {
     return { ok: false, reason: 'env_error', message: `step returned ${String(result)}, not a StepResult object` };
   }
@@ -68,6 +85,10 @@ export function checkStepResult(result: unknown): Guarded<StepResult> {
 
 /** Checks a turn-based step result for `numPlayers` players. */
 export function checkTurnStepResult(result: unknown, numPlayers: number): Guarded<TurnStepResult> {
+  return readSafely('step result', () => checkTurnStepResultUnsafe(result, numPlayers));
+}
+
+function checkTurnStepResultUnsafe(result: unknown, numPlayers: number): Guarded<TurnStepResult> {
   if (result === null || typeof result !== 'object') {
     return { ok: false, reason: 'env_error', message: `step returned ${String(result)}, not a TurnStepResult object` };
   }

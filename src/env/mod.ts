@@ -28,7 +28,7 @@ export type {
   TurnStepResult,
 } from './types.ts';
 export { END_REASONS } from './types.ts';
-export { ArithmeticError, InvalidInputError, SampleContractError } from './errors.ts';
+export { ArithmeticError, EnvironmentError, InvalidInputError, SampleContractError } from './errors.ts';
 export type { ArithmeticErrorKind } from './errors.ts';
 export { ACTION_STOP_STRINGS, extractAnswer, formatAnswer, formatToolCall, parseAction } from './actions.ts';
 export type { ParsedAction } from './actions.ts';

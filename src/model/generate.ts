@@ -19,11 +19,11 @@
  * counter s), so the same seed gives bitwise the same tokens, whatever the chunk size, and a
  * sequence given its own stream samples the same alone as inside any batch.
  */
-import { ConfigError, LimitError, ShapeError } from '../errors.ts';
+import { ConfigError, LimitError, NonFiniteError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { Recorder } from '../gpu/recorder.ts';
 import { emptyTensor, type Tensor } from '../gpu/tensor.ts';
-import { sampleSettings } from '../ops/sample.ts';
+import { NON_FINITE_TOKEN, sampleSettings } from '../ops/sample.ts';
 import { type DecodeScratch, decodeScratch, type DecodeSampling, recordDecodeStep, recordSampleStep, type SampleBuffers } from './decode.ts';
 import { KvCache, kvCacheRowLimit } from './kv_cache.ts';
 import { logitsRowLimit } from './infer_block.ts';
@@ -204,6 +204,10 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
           if (finish[b] !== null) continue;
           const o = (s * B + b) * 3;
           const token = words[o];
+          if (token === NON_FINITE_TOKEN >>> 0) {
+            throw new NonFiniteError(cfg.name ?? cfg.family, `generate (${owner}), sequence ${b}, new token ${out.tokens[b].length}`,
+              'the logits are not finite (NaN or +Inf, or no finite value): the weights hold non-finite values or overflow');
+          }
           if (token >= cfg.vocabSize) throw new ShapeError('generate', `the sampler returned token ${token} outside the vocabulary (${cfg.vocabSize})`);
           out.tokens[b].push(token);
           out.samplingLogprobs[b].push(floats[o + 1]);

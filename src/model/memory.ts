@@ -12,7 +12,7 @@
  *   base       every parameter (the block linears and an untied head at 2 bytes with an f16 base)
  *   job        'full': an f32 copy of every parameter; 'lora': the adapter (lora_a, lora_b per
  *              target module); a value head; per trainable tensor its gradient and two AdamW
- *              moments; the gradient norm and clip scale
+ *              moments; the gradient norm, clip scale and non-finite guard
  *   call       (forward.ts, backward.ts, batch.ts, train_loss.ts) the batch's per-token inputs;
  *              resid[0..L] [N, C]; per block (one shared block with recompute) ln1, mid, ln2 [N, C],
  *              the norm statistics, q, att [N, Q], k, v [N, K], lse [N, Hq], h and act [N, F] (llama
@@ -89,7 +89,7 @@ export interface TrainingMemoryEstimate {
   /** Weights the job owns: an f32 copy of the model in 'full' mode, the adapter in 'lora' mode (and a value head). */
   readonly weightBytes: number;
   readonly gradBytes: number;
-  /** AdamW first and second moments (and the norm and clip scale). */
+  /** AdamW first and second moments (and the norm, clip scale and non-finite guard). */
   readonly optimizerBytes: number;
   /** Saved forward activations (excluding logits). */
   readonly activationBytes: number;
@@ -163,7 +163,7 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
   ];
   const weightBytes = pooled(...trainable);
   const gradBytes = weightBytes;
-  const optimizerBytes = 2 * weightBytes + pooled(1, 1);
+  const optimizerBytes = 2 * weightBytes + pooled(1, 1, 1); // + norm, clip scale, non-finite guard
 
   // Saved activations.
   const stats = arch.norm === 'layernorm' ? [N, N] : [N];

@@ -4,11 +4,17 @@
  * Every trainable tensor has a gradient buffer and the moments m, v (f32, zero at start), all
  * owned by the job. A step records, in one recording:
  *   clipScale(scale, norm, maxGradNorm)     scale = min(1, maxGradNorm / (‖g‖ + 1e-6)), on the GPU
- *   adamw(param, m, v, grad, scale)         per tensor, in canonical order
+ *   adamwGuardReset(guard)                  guard = 0
+ *   adamwCheck(param, m, v, grad, scale)    per tensor: guard |= 1 if the update would make any
+ *                                           weight or moment NaN or ±Inf
+ *   adamw(param, m, v, grad, scale, guard)  per tensor, in canonical order, skipped when guard ≠ 0
  * where `norm` [1] = ‖all gradients‖₂ was computed by globalL2Norm at the end of the last
  * forward/backward recording (its value was read back with the loss, so the host can refuse a
- * non-finite step without a readback between the norm and the update). Weight decay applies to
- * every trainable tensor (as torch.optim.AdamW given all parameters).
+ * non-finite step without a readback between the norm and the update). A finite gradient can still
+ * make a non-finite update (a huge learning rate: p·(1 − lr·wd) overflows; v overflows from g²):
+ * the guard refuses such a step for every tensor at once, on the GPU, and its 4-byte readback tells
+ * the caller the step was skipped. Weight decay applies to every trainable tensor (as
+ * torch.optim.AdamW given all parameters).
  *
  * State for exact resume: parameters, m, v, the step counter and the skipped-step count, as plain
  * host arrays; importing writes the same bits back.
@@ -17,7 +23,7 @@ import { ConfigError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { Recorder } from '../gpu/recorder.ts';
 import { type Tensor, zerosTensor } from '../gpu/tensor.ts';
-import { adamw, clipScale } from '../ops/adamw.ts';
+import { adamw, adamwCheck, adamwGuardReset, clipScale } from '../ops/adamw.ts';
 import { globalL2Norm, reduceScratchSize } from '../ops/reduce.ts';
 
 export interface OptimStepOptions {
@@ -56,6 +62,8 @@ export class AdamWOptimizer {
   /** ‖all gradients‖₂ [1], written by recordGradNorm. */
   readonly norm: Tensor;
   readonly #scale: Tensor;
+  /** [1] u32: 1 when the recorded step would make a value non-finite (the step is then not applied). */
+  readonly #guard: Tensor;
   step = 0;
   skipped = 0;
 
@@ -78,6 +86,8 @@ export class AdamWOptimizer {
       this.slots = Object.freeze(slots);
       this.norm = zeros([1], 'grad norm');
       this.#scale = zeros([1], 'clip scale');
+      this.#guard = zerosTensor(ctx, [1], 'u32', { owner, label: 'non-finite guard' });
+      made.push(this.#guard);
     } catch (e) {
       for (const t of made) t.release();
       throw e;
@@ -99,8 +109,13 @@ export class AdamWOptimizer {
     globalL2Norm(rec, this.norm, this.slots.map((s) => s.grad), scratch);
   }
 
-  /** Records one AdamW update of every tensor (step this.step + 1), clipped by `norm` when asked. */
-  recordStep(rec: Recorder, o: OptimStepOptions): void {
+  /**
+   * Records one AdamW update of every tensor (step this.step + 1), clipped by `norm` when asked,
+   * applied to all tensors or — when it would make any weight or moment non-finite — to none.
+   * Returns the guard's read: after the submission, whether the step was applied. The caller
+   * counts the step (`step++`, or `skipped++`).
+   */
+  recordStep(rec: Recorder, o: OptimStepOptions): () => Promise<boolean> {
     const clip = o.maxGradNorm !== undefined && o.maxGradNorm !== Number.POSITIVE_INFINITY;
     if (clip && !(Number.isFinite(o.maxGradNorm) && o.maxGradNorm! > 0)) {
       throw new ConfigError('maxGradNorm', `must be a finite number > 0 (or absent), got ${o.maxGradNorm}`);
@@ -108,7 +123,12 @@ export class AdamWOptimizer {
     const opts = { lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, weightDecay: o.weightDecay, step: this.step + 1 };
     for (const k of ['beta1', 'beta2', 'eps', 'weightDecay'] as const) if (opts[k] === undefined) delete opts[k];
     if (clip) clipScale(rec, this.#scale, this.norm, o.maxGradNorm!);
-    for (const s of this.slots) adamw(rec, s.param, s.m, s.v, s.grad, opts, clip ? this.#scale : null);
+    const scale = clip ? this.#scale : null;
+    adamwGuardReset(rec, this.#guard);
+    for (const s of this.slots) adamwCheck(rec, s.param, s.m, s.v, s.grad, opts, scale, this.#guard);
+    for (const s of this.slots) adamw(rec, s.param, s.m, s.v, s.grad, opts, scale, this.#guard);
+    const read = rec.read(this.#guard);
+    return async () => ((await read) as Uint32Array)[0] === 0;
   }
 
   /** Reads parameters, m and v in one recording (the caller submits). */
@@ -151,6 +171,6 @@ export class AdamWOptimizer {
   /** Frees the gradients and moments (the parameters belong to whoever passed them). */
   release(): void {
     for (const s of this.slots) for (const t of [s.grad, s.m, s.v]) if (!t.released) t.release();
-    for (const t of [this.norm, this.#scale]) if (!t.released) t.release();
+    for (const t of [this.norm, this.#scale, this.#guard]) if (!t.released) t.release();
   }
 }

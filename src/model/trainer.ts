@@ -19,7 +19,9 @@
  * Non-finite steps: the gradient norm is computed on the GPU at the end of every forward/backward
  * recording and read back with the loss; `optimStep` skips (parameters, moments and the step
  * counter untouched, `skipped` counted, gradients discarded) when any loss of the step or the
- * norm is not finite; otherwise it records clipScale → AdamW straight from the GPU-side norm.
+ * norm is not finite; otherwise it records clipScale → AdamW straight from the GPU-side norm, and
+ * the optimizer's guard skips the step, in the same way, when the update itself would make a
+ * weight or a moment non-finite (a finite gradient at a huge learning rate).
  *
  * DPO is not a token-level loss: run computeLogprobs, form the pair gradients on the host, and
  * train with importance_sampling (oldLogprobs = those logprobs, advantages = −dL/dlogprob).
@@ -263,8 +265,13 @@ export class Trainer {
       return { gradNorm, skipped: true };
     }
     const rec = new Recorder(this.ctx, { label: `${this.id} optim_step` });
-    this.#opt.recordStep(rec, o);
+    const applied = this.#opt.recordStep(rec, o);
     await rec.submit();
+    if (!(await applied())) {
+      // The update would have made a weight or a moment non-finite: nothing was written (optimizer.ts).
+      this.#opt.skipped++;
+      return { gradNorm, skipped: true };
+    }
     this.#opt.step++;
     return { gradNorm, skipped: false };
   }

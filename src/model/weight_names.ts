@@ -152,6 +152,26 @@ function ignorable(cfg: ModelConfig, name: string): boolean {
   return archOf(cfg).hf.ignorable.test(name);
 }
 
+/**
+ * The cheap first look: the checkpoint's highest layer index against cfg.nLayer, from its names
+ * alone, before the config's expected entries are built (a config.json claiming 200000 layers over
+ * a small file took 54 s and 1.7 GB to refuse that way). Names the first tensor of the first layer
+ * the file lacks — the one the full check would have named.
+ */
+function checkLayerCount(cfg: ModelConfig, source: TensorSource, prefix: string): void {
+  const block = cfg.family === 'gpt2' ? 'h' : 'layers';
+  const re = new RegExp(`^${prefix.replaceAll('.', '\\.')}${block}\\.(\\d+)\\.`);
+  let top = -1;
+  for (const n of source.names()) {
+    const m = re.exec(n);
+    if (m) top = Math.max(top, Number(m[1]));
+  }
+  if (top + 1 < cfg.nLayer) {
+    const first = `${prefix}${block}.${top + 1}.${cfg.family === 'gpt2' ? 'ln_1' : 'input_layernorm'}.weight`;
+    throw new WeightsError('missing', source.name, first, `is missing: the config has ${cfg.nLayer} layers, the checkpoint's highest layer index is ${top}`);
+  }
+}
+
 /** A checked import: the entries to read, in order. */
 export interface HfImportPlan {
   readonly source: TensorSource;
@@ -167,6 +187,7 @@ export function planHfImport(cfg: ModelConfig, source: TensorSource): HfImportPl
   const wrapped = archOf(cfg).hf.prefix;
   const prefix = source.has(wrapped + root) ? wrapped : source.has(root) ? '' : undefined;
   if (prefix === undefined) throw new WeightsError('missing', source.name, wrapped + root, `not a ${cfg.family} checkpoint (no ${wrapped}${root} or ${root})`);
+  checkLayerCount(cfg, source, prefix);
   const entries = hfEntries(cfg, prefix);
   const expected = new Set(entries.map((e) => e.hf));
   for (const e of entries) {

@@ -22,6 +22,16 @@ export function adamwRef(p: Float32Array, m: Float32Array, v: Float32Array, g: F
   }
 }
 
+/**
+ * What adamwCheck computes: whether the step adamwRef would take leaves every element of p, m and
+ * v finite (nothing is written).
+ */
+export function adamwStepFiniteRef(p: Float32Array, m: Float32Array, v: Float32Array, g: Float32Array, opts: AdamWOptions, gradScale = 1): boolean {
+  const [pp, mm, vv] = [p.slice(), m.slice(), v.slice()];
+  adamwRef(pp, mm, vv, g, opts, gradScale);
+  return [pp, mm, vv].every((a) => a.every(Number.isFinite));
+}
+
 /** min(1, maxNorm / (norm + 1e-6)) in f32. */
 export function clipScaleRef(norm: number, maxNorm: number): number {
   return Math.min(1, f(f(maxNorm) / f(f(norm) + f(1e-6))));

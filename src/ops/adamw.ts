@@ -5,6 +5,9 @@
  *   clipScale(scale, norm, maxNorm)             scale[0] = min(1, maxNorm / (norm[0] + 1e-6))  (=)
  * Gradient clipping without a readback: globalL2Norm(norm, grads) → clipScale(scale, norm) →
  * adamw(..., scale) for every parameter tensor, all in one recording.
+ * The non-finite guard: adamwGuardReset(guard) → adamwCheck(...) for every tensor → adamw(...,
+ *   guard) for every tensor applies the step to all tensors or, when any new weight or moment would
+ *   be NaN or ±Inf, to none (guard[0] = 1 then; read it back to count the step as skipped).
  * Bias corrections are computed here in f64 (see kernels/adamw.wgsl). A tensor larger than one
  * storage binding is updated a range of elements at a time (src/gpu/chunks.ts flatChunks): the
  * same per-element arithmetic, bit for bit.
@@ -46,9 +49,35 @@ function resolve(opts: AdamWOptions): Required<AdamWOptions> {
 
 /**
  * One AdamW step on one parameter tensor, in place on `param`, `m`, `v` (all f32, one shape with
- * `grad`). `gradScale` [1] f32, when given, multiplies the gradient (the clip scale).
+ * `grad`). `gradScale` [1] f32, when given, multiplies the gradient (the clip scale). With
+ * `guard` [1] u32 the update is skipped when guard[0] ≠ 0 (set by adamwCheck, see the header).
  */
-export function adamw(rec: Recorder, param: Tensor, m: Tensor, v: Tensor, grad: Tensor, opts: AdamWOptions, gradScale: Tensor | null = null): void {
+export function adamw(rec: Recorder, param: Tensor, m: Tensor, v: Tensor, grad: Tensor, opts: AdamWOptions, gradScale: Tensor | null = null, guard: Tensor | null = null): void {
+  recordAdamw(rec, 'update', param, m, v, grad, opts, gradScale, guard);
+}
+
+/**
+ * guard[0] |= 1 when the AdamW step `adamw` would take on this tensor (same arguments) makes any
+ * element of param, m or v non-finite. Writes nothing else. Record `adamwGuardReset` once before
+ * the checks of a step, every tensor's check, then every tensor's `adamw(..., guard)`.
+ */
+export function adamwCheck(rec: Recorder, param: Tensor, m: Tensor, v: Tensor, grad: Tensor, opts: AdamWOptions, gradScale: Tensor | null, guard: Tensor): void {
+  recordAdamw(rec, 'check', param, m, v, grad, opts, gradScale, guard);
+}
+
+/** guard[0] = 0 (=): `guard` [1] u32. */
+export function adamwGuardReset(rec: Recorder, guard: Tensor): void {
+  expectGuard(rec, guard);
+  rec.dispatch({ kernel: KERNEL, entryPoint: 'flag_reset', bindings: [null, null, null, null, null, guard], workgroups: [1] });
+}
+
+function expectGuard(rec: Recorder, guard: Tensor): void {
+  expectDtype(KERNEL, 'guard', guard, 'u32');
+  expectShape(KERNEL, 'guard', guard, [1]);
+  expectBindable(KERNEL, rec.ctx, [['guard', guard]]);
+}
+
+function recordAdamw(rec: Recorder, what: 'update' | 'check', param: Tensor, m: Tensor, v: Tensor, grad: Tensor, opts: AdamWOptions, gradScale: Tensor | null, guard: Tensor | null): void {
   const o = resolve(opts);
   const named: [string, Tensor][] = [['param', param], ['m', m], ['v', v], ['grad', grad]];
   for (const [name, t] of named) {
@@ -60,8 +89,13 @@ export function adamw(rec: Recorder, param: Tensor, m: Tensor, v: Tensor, grad: 
     expectShape(KERNEL, 'gradScale', gradScale, [1]);
     named.push(['gradScale', gradScale]);
   }
+  if (guard) {
+    expectGuard(rec, guard);
+    named.push(['guard', guard]);
+  }
   expectDistinct(KERNEL, named.flatMap(([na, a], i) => named.slice(i + 1).map(([nb, b]) => [na, a, nb, b] as const)));
   if (gradScale) expectBindable(KERNEL, rec.ctx, [['gradScale', gradScale]]);
+  const entryPoint = `${what === 'check' ? 'check' : 'main'}${gradScale ? '' : '_unscaled'}${what === 'update' && guard ? '_guarded' : ''}`;
   // The same ranges of all four (same size and dtype), each within one binding.
   const [ps, ms, vs, gs] = [param, m, v, grad].map((t) => flatChunks(KERNEL, t));
   if (param.size === 0) return;
@@ -71,9 +105,9 @@ export function adamw(rec: Recorder, param: Tensor, m: Tensor, v: Tensor, grad: 
     const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
     rec.dispatch({
       kernel: KERNEL,
-      entryPoint: gradScale ? 'main' : 'main_unscaled',
+      entryPoint,
       constants: { WG },
-      bindings: [p, ms[i], vs[i], gs[i], gradScale],
+      bindings: [p, ms[i], vs[i], gs[i], gradScale, guard],
       params: new Params().u32(n).u32(rowThreads).f32(o.lr).f32(o.beta1).f32(o.beta2).f32(1 - o.beta1).f32(1 - o.beta2).f32(o.eps).f32(o.weightDecay)
         .f32(stepSize(o.lr)).f32(bc2Sqrt).f32(0),
       workgroups,
@@ -92,7 +126,7 @@ export function clipScale(rec: Recorder, scale: Tensor, norm: Tensor, maxNorm: n
   rec.dispatch({
     kernel: KERNEL,
     entryPoint: 'clip_scale',
-    bindings: [null, null, null, norm, scale],
+    bindings: [null, null, null, norm, scale, null],
     params: new Params().u32(1).u32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(maxNorm),
     workgroups: [1],
   });

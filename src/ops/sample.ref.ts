@@ -9,7 +9,7 @@
  * f32 sums of ≤ a few hundred terms per thread err by ~1e-6 relative) the GPU must pick the same token.
  */
 import { Rng } from '../util/rng.ts';
-import { type SampleOptions, sampleSettings } from './sample.ts';
+import { NON_FINITE_TOKEN, type SampleOptions, sampleSettings } from './sample.ts';
 
 export interface SampleRefResult {
   tokens: Int32Array;
@@ -32,6 +32,12 @@ export function sampleRef(logits: Float32Array, b: number, v: number, opts: Omit
     const x = logits.subarray(r * v, (r + 1) * v);
     let m = -Infinity;
     for (let i = 0; i < v; i++) m = Math.max(m, x[i]);
+    // A NaN or +Inf, or no finite logit: NON_FINITE_TOKEN (see kernels/sample.wgsl).
+    if (!Number.isFinite(m)) { // Math.max gives NaN when any logit is NaN
+      out.tokens[r] = NON_FINITE_TOKEN;
+      out.kept.push([]);
+      continue;
+    }
     let z1 = 0;
     for (let i = 0; i < v; i++) z1 += Math.exp(x[i] - m);
     const lse1 = m + Math.log(z1);

@@ -11,6 +11,10 @@
  *   logprobsRaw  log softmax(logits)[token] at temperature 1, unfiltered (what a policy-gradient
  *                loss recomputes; for PPO/GRPO old-logprobs use this one at T = 1, no filters).
  *
+ * A row whose logits hold a NaN or +Inf, or no finite value, gets token NON_FINITE_TOKEN (−1) and
+ * log-probs 0: a model's non-finite output is reported by the caller (NonFiniteError), never
+ * turned into an arbitrary token id.
+ *
  * Row r's random number is `Rng.restore({ seed, stream, position: 4 · counter }).nextFloat()`
  * with (stream, counter) = keys[r] when a `keys` tensor [B, 2] u32 is given (per-sequence streams
  * and positions under continuous batching), else (streamBase + r, step). Deterministic: the same
@@ -23,6 +27,9 @@ import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, rowGrid, rowsCols } from '../gpu/checks.ts';
 
 const KERNEL = 'sample';
+
+/** The token of a row whose logits are not finite (NaN or +Inf somewhere, or no finite value). */
+export const NON_FINITE_TOKEN = -1;
 /**
  * Threads per row (a power of two). 256 on real GPUs. On the software adapters barriers are
  * expensive, so short rows get fewer threads — but never fewer than keep a pass over the row at

@@ -1,5 +1,5 @@
 /** Typed errors of the runtime: admission control and job lifecycle. */
-import { WebtinkerError } from '../errors.ts';
+import { NonFiniteError, WebtinkerError } from '../errors.ts';
 
 /** A job cannot be admitted: its estimated GPU memory exceeds what the device can ever give it. */
 export class AdmissionError extends WebtinkerError {
@@ -35,13 +35,27 @@ export class DeviceLostError extends WebtinkerError {
   }
 }
 
-/** A training job's steps were skipped N times in a row for a non-finite loss or gradient; the job is paused. */
+/** A training job's steps were skipped N times in a row for a non-finite loss, gradient or update; the job is paused. */
 export class NonFiniteStepsError extends WebtinkerError {
   readonly jobId: string;
   readonly inARow: number;
   constructor(jobId: string, inARow: number) {
-    super('non-finite-steps', `job "${jobId}": ${inARow} steps in a row skipped for a non-finite loss or gradient norm (parameters and optimizer state untouched); the job is paused — lower the learning rate or check the data, then resume it`);
+    super('non-finite-steps', `job "${jobId}": ${inARow} steps in a row skipped for a non-finite loss, gradient norm or update (parameters and optimizer state untouched); the job is paused — lower the learning rate or check the data, then resume it`);
     this.jobId = jobId;
     this.inARow = inARow;
+  }
+}
+
+/**
+ * `fn`, with a NonFiniteError from it (or, from a worker, an error of that name) given the job's
+ * place: `where` (e.g. 'RL step 3 rollout') before the call's own.
+ */
+export async function namingStep<T>(where: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof NonFiniteError) throw new NonFiniteError(e.model, `${where}: ${e.where}`, e.message.slice(e.model.length + e.where.length + 4), { cause: e });
+    if ((e as { name?: unknown } | null)?.name === 'NonFiniteError') throw new NonFiniteError('the policy', where, (e as Error).message, { cause: e });
+    throw e;
   }
 }

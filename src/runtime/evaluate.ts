@@ -17,10 +17,11 @@ import { nimEnv, type NimOptions, nimRandomPolicy } from '../env/envs/nim.ts';
 import { rolloutTurnBased } from '../env/multiagent.ts';
 import { rolloutEpisodes } from '../env/rollout.ts';
 import { plainFormat, type PromptFormat } from '../env/format.ts';
-import type { EnvSpec, SampleFn, Trajectory, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
+import type { DroppedEpisode, EnvSpec, SampleFn, Trajectory, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
 import type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
 import { Rng } from '../util/rng.ts';
 import { ConfigError } from '../errors.ts';
+import { type DroppedByReason, dropsByReason, stopIfAllDropped } from './env_failures.ts';
 
 export const ENV_NAMES = ['calculator', 'guess-number', 'nim'] as const;
 export type EnvName = (typeof ENV_NAMES)[number];
@@ -102,6 +103,8 @@ export interface AgentSettings {
   readonly maxNewTokens: number;
   readonly maxSequenceTokens: number;
   readonly temperature: number;
+  /** Time limit of each environment call (create + reset, step, a tool) in ms; default 30000 (rollout.ts). */
+  readonly stepTimeoutMs?: number;
 }
 
 function agentFor(env: JobEnv, sample: SampleFn, s: AgentSettings): Agent {
@@ -121,6 +124,10 @@ export interface Rollout {
   readonly groups: readonly TrajectoryGroup[];
   readonly episodes: number;
   readonly dropped: number;
+  /** The dropped episodes by reason, each with its count and first message (empty when none). */
+  readonly droppedBy: DroppedByReason;
+  /** The dropped episodes themselves. */
+  readonly droppedEpisodes: readonly DroppedEpisode[];
   readonly meanReward: number;
   /** Share of episodes (dropped ones count as failures) with reward > 0. */
   readonly success: number;
@@ -130,10 +137,11 @@ export interface Rollout {
 /** Runs `episodes` with the policy behind `sample`; `seed` drives the sampler seeds. */
 export async function rollout(env: JobEnv, sample: SampleFn, episodes: readonly EpisodeSpec[], seed: number, s: AgentSettings): Promise<Rollout> {
   const agent = agentFor(env, sample, s);
+  const timeout = s.stepTimeoutMs === undefined ? {} : { stepTimeoutMs: s.stepTimeoutMs };
   const batch =
     env.kind === 'single'
-      ? await rolloutEpisodes(env.spec, agent, episodes, 'multi_turn', { seed })
-      : (await rolloutTurnBased(env.spec, [agent, nimRandomPolicy()], episodes, { seed, maxSteps: 2 * env.maxTurns })).seats[0];
+      ? await rolloutEpisodes(env.spec, agent, episodes, 'multi_turn', { seed, ...timeout })
+      : (await rolloutTurnBased(env.spec, [agent, nimRandomPolicy()], episodes, { seed, maxSteps: 2 * env.maxTurns, ...timeout })).seats[0];
   if (batch === null) throw new Error('rollout: the learner seat returned no batch');
   const trajs = batch.groups.flatMap((g) => g.trajectories);
   const n = episodes.length;
@@ -141,6 +149,8 @@ export async function rollout(env: JobEnv, sample: SampleFn, episodes: readonly 
     groups: batch.groups,
     episodes: n,
     dropped: batch.metrics.dropped,
+    droppedBy: dropsByReason(batch.dropped),
+    droppedEpisodes: batch.dropped,
     meanReward: batch.metrics.meanReward,
     success: n === 0 ? 0 : trajs.filter(isSuccess).length / n,
     sampledTokens: batch.metrics.sampledTokens,
@@ -159,9 +169,13 @@ export function evalEpisodes(n: number, jobSeed: number): EpisodeSpec[] {
   return groupEpisodes(n, 1, new Rng(jobSeed, EVAL_STREAM).nextU32());
 }
 
-/** Success rate and mean reward of a policy on the held-out episodes. */
+/**
+ * Success rate and mean reward of a policy on the held-out episodes. EnvironmentError when the
+ * environment failed every one of them (a success of 0 would blame the policy).
+ */
 export async function evaluate(env: JobEnv, sample: SampleFn, n: number, jobSeed: number, s: AgentSettings): Promise<{ success: number; meanReward: number; sampledTokens: number }> {
   const r = await rollout(env, sample, evalEpisodes(n, jobSeed), jobSeed ^ EVAL_STREAM, s);
+  stopIfAllDropped(env.name, 'the held-out evaluation', r.episodes, r.droppedEpisodes);
   return { success: r.success, meanReward: r.meanReward, sampledTokens: r.sampledTokens };
 }
 
@@ -172,7 +186,12 @@ export async function demonstrationTrajectories(env: JobEnv, n: number, seed: nu
   const opts = { tokenizer: s.tokenizer, maxNewTokens: s.maxSequenceTokens, maxSequenceTokens: s.maxSequenceTokens, ...(env.format ? { format: env.format } : {}) };
   const demos = env.spec.demonstrations?.(n, rng) ?? [];
   if (demos.length === 0) throw new ConfigError('env', `${env.name} has no demonstrations for a warm start (use --no-warmstart)`);
-  if (env.kind === 'single') return (await replayDemonstrations(env.spec, demos, opts)).trajectories;
+  const replayed = env.kind === 'single'
+    ? await replayDemonstrations(env.spec, demos, opts, s.stepTimeoutMs)
+    : await replayTurnBasedDemonstrations(env.spec, demos, opts, s.stepTimeoutMs);
+  // Every demonstration failed: the warm start would train on nothing.
+  stopIfAllDropped(env.name, "the warm start's demonstrations", demos.length, replayed.dropped);
+  if (env.kind === 'single') return replayed.trajectories;
   // Games: learn each game's demonstrated seat (player 1 unless the demonstration names another).
-  return (await replayTurnBasedDemonstrations(env.spec, demos, opts)).trajectories.filter((t) => t.player === (demos[t.episodeId].player ?? 0));
+  return replayed.trajectories.filter((t) => t.player === (demos[t.episodeId].player ?? 0));
 }

@@ -41,6 +41,9 @@ import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import { Rng } from '../util/rng.ts';
 import type { HostParams, ServiceClient, TrainingClient } from './clients.ts';
 import { checkResumable, type JobCheckpointing } from './job_checkpoint.ts';
+import { checkJobOptions } from './job_config.ts';
+import { namingStep } from './errors.ts';
+import { type DroppedByReason, stopIfAllDropped } from './env_failures.ts';
 
 export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
 import { type AgentSettings, type JobEnv, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
@@ -71,6 +74,8 @@ export interface JobOptions {
   /** Rows per micro-batch. */
   readonly rows: number;
   readonly maxGradNorm: number;
+  /** Time limit of each environment call (create + reset, step, a tool) in ms; default 30000. */
+  readonly stepTimeoutMs?: number;
   readonly onStep?: (m: StepMetrics) => void;
   readonly onPhase?: (phase: 'warmstart' | 'eval-before' | 'rl' | 'eval-after', detail: { steps?: number }) => void;
   /** Prefix of the job's model and client ids, for several jobs on one service (default none). */
@@ -96,6 +101,8 @@ export interface StepMetrics {
   /** Datums (or DPO sequences) trained on; 0 when every group had equal rewards. */
   readonly datums: number;
   readonly dropped: number;
+  /** The dropped episodes by reason (timeout, env_error, invalid_reward): count and first message; absent when none were dropped. */
+  readonly droppedBy?: DroppedByReason;
   /** Spread (standard deviation) of the step's episode rewards (RL steps). */
   readonly rewardStd?: number;
   /** Token-weighted means over the step's micro-batches (metrics.ts). */
@@ -233,13 +240,17 @@ async function dpoBatches(c: Ctx, trajGroups: Awaited<ReturnType<typeof rollout>
 
 /** Runs the whole job; see the header. The caller owns `service` (it is not closed). */
 export async function runTraining(service: ServiceClient, o: JobOptions): Promise<JobResult> {
+  checkJobOptions(o); // before any GPU work: a job built by hand is held to jobOptions' rules
   const ck = o.checkpoint;
   const from = ck?.from;
   if (from) checkResumable(o, from);
   const t0 = performance.now() - 1000 * (from?.wallSeconds ?? 0);
   const tok = new ByteTokenizer();
   const cfg = o.model;
-  const agent: AgentSettings = { tokenizer: tok, maxNewTokens: o.maxNewTokens, maxSequenceTokens: cfg.maxSeqLen, temperature: o.temperature };
+  const agent: AgentSettings = {
+    tokenizer: tok, maxNewTokens: o.maxNewTokens, maxSequenceTokens: cfg.maxSeqLen, temperature: o.temperature,
+    ...(o.stepTimeoutMs !== undefined ? { stepTimeoutMs: o.stepTimeoutMs } : {}),
+  };
   const pack: PackSettings = { rows: o.rows, maxSeqLen: cfg.maxSeqLen, padId: tok.padId };
   const optim = { lr: o.lr, maxGradNorm: o.maxGradNorm };
   let trainTokens = from?.trainTokens ?? 0, trainSeconds = from?.trainSeconds ?? 0, sampledTokens = from?.sampledTokens ?? 0, sampleSeconds = from?.sampleSeconds ?? 0;
@@ -329,15 +340,16 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
     let sampler = await policy.samplingClient();
     if (from?.phase !== 'rl') {
       o.onPhase?.('eval-before', {});
-      before = o.evalEpisodes > 0 ? await evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent) : before;
+      before = o.evalEpisodes > 0 ? await namingStep('the evaluation before RL', () => evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent)) : before;
       if (ck) await save('rl', 0, policy, true); // the warm start and its evaluation are done for good
     }
     o.onPhase?.('rl', { steps: o.steps });
     for (let step = from?.phase === 'rl' ? from.step : 0; step < o.steps; step++) {
       const seed = stepSeed(o.seed, step);
       const ts = performance.now();
-      const ro = await rollout(o.env, sampler.sample, groupEpisodes(o.groups, o.groupSize, seed), seed, agent);
+      const ro = await namingStep(`RL step ${step}'s rollout`, () => rollout(o.env, sampler.sample, groupEpisodes(o.groups, o.groupSize, seed), seed, agent));
       const sSec = (performance.now() - ts) / 1000;
+      stopIfAllDropped(o.env.name, `RL step ${step}`, ro.episodes, ro.droppedEpisodes); // nothing to learn from: say why
       let loss: number;
       let batches: PackedBatch[];
       let nDatums: number;
@@ -369,14 +381,14 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
       sampleSeconds += sSec;
       o.onStep?.({
         phase: 'rl', step, loss, reward: ro.meanReward, success: ro.success, gradNorm: out.gradNorm, skipped: out.skipped,
-        trainTokens: out.tokens, sampledTokens: ro.sampledTokens, trainSeconds: out.seconds, sampleSeconds: sSec, datums: nDatums, dropped: ro.dropped,
+        trainTokens: out.tokens, sampledTokens: ro.sampledTokens, trainSeconds: out.seconds, sampleSeconds: sSec, datums: nDatums, dropped: ro.dropped, ...(ro.dropped > 0 ? { droppedBy: ro.droppedBy } : {}),
         rewardStd: spread(ro.groups.flatMap((g) => g.trajectories.map((t) => t.reward))), ...lossStats(out), ...stepRates(policy.id, out.tokens + ro.sampledTokens, out.seconds + sSec),
       });
       baseline = c.baseline;
       if (due(step + 1, o.steps)) await save('rl', step + 1, policy, true);
     }
     o.onPhase?.('eval-after', {});
-    const after = o.evalEpisodes > 0 ? await evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent) : { success: 0, meanReward: 0 };
+    const after = o.evalEpisodes > 0 ? await namingStep('the evaluation after RL', () => evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent)) : { success: 0, meanReward: 0 };
     await sampler.close();
     return finish({ rewardCurve, lossCurve, sftLossCurve, before, after, trained: { cfg, lora: o.lora, tensors: await policy.weights(), ...(o.lora ? { base: base ?? (await service.modelWeights(modelId)) } : {}) } });
   } finally {
@@ -412,7 +424,7 @@ async function evalIfAsked(service: ServiceClient, modelId: string, o: JobOption
   if (o.evalEpisodes <= 0) return { success: 0, meanReward: 0 };
   const s = await service.createSamplingClient(modelId);
   try {
-    return await evaluate(o.env, s.sample, o.evalEpisodes, o.seed, agent);
+    return await namingStep('an evaluation of the SFT model', () => evaluate(o.env, s.sample, o.evalEpisodes, o.seed, agent));
   } finally {
     await s.close();
   }

@@ -8,16 +8,16 @@
  * The environment is a built-in name, a JobEnv, or any single-agent `EnvSpec` (tools and
  * multi-turn dialogue included): a newcomer's environment needs nothing else from the runtime.
  */
-import { blockLinears } from '../model/params.ts';
 import { ConfigError } from '../errors.ts';
 import { acquireGpu } from '../gpu/device.ts';
 import type { EnvSpec } from '../env/types.ts';
 import type { PromptFormat } from '../env/format.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
-import { LORA_TARGETS, type LoraConfig, type LoraTarget, type ModelConfig } from '../model/config.ts';
+import { type LoraConfig, type LoraTarget, type ModelConfig, validateLora } from '../model/config.ts';
 import { preset, PRESETS } from '../model/presets.ts';
 import type { ServiceClient } from './clients.ts';
 import { ENV_NAMES, type EnvName, JOB_FORMAT, type JobEnv, jobEnv } from './evaluate.ts';
+import { checkJobOptions, checkModel, checkTrainSettings, describe, oneOf } from './job_config.ts';
 import { LocalService } from './local_service.ts';
 import { type Algo, ALGOS, type JobOptions, type JobResult, runTraining } from './rl_job.ts';
 
@@ -80,6 +80,8 @@ export interface TrainSettings {
   readonly format?: PromptFormat;
   readonly rows?: number;
   readonly maxGradNorm?: number;
+  /** Time limit of each environment call (create + reset, step, a tool) in ms; default 30000. */
+  readonly stepTimeoutMs?: number;
   readonly onStep?: JobOptions['onStep'];
   readonly onPhase?: JobOptions['onPhase'];
   readonly checkpoint?: JobOptions['checkpoint'];
@@ -94,10 +96,17 @@ function jobEnvOf(s: TrainSettings): JobEnv {
   const e = s.env;
   if (typeof e === 'string') {
     if (!(ENV_NAMES as readonly string[]).includes(e)) throw new ConfigError('env', `unknown environment "${e}" (known: ${ENV_NAMES.join(', ')})`);
+    if (s.format !== undefined) throw new ConfigError('format', `the built-in environment "${e}" brings its own prompt format: leave format out`);
     const env = jobEnv(e);
     return s.maxNewTokens !== undefined || s.maxTurns !== undefined ? { ...env, maxTurns: s.maxTurns ?? env.maxTurns, maxNewTokens: s.maxNewTokens ?? env.maxNewTokens } : env;
   }
-  if (isJobEnv(e)) return e;
+  if (isJobEnv(e)) {
+    // A JobEnv states its own limits and format: settings beside it would be ignored.
+    for (const k of ['maxTurns', 'maxNewTokens', 'format'] as const) {
+      if (s[k] !== undefined) throw new ConfigError(k, `a JobEnv carries its own ${k} (env.${k}): set it there`);
+    }
+    return e;
+  }
   if (typeof e !== 'object' || e === null || typeof e.create !== 'function' || typeof e.name !== 'string') {
     throw new ConfigError('env', 'expected an environment name, a JobEnv or an EnvSpec ({ name, create() })');
   }
@@ -121,54 +130,55 @@ export function pos(field: string, v: number): number {
 /**
  * The job runner's options for `settings`, defaults filled in. A from-scratch model's context is
  * raised to what the environment's episodes need (`JobEnv.context`: guess-number and nim episodes
- * run longer than gpt2-100k's 128 positions).
+ * run longer than gpt2-100k's 128 positions). Settings are checked before anything is built, and
+ * the resolved job again as a whole (job_config.ts): unknown keys, types, ranges and combinations
+ * are ConfigErrors naming the field, before any GPU work. An 'sft' job has no LoRA (lora: null).
  */
 export function jobOptions(s: TrainSettings): JobOptions {
+  checkTrainSettings(s);
   const env = jobEnvOf(s);
-  const algo = s.algo ?? TRAIN_DEFAULTS.algo;
-  if (!(ALGOS as readonly string[]).includes(algo)) throw new ConfigError('algo', `expected one of ${ALGOS.join(', ')}, got "${algo}"`);
+  const algo = oneOf('algo', s.algo ?? TRAIN_DEFAULTS.algo, ALGOS);
   const m = s.model ?? TRAIN_DEFAULTS.model;
   if (typeof m === 'string' && !Object.hasOwn(PRESETS, m)) throw new ConfigError('model', `unknown preset "${m}" (known: ${Object.keys(PRESETS).join(', ')})`);
-  const base = typeof m === 'string' ? preset(m) : m;
+  const base = typeof m === 'string' ? preset(m) : checkModel(m);
   const model: ModelConfig = (env.context ?? 0) > base.maxSeqLen ? { ...base, maxSeqLen: env.context! } : base;
   let lora: LoraConfig | null = null;
-  if (s.lora !== null) {
-    const rank = int('lora.rank', s.lora?.rank ?? TRAIN_DEFAULTS.loraRank, 1);
-    const linears = blockLinears(model);
-    // A known target the family lacks (gate on GPT-2) is dropped; unknown names reach validation.
-    const targets = (s.lora?.targets ?? TRAIN_DEFAULTS.loraTargets).filter((t) => linears.includes(t) || !(LORA_TARGETS as readonly string[]).includes(t));
-    for (const t of targets) if (!LORA_TARGETS.includes(t)) throw new ConfigError('lora.targets', `unknown target "${t}" (known: ${LORA_TARGETS.join(', ')})`);
-    lora = { rank, alpha: pos('lora.alpha', s.lora?.alpha ?? 2 * rank), targets };
+  if (s.lora !== null && algo !== 'sft') {
+    const rank = s.lora?.rank ?? TRAIN_DEFAULTS.loraRank;
+    lora = { rank, alpha: s.lora?.alpha ?? 2 * rank, targets: s.lora?.targets ?? TRAIN_DEFAULTS.loraTargets };
   }
   const w = s.warmStart;
   const warmStart = w === null || (w?.steps ?? TRAIN_DEFAULTS.warmstartSteps) === 0 ? null : {
-    steps: int('warmStart.steps', w?.steps ?? TRAIN_DEFAULTS.warmstartSteps, 1),
-    demos: int('warmStart.demos', w?.demos ?? TRAIN_DEFAULTS.warmstartDemos, 1),
-    batchSize: int('warmStart.batchSize', w?.batchSize ?? TRAIN_DEFAULTS.warmstartBatch, 1),
-    lr: pos('warmStart.lr', w?.lr ?? TRAIN_DEFAULTS.warmstartLr),
+    steps: w?.steps ?? TRAIN_DEFAULTS.warmstartSteps,
+    demos: w?.demos ?? TRAIN_DEFAULTS.warmstartDemos,
+    batchSize: w?.batchSize ?? TRAIN_DEFAULTS.warmstartBatch,
+    lr: w?.lr ?? TRAIN_DEFAULTS.warmstartLr,
     ...(w?.schedule ? { schedule: w.schedule } : {}),
   };
-  return {
+  const o = checkJobOptions({
     env,
     algo,
     model,
     lora,
-    steps: int('steps', s.steps ?? TRAIN_DEFAULTS.steps, 0),
-    seed: int('seed', s.seed ?? TRAIN_DEFAULTS.seed, 0),
-    groups: int('groups', s.groups ?? TRAIN_DEFAULTS.groups, 1),
-    groupSize: int('groupSize', s.groupSize ?? TRAIN_DEFAULTS.groupSize, 1),
-    lr: pos('lr', s.lr ?? TRAIN_DEFAULTS.lr),
+    steps: s.steps ?? TRAIN_DEFAULTS.steps,
+    seed: s.seed ?? TRAIN_DEFAULTS.seed,
+    groups: s.groups ?? TRAIN_DEFAULTS.groups,
+    groupSize: s.groupSize ?? TRAIN_DEFAULTS.groupSize,
+    lr: s.lr ?? TRAIN_DEFAULTS.lr,
     warmStart,
-    evalEpisodes: int('evalEpisodes', s.evalEpisodes ?? TRAIN_DEFAULTS.evalEpisodes, 0),
-    temperature: pos('temperature', s.temperature ?? TRAIN_DEFAULTS.temperature),
-    maxNewTokens: int('maxNewTokens', env.maxNewTokens, 1),
-    rows: int('rows', s.rows ?? TRAIN_DEFAULTS.rows, 1),
-    maxGradNorm: pos('maxGradNorm', s.maxGradNorm ?? TRAIN_DEFAULTS.maxGradNorm),
+    evalEpisodes: s.evalEpisodes ?? TRAIN_DEFAULTS.evalEpisodes,
+    temperature: s.temperature ?? TRAIN_DEFAULTS.temperature,
+    maxNewTokens: env.maxNewTokens,
+    rows: s.rows ?? TRAIN_DEFAULTS.rows,
+    maxGradNorm: s.maxGradNorm ?? TRAIN_DEFAULTS.maxGradNorm,
+    ...(s.stepTimeoutMs !== undefined ? { stepTimeoutMs: s.stepTimeoutMs } : {}),
     ...(s.onStep ? { onStep: s.onStep } : {}),
     ...(s.onPhase ? { onPhase: s.onPhase } : {}),
     ...(s.checkpoint ? { checkpoint: s.checkpoint } : {}),
     ...(s.id ? { id: s.id } : {}),
-  };
+  });
+  // The targets in canonical order, frozen (validateLora, which checkJobOptions has already passed).
+  return o.lora ? { ...o, lora: validateLora(o.model, o.lora) } : o;
 }
 
 /**
@@ -178,8 +188,13 @@ export function jobOptions(s: TrainSettings): JobOptions {
  * WorkerService's client in a page) the job runs there, beside its other jobs.
  */
 export async function train(settings: TrainSettings & { readonly service?: ServiceClient }): Promise<JobResult> {
-  const options = jobOptions(settings);
-  if (settings.service) return runTraining(settings.service, options);
+  if (typeof settings !== 'object' || settings === null) throw new ConfigError('settings', `expected an object, got ${describe(settings)}`);
+  const { service: given, ...rest } = settings;
+  if (given !== undefined && (typeof given !== 'object' || given === null || typeof given.createModel !== 'function')) {
+    throw new ConfigError('service', 'expected a ServiceClient (a LocalService, or a WorkerService client)');
+  }
+  const options = jobOptions(rest);
+  if (given) return runTraining(given, options);
   const ctx = await acquireGpu({ label: 'train' });
   const tok = new ByteTokenizer();
   const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 });

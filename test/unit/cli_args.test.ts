@@ -15,13 +15,15 @@ describe('train CLI flags', () => {
   it('parses every documented flag', () => {
     const o = parseTrainArgs([
       '--env', 'guess-number', '--algo', 'ppo', '--steps', '60', '--seed=7', '--json', 'out.json', '--model', 'llama-1m', '--lora-rank', '4',
-      '--lora-targets', 'q,v,gate', '--full', '--groups', '3', '--group-size', '5', '--lr', '1e-3', '--no-warmstart', '--warmstart-steps', '9',
+      '--lora-targets', 'q,v,gate', '--groups', '3', '--group-size', '5', '--lr', '1e-3', '--warmstart-steps', '9',
       '--eval-episodes', '0', '--out', 'runs/x', '-q', '--self-check',
     ]);
     expect(o).toEqual({
       help: false, env: 'guess-number', algo: 'ppo', steps: 60, seed: 7, json: 'out.json', model: 'llama-1m', loraRank: 4, loraTargets: ['q', 'v', 'gate'],
-      full: true, groups: 3, groupSize: 5, lr: 1e-3, warmstart: false, warmstartSteps: 9, evalEpisodes: 0, out: 'runs/x', quiet: true, selfCheck: true,
+      full: false, groups: 3, groupSize: 5, lr: 1e-3, warmstart: true, warmstartSteps: 9, evalEpisodes: 0, out: 'runs/x', quiet: true, selfCheck: true,
     });
+    // --full and --no-warmstart, which the flags above contradict.
+    expect(parseTrainArgs(['--full', '--no-warmstart'])).toMatchObject({ full: true, warmstart: false, loraRank: DEFAULTS.loraRank, warmstartSteps: DEFAULTS.warmstartSteps });
     expect(parseTrainArgs(['-h']).help).toBe(true);
     for (const algo of ['grpo', 'ppo', 'rloo', 'reinforce', 'dpo', 'sft']) expect(parseTrainArgs(['--algo', algo]).algo).toBe(algo);
     for (const env of ['calculator', 'guess-number', 'nim']) expect(parseTrainArgs(['--env', env]).env).toBe(env);
@@ -44,6 +46,16 @@ describe('train CLI flags', () => {
     expect(() => parseTrainArgs(['--lr=-1'])).toThrow(/--lr: expected a positive number/);
     expect(() => parseTrainArgs(['--lr', 'abc'])).toThrow(/--lr/);
     expect(() => parseTrainArgs(['--lora-targets', 'q,attn'])).toThrow(/--lora-targets/);
+  });
+  it('refuses flags that contradict each other or that the job would ignore, naming them', () => {
+    expect(() => parseTrainArgs(['--full', '--lora-rank', '4'])).toThrow(/--lora-rank: cannot go with --full/);
+    expect(() => parseTrainArgs(['--lora-targets', 'q', '--full'])).toThrow(/--lora-targets: cannot go with --full/);
+    expect(() => parseTrainArgs(['--no-warmstart', '--warmstart-steps', '5'])).toThrow(/--warmstart-steps: cannot go with --no-warmstart/);
+    expect(() => parseTrainArgs(['--algo', 'sft', '--lora-rank', '4'])).toThrow(/--lora-rank: cannot go with --algo sft/);
+    expect(() => parseTrainArgs(['--algo', 'sft', '--warmstart-steps', '4'])).toThrow(/--warmstart-steps: cannot go with --algo sft/);
+    for (const argv of [['--full', '--lora-rank', '4'], ['--no-warmstart', '--warmstart-steps', '5']]) {
+      expect(() => parseTrainArgs(argv)).toThrow(ConfigError);
+    }
   });
   it('documents every flag in --help', () => {
     const h = trainHelp();

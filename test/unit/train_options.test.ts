@@ -44,8 +44,9 @@ describe('jobOptions', () => {
     expect(o.lora).toEqual({ rank: 4, alpha: 8, targets: ['q', 'k', 'v', 'o', 'up', 'down'] });
     expect(jobOptions({ env: reverseEnv }).env.maxTurns).toBe(1);
     expect(jobOptions({ env: reverseEnv, lora: null, warmStart: null })).toMatchObject({ lora: null, warmStart: null });
-    // gpt2 has no gate projection: it is dropped from a Llama-style target list.
-    expect(jobOptions({ env: reverseEnv, lora: { targets: ['q', 'gate'] } }).lora!.targets).toEqual(['q']);
+    // gpt2 has no gate projection: a target list naming it is refused, not silently cut down.
+    expect(() => jobOptions({ env: reverseEnv, lora: { targets: ['q', 'gate'] } })).toThrow(/lora.targets: gpt2 has no gate/);
+    expect(jobOptions({ env: reverseEnv, model: 'llama-1m', lora: { targets: ['gate', 'q'] } }).lora!.targets).toEqual(['q', 'gate']);
   });
 
   it('refuses bad settings with a ConfigError naming the field', () => {

@@ -125,4 +125,19 @@ describe('bad checkpoints fail before any data is read', () => {
     expect(err).toMatchObject({ kind, tensor, file: 'bad.safetensors' });
     expect(src.reads).toBe(0);
   });
+
+  it('a config with far more layers than the file refuses from the names alone, before building the expected entries', () => {
+    // One embedding tensor against 200000 layers: building every expected entry first took 54 s and 1.7 GB.
+    const huge = { ...cfg, nLayer: 200_000 };
+    const src = counting({ 'model.embed_tokens.weight': hf['model.embed_tokens.weight'] });
+    const err = kindOf(() => planHfImport(huge, src));
+    expect(err).toMatchObject({ kind: 'missing', tensor: 'model.layers.0.input_layernorm.weight', file: 'bad.safetensors' });
+    expect((err as unknown as Error).message).toMatch(/200000 layers, the checkpoint's highest layer index is -1/);
+    // The file's two layers against a config of three: the first tensor of layer 2 is named.
+    const three = kindOf(() => planHfImport({ ...cfg, nLayer: 3 }, counting(hf)));
+    expect(three).toMatchObject({ kind: 'missing', tensor: 'model.layers.2.input_layernorm.weight' });
+    const gpt2 = tinyGpt2();
+    const g = Object.fromEntries(exportHfWeights(gpt2, randomParams(gpt2, 2)).map((t) => [t.name, t]));
+    expect(kindOf(() => planHfImport({ ...gpt2, nLayer: gpt2.nLayer + 1 }, plainSource(g, 'g.safetensors')))).toMatchObject({ tensor: `transformer.h.${gpt2.nLayer}.ln_1.weight` });
+  });
 });

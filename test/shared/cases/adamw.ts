@@ -8,8 +8,8 @@ import { ConfigError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { emptyTensor, type Tensor, tensorFrom, zerosTensor } from '../../../src/gpu/tensor.ts';
-import { adamw, type AdamWOptions, clipScale } from '../../../src/ops/adamw.ts';
-import { adamwRef, clipScaleRef } from '../../../src/ops/adamw.ref.ts';
+import { adamw, adamwCheck, adamwGuardReset, type AdamWOptions, clipScale } from '../../../src/ops/adamw.ts';
+import { adamwRef, adamwStepFiniteRef, clipScaleRef } from '../../../src/ops/adamw.ref.ts';
 import { globalL2Norm, reduceScratchSize } from '../../../src/ops/reduce.ts';
 import { globalL2NormRef } from '../../../src/ops/reduce.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
@@ -142,6 +142,51 @@ export const adamwCases: GpuCase[] = [
     },
   },
   {
+    name: 'adamw: the non-finite guard applies a step to every tensor or, when any new value would be NaN or ±Inf, to none',
+    async fn(ctx) {
+      // Two tensors of odd sizes; in the bad step one element's gradient is 1e30, so v = g² overflows.
+      const sizes = [257, 1001];
+      const { init, grads } = randomRun(33, sizes, 2);
+      const bad = grads[1].map((g, i) => (i === 1 ? Float32Array.from(g, (x, j) => (j === 500 ? 1e30 : x)) : g));
+      const opts = { lr: 1e-2, weightDecay: 0.01 };
+      const p = init.map((a) => tensorFrom(ctx, a, [a.length], o));
+      const m = init.map((a) => zerosTensor(ctx, [a.length], 'f32', o));
+      const v = init.map((a) => zerosTensor(ctx, [a.length], 'f32', o));
+      const guard = zerosTensor(ctx, [1], 'u32', o);
+      const step = async (gs: Float32Array[], t: number) => {
+        const g = gs.map((a) => tensorFrom(ctx, a, [a.length], o));
+        const rec = new Recorder(ctx, { label: `guarded step ${t}` });
+        adamwGuardReset(rec, guard);
+        p.forEach((_, i) => adamwCheck(rec, p[i], m[i], v[i], g[i], { ...opts, step: t }, null, guard));
+        p.forEach((_, i) => adamw(rec, p[i], m[i], v[i], g[i], { ...opts, step: t }, null, guard));
+        const flag = rec.read(guard);
+        const reads = p.map((_, i) => [rec.read(p[i]), rec.read(m[i]), rec.read(v[i])]);
+        await rec.submit();
+        for (const x of g) x.release();
+        const state = await Promise.all(reads.map(async (r) => (await Promise.all(r)) as Float32Array[]));
+        return { flag: ((await flag) as Uint32Array)[0], state };
+      };
+      try {
+        // A clean step: applied, as the unguarded update (the reference) computes it.
+        const first = await step(grads[0], 1);
+        assert.strictEqual(first.flag, 0);
+        const want = refSteps(init, [grads[0]], opts);
+        sizes.forEach((n, i) => ['p', 'm', 'v'].forEach((k, j) => assert.isAtMost(relL2(first.state[i][j], want[i][k as 'p']), 1e-6, `n=${n} ${k}`)));
+        // The reference agrees that the bad step is not finite and the clean one is.
+        assert.isFalse(adamwStepFiniteRef(want[1].p, want[1].m, want[1].v, bad[1], { ...opts, step: 2 }));
+        assert.isTrue(adamwStepFiniteRef(want[0].p, want[0].m, want[0].v, bad[0], { ...opts, step: 2 }));
+        // The bad step: flagged, and neither tensor changed — not even the one whose update was finite.
+        const second = await step(bad, 2);
+        assert.strictEqual(second.flag, 1);
+        sizes.forEach((_, i) => [0, 1, 2].forEach((j) => assert.strictEqual(firstBitDiff(second.state[i][j], first.state[i][j]), -1, `tensor ${i} part ${j} changed`)));
+        // The guard is reset by the next step: a clean one applies again.
+        assert.strictEqual((await step(grads[1], 2)).flag, 0);
+      } finally {
+        for (const t of [...p, ...m, ...v, guard]) t.release();
+      }
+    },
+  },
+  {
     name: 'adamw: bad input gives typed errors naming the kernel and shapes, before recording',
     async fn(ctx) {
       const t = (shape: number[], label: string, dtype: 'f32' | 'i32' = 'f32') => emptyTensor(ctx, shape, dtype, { ...o, label });
@@ -157,6 +202,8 @@ export const adamwCases: GpuCase[] = [
       assert.throws(() => adamw(rec, p, m, v, g, { ...opts, beta2: 1 }), ConfigError, /adamw.beta/);
       assert.throws(() => clipScale(rec, one, s2, 1), ShapeError, /adamw: norm must have shape \[1\], got Tensor\(s2: f32\[2\]\)/);
       assert.throws(() => clipScale(rec, one, one, 0), ConfigError, /maxNorm/);
+      assert.throws(() => adamw(rec, p, m, v, g, opts, null, one), ShapeError, /adamw: guard .* must be u32/);
+      assert.throws(() => adamwGuardReset(rec, one), ShapeError, /adamw: guard/);
       assert.strictEqual(rec.pending, 0);
       for (const x of [p, m, v, g, m2, gi, s2, one] as Tensor[]) x.release();
     },

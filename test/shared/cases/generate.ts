@@ -18,7 +18,7 @@ import { assert } from 'chai';
 import { Agent } from '../../../src/env/agent.ts';
 import { rolloutGroups } from '../../../src/env/rollout.ts';
 import type { EnvSpec } from '../../../src/env/types.ts';
-import { ConfigError, ShapeError } from '../../../src/errors.ts';
+import { ConfigError, NonFiniteError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { type LoraConfig, type ModelConfig, validateConfig } from '../../../src/model/config.ts';
 import { generate, type GenerateOptions, type GenerateResult } from '../../../src/model/generate.ts';
@@ -103,6 +103,26 @@ export const generateCases: GpuCase[] = [
             assert.isAtMost(d, 1e-5, `${cfg.name} prompt ${b} logprobs`);
           }
         });
+      }
+    },
+  },
+  {
+    name: 'generate: one NaN in a weight is reported as NonFiniteError naming the model and the call, not as a token outside the vocabulary',
+    fn: async (ctx) => {
+      const cfg = FAMILIES[0];
+      const params = testParams(cfg, 3);
+      const q = params['layers.0.attn.q.weight'];
+      params['layers.0.attn.q.weight'] = Float32Array.from(q, (x, i) => (i === 5 ? NaN : x)); // HF's c_attn
+      const w = new HostWeights(ctx, cfg, params);
+      try {
+        for (const temperature of [0, 1]) {
+          const err = await generate(ctx, w, null, PROMPTS, greedy({ temperature })).then(() => null, (e) => e);
+          assert.instanceOf(err, NonFiniteError, `T=${temperature}`);
+          assert.strictEqual(err.model, cfg.name);
+          assert.match(err.message, /generate \(.*\), sequence 0, new token 0: the logits are not finite/);
+        }
+      } finally {
+        w.release();
       }
     },
   },

@@ -9,7 +9,7 @@ import { assert } from 'chai';
 import { ConfigError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
-import { sample, type SampleOptions } from '../../../src/ops/sample.ts';
+import { NON_FINITE_TOKEN, sample, type SampleOptions } from '../../../src/ops/sample.ts';
 import { sampleRef } from '../../../src/ops/sample.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import { tf } from '../../reference/tf.ts';
@@ -196,6 +196,27 @@ export const sampleCases: GpuCase[] = [
         assert.isTrue(got.logprobs.every(Number.isFinite) && got.logprobsRaw.every(Number.isFinite), JSON.stringify(opts));
         const ref = sampleRef(logits, b, v, opts);
         assertMatchesRef(got, ref, `masked ${JSON.stringify(opts)}`);
+      }
+    },
+  },
+  {
+    name: 'sample: a row with a NaN or +Inf logit, or no finite one, gets NON_FINITE_TOKEN; the other rows are sampled as usual',
+    async fn(ctx) {
+      const rng = new Rng(56, 0);
+      const [b, v] = [6, 301];
+      const logits = rng.normalArray(b * v, 2);
+      logits[1 * v + 17] = NaN; // row 1: one NaN
+      logits[2 * v + 300] = Infinity; // row 2: one +Inf (the last entry)
+      logits.fill(-Infinity, 3 * v, 4 * v); // row 3: all masked
+      logits[4 * v + 5] = -Infinity; // row 4: one masked entry, otherwise fine
+      new Uint32Array(logits.buffer)[5 * v] = 0xffc00000; // row 5: a NaN with the sign bit set (its order key is the smallest)
+      for (const opts of [{ temperature: 1, seed: 3 }, { temperature: 0, seed: 1 }, { temperature: 0.8, topK: 20, topP: 0.9, seed: 2 }]) {
+        const got = await runSample(ctx, logits, b, v, opts);
+        const ref = sampleRef(logits, b, v, opts);
+        assert.deepEqual([...got.tokens].map((t, r) => (t === NON_FINITE_TOKEN ? r : -1)).filter((r) => r >= 0), [1, 2, 3, 5], JSON.stringify(opts));
+        assert.deepEqual([...ref.tokens], [...got.tokens].map((t, r) => (r === 0 || r === 4 ? ref.tokens[r] : t)), 'the reference flags the same rows');
+        for (const r of [0, 4]) assert.isTrue(got.tokens[r] >= 0 && got.tokens[r] < v && Number.isFinite(got.logprobs[r]), `row ${r}`);
+        assert.strictEqual(got.tokens[0], ref.tokens[0]);
       }
     },
   },

@@ -6,6 +6,8 @@
  */
 import { assert } from 'chai';
 import { reverseEnv } from '../../../demos/own_env.ts';
+import type { EnvSpec } from '../../../src/env/types.ts';
+import { NonFiniteError } from '../../../src/errors.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
 import { LocalService } from '../../../src/runtime/local_service.ts';
 import { summaryOf } from '../../../src/runtime/rl_job.ts';
@@ -34,6 +36,29 @@ export const trainApiCases: GpuCase[] = [
         for (const x of [...s.rewardCurve, ...s.lossCurve, s.successBefore, s.successAfter]) assert.isTrue(Number.isFinite(x));
         assert.deepEqual(r.trained.lora, { rank: 2, alpha: 4, targets: ['q', 'v'] });
         assert.isTrue(Object.keys(r.trained.tensors).length > 0 && Object.keys(r.trained.tensors).every((k) => k.includes('lora_')));
+      } finally {
+        await service.close();
+      }
+    },
+  },
+  {
+    name: 'train(): lr 1e30 ends with NonFiniteError naming the model and the RL step whose sampling met the non-finite logits',
+    async fn(ctx) {
+      // Every episode pays 1, so REINFORCE's first step has a gradient and applies at lr 1e30
+      // (finite but enormous LoRA weights); the next rollout's logits overflow.
+      const paysOne: EnvSpec = {
+        name: 'pays-one',
+        create: () => ({ name: 'pays-one', reset: async () => 'Say anything.', step: async () => ({ observation: '', reward: 1, done: true }) }),
+      };
+      const service = new LocalService(ctx, { decode: (ids) => new ByteTokenizer().decode(ids) });
+      try {
+        const steps: number[] = [];
+        const err = await train({ ...small, env: paysOne, algo: 'reinforce', warmStart: null, evalEpisodes: 0, steps: 3, lr: 1e30, service, onStep: (m) => steps.push(m.step) })
+          .then(() => null, (e) => e);
+        assert.instanceOf(err, NonFiniteError, String(err));
+        assert.strictEqual(err.model, 'tiny-gpt2');
+        assert.match(err.where, /^RL step 1's rollout: generate/);
+        assert.deepEqual(steps, [0]);
       } finally {
         await service.close();
       }

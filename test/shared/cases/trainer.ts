@@ -167,6 +167,31 @@ export const trainerCases: GpuCase[] = [
     },
   },
   {
+    name: 'trainer: an update that would make weights non-finite (finite loss and gradients, lr 1e38) is never applied',
+    fn: async (ctx) => {
+      const job = await makeJob(ctx, llama, { trainable: 'lora' });
+      try {
+        const clean = parityBatch(llama, ROWS, 6);
+        await train(job.trainer, clean, 1);
+        const before = await job.trainer.exportState();
+        const r = await job.trainer.forwardBackward(clean, importanceSamplingLoss());
+        assert.isTrue(Number.isFinite(r.loss) && Number.isFinite(r.gradNorm), 'the loss and the gradients are finite');
+        // lr / (1 − β1) = 1e39 is not an f32: every updated weight would be ±Inf or NaN.
+        const step = await job.trainer.optimStep({ ...ADAMW, lr: 1e38 });
+        assert.isTrue(step.skipped);
+        assert.equal(job.trainer.skippedSteps, 1);
+        const after = await job.trainer.exportState();
+        assertStatesEqual(before, { ...after, skipped: before.skipped }, 'after a refused update');
+        for (const a of Object.values(after.params)) assert.isTrue(a.every(Number.isFinite));
+        await job.trainer.forwardBackward(clean, importanceSamplingLoss());
+        assert.isFalse((await job.trainer.optimStep(ADAMW)).skipped);
+        assert.equal(job.trainer.step, 2);
+      } finally {
+        job.release();
+      }
+    },
+  },
+  {
     name: 'trainer: two micro-batches accumulate to the whole batch (loss and gradients); computeLogprobs equals the training pass bitwise',
     fn: async (ctx) => {
       const whole = parityBatch(gpt2, [...ROWS, [2, 2, 2, 3, 3, 3, 3, 3], [4, 4, 4, 4, -1, -1, -1, -1]], 8);
