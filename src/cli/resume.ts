@@ -13,7 +13,8 @@ import { FileKv } from '../runtime/store/fs_kv.ts';
 import type { TrainOptions } from './args.ts';
 
 export const RUN_FILE = 'run.json';
-const FORMAT = 'webtinker-run/1';
+export const RUN_FORMAT = 'webtinker-run/1';
+const FORMAT = RUN_FORMAT;
 
 /** What run.json keeps: the settings that define the run (not where its outputs go). */
 export type RunSettings = Omit<TrainOptions, 'help' | 'json' | 'out' | 'quiet' | 'selfCheck' | 'resume'>;

@@ -18,7 +18,7 @@ import { EVENTS_STREAM, EVENTS_SUBJECT, type FleetJob } from './jobs.ts';
 export type Where = { readonly phase: 'sft' | 'rl'; readonly step: number };
 
 export type FleetEventBody =
-  | { type: 'submitted'; job: FleetJob; seq: number }
+  | { type: 'submitted'; spec: FleetJob; seq: number }
   | { type: 'started'; host: string; epoch: number; from: Where | null }
   | { type: 'phase'; host: string; epoch: number; phase: string; steps?: number }
   | { type: 'step'; host: string; epoch: number; line: string }
@@ -106,7 +106,7 @@ export function foldEvents(events: readonly FleetEvent[]): FoldedJob {
     if (epoch !== undefined && epoch < f.epoch && e.type !== 'dead') continue; // a fenced-out host's late events
     switch (e.type) {
       case 'submitted':
-        f.job = e.job;
+        f.job = e.spec;
         break;
       case 'started':
         f.state = 'running';

@@ -151,8 +151,11 @@ export function validateJob(raw: unknown): { job: FleetJob; options: TrainOption
   return { job: j as FleetJob, options: { ...options, checkpointEvery: j.checkpointEvery! } };
 }
 
-/** Create (or update) the streams and the shared consumer; idempotent, run by every command. */
-export async function ensureFleet(jsm: JetStreamManager, q: QueueSettings = QUEUE_DEFAULTS): Promise<void> {
+/**
+ * Create the streams and the shared consumer when missing; idempotent, run by every command.
+ * With `q` (a worker's settings) an existing consumer's ack wait and max_deliver are set to it.
+ */
+export async function ensureFleet(jsm: JetStreamManager, q?: QueueSettings): Promise<void> {
   const streams: { name: string; subjects: string[]; retention: RetentionPolicy; duplicate_window?: number }[] = [
     { name: JOBS_STREAM, subjects: [`${JOBS_SUBJECT}.>`], retention: RetentionPolicy.Workqueue, duplicate_window: 120e9 },
     { name: EVENTS_STREAM, subjects: [`${EVENTS_SUBJECT}.>`], retention: RetentionPolicy.Limits },
@@ -169,10 +172,15 @@ export async function ensureFleet(jsm: JetStreamManager, q: QueueSettings = QUEU
       });
     }
   }
-  const consumer = { durable_name: JOBS_CONSUMER, ack_policy: AckPolicy.Explicit, ack_wait: q.ackWaitMs * 1e6, max_deliver: q.maxDeliver, max_ack_pending: -1 };
+  const want = q ?? QUEUE_DEFAULTS;
+  const consumer = { durable_name: JOBS_CONSUMER, ack_policy: AckPolicy.Explicit, ack_wait: want.ackWaitMs * 1e6, max_deliver: want.maxDeliver, max_ack_pending: -1 };
   try {
-    await jsm.consumers.info(JOBS_STREAM, JOBS_CONSUMER);
-  } catch {
+    const info = await jsm.consumers.info(JOBS_STREAM, JOBS_CONSUMER);
+    if (q && (info.config.ack_wait !== consumer.ack_wait || info.config.max_deliver !== consumer.max_deliver)) {
+      await jsm.consumers.update(JOBS_STREAM, JOBS_CONSUMER, { ack_wait: consumer.ack_wait, max_deliver: consumer.max_deliver });
+    }
+  } catch (e) {
+    if (!/not found|10014/i.test(String((e as Error).message))) throw e;
     await jsm.consumers.add(JOBS_STREAM, consumer).catch((e) => {
       if (!/already in use|exists/i.test(String((e as Error).message))) throw e;
     });
