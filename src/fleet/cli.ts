@@ -18,7 +18,7 @@ import { progressBar } from '../cli/progress.ts';
 import { summaryTable } from '../cli/report.ts';
 import { RUN_FILE, RUN_FORMAT } from '../cli/resume.ts';
 import { type FleetArgs, fleetHelp, parseFleetArgs, priorityOf, queueOf } from './cli_args.ts';
-import { connectFleet, openStore } from './connect.ts';
+import { API_TIMEOUT_MS, connectFleet, openStore } from './connect.ts';
 import { type FleetEvent, foldEvents, jobIds, lastEvent, publishEvent, replayEvents } from './events.ts';
 import { CANCEL_SUBJECT, ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, JOBS_SUBJECT, makeJob } from './jobs.ts';
 import { loadResult, writeRunFolder } from './results.ts';
@@ -148,6 +148,7 @@ async function fetch(c: Ctx, id: string, out: string): Promise<number> {
 async function worker(nc: NatsConnection, a: FleetArgs): Promise<number> {
   const quiet = a.values.quiet === true;
   const w = new FleetWorker(nc, {
+    url: a.nats,
     name: (a.values.name as string | undefined) ?? `${hostname()}-${process.pid}`,
     slots: a.values.slots !== undefined ? Number(a.values.slots) : 1,
     ...(a.values['memory-mib'] !== undefined ? { memoryBudgetBytes: Number(a.values['memory-mib']) * 2 ** 20 } : {}),
@@ -182,8 +183,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   const job = a.command === 'submit' ? makeJob(a.train!, { ...(a.values.id ? { id: a.values.id as string } : {}), ...(priorityOf(a) ? { priority: priorityOf(a) } : {}), ...(a.values.weight ? { weight: Number(a.values.weight) } : {}) }) : null;
   const nc = await connectFleet(a.nats, `webtinker fleet ${a.command}`);
   try {
-    const jsm = await jetstreamManager(nc);
-    const c: Ctx = { nc, js: jetstream(nc), jsm };
+    const jsm = await jetstreamManager(nc, { timeout: API_TIMEOUT_MS });
+    const c: Ctx = { nc, js: jetstream(nc, { timeout: API_TIMEOUT_MS }), jsm };
     if (a.command === 'worker') return await worker(nc, a);
     await ensureFleet(jsm);
     switch (a.command) {

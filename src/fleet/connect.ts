@@ -11,6 +11,9 @@ import { ConfigError } from '../errors.ts';
 import { BLOB_BUCKET, STORE_BUCKET } from './jobs.ts';
 import { NatsKv } from './nats_kv.ts';
 
+/** JetStream API timeout: generous, as a loaded host (or server) can stall for seconds. */
+export const API_TIMEOUT_MS = 20_000;
+
 /** Connect to `url` (nats://host:port); a ConfigError naming --nats when it is unreachable. */
 export async function connectFleet(url: string, name = 'webtinker'): Promise<NatsConnection> {
   try {
@@ -22,7 +25,7 @@ export async function connectFleet(url: string, name = 'webtinker'): Promise<Nat
 
 /** The shared store, as a plain (epoch 0) client; `withEpoch` gives a job owner's fenced view. */
 export async function openStore(nc: NatsConnection, buckets: { kv?: string; objects?: string } = {}): Promise<NatsKv> {
-  const js = jetstream(nc);
+  const js = jetstream(nc, { timeout: API_TIMEOUT_MS });
   const kv = await new Kvm(js).create(buckets.kv ?? STORE_BUCKET, { history: 1 });
   const objects = await new Objm(js).create(buckets.objects ?? BLOB_BUCKET);
   return new NatsKv(kv, objects);

@@ -39,9 +39,22 @@ export function eventSubject(jobId: string): string {
   return `${EVENTS_SUBJECT}.${jobId}`;
 }
 
-/** Publish one event (persisted by the stream before this resolves). */
-export async function publishEvent(js: JetStreamClient, jobId: string, body: FleetEventBody): Promise<void> {
-  await js.publish(eventSubject(jobId), JSON.stringify({ ...body, job: jobId, at: new Date().toISOString() }));
+let eventNonce = 0;
+
+/**
+ * Publish one event; resolves once the stream has stored it. A publish that times out (a loaded
+ * host or server) is sent again under the same message id, so the stream keeps it once.
+ */
+export async function publishEvent(js: JetStreamClient, jobId: string, body: FleetEventBody, msgID = `${jobId}.${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}.${eventNonce++}`): Promise<void> {
+  const data = JSON.stringify({ ...body, job: jobId, at: new Date().toISOString() });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await js.publish(eventSubject(jobId), data, { msgID, timeout: 10_000 });
+      return;
+    } catch (e) {
+      if (attempt >= 5 || !/timeout|503|no responders/i.test(String((e as Error).message))) throw e;
+    }
+  }
 }
 
 /** The latest event of a job, or null when it has none. */

@@ -7,7 +7,7 @@
  * Admission: the worker asks the consumer for a job only while it has a free slot; a job whose
  * estimated GPU bytes exceed this host's budget, or what is free of it now, is handed back (nak
  * with a delay) for another host. While a job runs, an in-progress ack every third of the ack
- * wait extends its lease. A job whose host dies (no ack for an ack wait) is redelivered to any
+ * wait, sent from a thread of its own (lease.ts), extends its lease. A job whose host dies (no ack for an ack wait) is redelivered to any
  * worker and resumes from its last checkpoint; the new owner first claims the job's manifests
  * with its epoch, so the old host, if it comes back, is refused at its next write and abandons
  * the job (it neither acks nor naks: the message belongs to the new delivery).
@@ -34,10 +34,13 @@ import { metricsLine } from '../cli/report.ts';
 import { type FleetEventBody, lastEvent, publishEvent } from './events.ts';
 import { CANCEL_SUBJECT, DEAD_SUBJECT, ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, QUEUE_DEFAULTS, type QueueSettings, validateJob } from './jobs.ts';
 import { FencedError, type NatsKv } from './nats_kv.ts';
-import { openStore } from './connect.ts';
+import { API_TIMEOUT_MS, openStore } from './connect.ts';
+import { LeaseKeeper } from './lease.ts';
 import { saveResult } from './results.ts';
 
 export interface WorkerOptions {
+  /** The NATS server's URL (the lease thread connects to it too). */
+  readonly url: string;
   /** This host's name in events and status (default: hostname and pid). */
   readonly name: string;
   /** Jobs run at once (default 1). */
@@ -56,6 +59,7 @@ export function manifestsOf(id: string): string[] {
 export class FleetWorker {
   readonly nc: NatsConnection;
   readonly name: string;
+  readonly url: string;
   readonly slots: number;
   readonly budget: number;
   readonly queue: QueueSettings;
@@ -68,10 +72,12 @@ export class FleetWorker {
   #loop: Promise<void> | null = null;
   #advisories: Subscription | null = null;
   #wake: (() => void) | null = null;
+  #lease!: LeaseKeeper;
 
   constructor(nc: NatsConnection, o: WorkerOptions) {
     this.nc = nc;
     this.name = o.name;
+    this.url = o.url;
     this.slots = o.slots ?? 1;
     this.budget = o.memoryBudgetBytes ?? Infinity;
     this.queue = o.queue ?? QUEUE_DEFAULTS;
@@ -81,10 +87,12 @@ export class FleetWorker {
 
   /** Start pulling jobs; resolves once connected and the streams exist. */
   async start(): Promise<void> {
-    this.#jsm = await jetstreamManager(this.nc);
-    this.#js = jetstream(this.nc);
+    this.#jsm = await jetstreamManager(this.nc, { timeout: API_TIMEOUT_MS });
+    this.#js = jetstream(this.nc, { timeout: API_TIMEOUT_MS });
     await ensureFleet(this.#jsm, this.queue);
     this.#store = await openStore(this.nc);
+    this.#lease = new LeaseKeeper([this.url], this.queue.ackWaitMs);
+    await this.#lease.ready();
     this.#advisories = this.nc.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${JOBS_STREAM}.${JOBS_CONSUMER}`, {
       callback: (_e, m) => void this.#exhausted(m.json<{ stream_seq: number; deliveries: number }>()).catch((e) => this.log(`dead-letter from advisory failed: ${(e as Error).message}`)),
     });
@@ -99,6 +107,7 @@ export class FleetWorker {
     this.#advisories?.unsubscribe();
     await this.#loop;
     while (this.#running.size > 0) await new Promise((r) => setTimeout(r, 50));
+    await this.#lease.close();
   }
 
   get free(): number {
@@ -183,7 +192,9 @@ export class FleetWorker {
 
   async #run(m: JsMsg, job: FleetJob, options: ReturnType<typeof validateJob>['options'], epoch: number, aborted: Promise<never>): Promise<void> {
     const id = job.id;
-    const lease = setInterval(() => m.working(), Math.max(100, this.queue.ackWaitMs / 3));
+    // The ack subject (JsMsgImpl's reply; the JsMsg type does not declare it).
+    const reply = (m as JsMsg & { reply?: string }).reply;
+    if (reply) this.#lease.hold(id, reply);
     let cancelled = false;
     const cancelSub = this.nc.subscribe(`${CANCEL_SUBJECT}.${id}`, { callback: () => { cancelled = true; } });
     const store = this.#store.withEpoch(epoch);
@@ -235,7 +246,7 @@ export class FleetWorker {
       await events;
       await this.#ended(m, id, epoch, e);
     } finally {
-      clearInterval(lease);
+      this.#lease.release(id);
       cancelSub.unsubscribe();
       await source?.close().catch(() => {});
     }
