@@ -118,21 +118,31 @@ async function watch(c: Ctx, id: string): Promise<number> {
   return 1;
 }
 
-async function cancel(c: Ctx, id: string): Promise<number> {
-  const f = foldEvents(await history(c, id));
+/**
+ * Cancel a job: 'cancelled' when it was still queued (its message deleted), 'sent' when a worker
+ * runs it (it stops at its next step), 'ended' when it had ended already.
+ */
+export async function cancelJob(c: Ctx, id: string): Promise<'cancelled' | 'sent' | 'ended'> {
+  const h = await history(c, id);
+  const f = foldEvents(h);
   if (!f.job) throw new WebtinkerError('fleet-not-found', `job "${id}" was never submitted to this server`);
-  if (['done', 'dead', 'cancelled'].includes(f.state)) {
-    console.error(`job ${id} has ended already (${f.state})`);
-    return 1;
-  }
+  if (['done', 'dead', 'cancelled'].includes(f.state)) return 'ended';
   // The event first (a worker checks it as it takes the job), then the running worker, then the queue.
   await publishEvent(c.js, id, { type: 'cancel' });
   c.nc.publish(`${CANCEL_SUBJECT}.${id}`, '');
-  const seq = (await history(c, id)).find((e) => e.type === 'submitted');
-  const removed = seq?.type === 'submitted' ? await c.jsm.streams.deleteMessage(JOBS_STREAM, seq.seq).catch(() => false) : false;
-  if (removed && f.state !== 'running') await publishEvent(c.js, id, { type: 'cancelled' });
-  console.log(`${id}: ${removed && f.state !== 'running' ? 'cancelled (was queued)' : 'cancel sent to its worker'}`);
-  return 0;
+  const sub = h.find((e) => e.type === 'submitted');
+  const removed = sub?.type === 'submitted' ? await c.jsm.streams.deleteMessage(JOBS_STREAM, sub.seq).catch(() => false) : false;
+  if (removed && f.state === 'queued' && f.starts === 0) {
+    await publishEvent(c.js, id, { type: 'cancelled' });
+    return 'cancelled';
+  }
+  return 'sent';
+}
+
+async function cancel(c: Ctx, id: string): Promise<number> {
+  const r = await cancelJob(c, id);
+  console.log(`${id}: ${r === 'cancelled' ? 'cancelled (it was queued)' : r === 'sent' ? 'cancel sent to its worker' : 'it has ended already'}`);
+  return r === 'ended' ? 1 : 0;
 }
 
 async function fetch(c: Ctx, id: string, out: string): Promise<number> {

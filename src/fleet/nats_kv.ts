@@ -5,8 +5,8 @@
  * the client verifies on read) that the KV entry points to. Plain values live in the entry itself.
  *
  * Keys: a store key 'checkpoints/job-1/v3/t0' becomes the KV key 'checkpoints.job-1.v3.t0' — one
- * subject token per segment, every byte outside [A-Za-z0-9_-] escaped as =XX (so '.' in a name
- * cannot split a token) — which lets `keys(prefix)` ask the server for one subtree only.
+ * subject token per segment, every character outside [A-Za-z0-9_-] escaped (=XX, =uXXXX; so '.' in a
+ * name cannot split a token) — which lets `keys(prefix)` ask the server for one subtree only.
  *
  * Fencing. Every entry carries the epoch of its writer (a fleet job's delivery count; 0 for a
  * plain client), and every write is a compare-and-set on the entry's KV revision that is refused
@@ -40,29 +40,37 @@ export class FencedError extends StoreError {
 type Envelope = { e: number; v: unknown } | { e: number; obj: string; size: number; digest: string };
 
 const SAFE = /[A-Za-z0-9_-]/;
-const enc = new TextEncoder();
 
-/** One key segment as a subject token ('' as '=', which escaping never produces alone). */
+/**
+ * One key segment as a subject token: UTF-16 code units outside [A-Za-z0-9_-] escaped as =XX
+ * (below 256) or =uXXXX, so any string round-trips, lone surrogates included; '' is '=', which
+ * escaping never produces alone.
+ */
 function encodeSegment(s: string): string {
   if (s === '') return '=';
   let out = '';
-  for (const ch of s) {
-    if (SAFE.test(ch)) out += ch;
-    else for (const b of enc.encode(ch)) out += `=${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (SAFE.test(s[i])) out += s[i];
+    else out += c < 256 ? `=${c.toString(16).toUpperCase().padStart(2, '0')}` : `=u${c.toString(16).toUpperCase().padStart(4, '0')}`;
   }
   return out;
 }
 
 function decodeSegment(t: string): string {
   if (t === '=') return '';
-  const bytes: number[] = [];
+  let out = '';
   for (let i = 0; i < t.length; i++) {
-    if (t[i] === '=') {
-      bytes.push(parseInt(t.slice(i + 1, i + 3), 16));
+    if (t[i] !== '=') out += t[i];
+    else if (t[i + 1] === 'u') {
+      out += String.fromCharCode(parseInt(t.slice(i + 2, i + 6), 16));
+      i += 5;
+    } else {
+      out += String.fromCharCode(parseInt(t.slice(i + 1, i + 3), 16));
       i += 2;
-    } else bytes.push(t.charCodeAt(i));
+    }
   }
-  return new TextDecoder().decode(new Uint8Array(bytes));
+  return out;
 }
 
 /** Store key → KV key. */

@@ -13,9 +13,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connectFleet, openStore } from '../../src/fleet/connect.ts';
-import { submitJob } from '../../src/fleet/cli.ts';
+import { cancelJob, submitJob } from '../../src/fleet/cli.ts';
 import { type FleetEvent, foldEvents, replayEvents } from '../../src/fleet/events.ts';
-import { DEAD_STREAM, EVENTS_STREAM, ensureFleet, JOBS_SUBJECT, makeJob, trainOptionsOf } from '../../src/fleet/jobs.ts';
+import { DEAD_STREAM, EVENTS_STREAM, ensureFleet, JOBS_STREAM, JOBS_SUBJECT, makeJob, trainOptionsOf } from '../../src/fleet/jobs.ts';
 import { loadResult } from '../../src/fleet/results.ts';
 import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
 import { startNatsServer } from './nats_server.ts';
@@ -159,6 +159,18 @@ Deno.test('fleet: jobs on a work queue, dead letters, and jobs surviving a kille
       const done = await waitFor('stopped done', (e) => e.job === 'stopped' && e.type === 'done');
       assert.notStrictEqual(done.type === 'done' && done.host, zombie.name);
       await sameAsAlone('stopped');
+    });
+
+    await t.step('a running job is cancelled at its next step; every job has left the queue', async () => {
+      await submitJob({ nc, js, jsm }, makeJob(trainOptionsOf({ ...FLAGS, warmstartSteps: 400 }), { id: 'cancelme' }));
+      await waitFor('cancelme: a step', (e) => e.job === 'cancelme' && e.type === 'step');
+      assert.strictEqual(await cancelJob({ nc, js, jsm }, 'cancelme'), 'sent');
+      await waitFor('cancelme: cancelled', (e) => e.job === 'cancelme' && e.type === 'cancelled');
+      const f = foldEvents(await history('cancelme'));
+      assert.strictEqual(f.state, 'cancelled');
+      assert.isBelow(withoutTimings(f.metrics).length, 400);
+      assert.strictEqual(await cancelJob({ nc, js, jsm }, 'cancelme'), 'ended');
+      assert.strictEqual((await jsm.streams.info(JOBS_STREAM)).state.messages, 0, 'done, dead-lettered and cancelled jobs are all off the work queue');
     });
   } finally {
     for (const w of workers) {
