@@ -59,7 +59,7 @@ for (const project of ['node', 'browser']) {
 }
 if (want('deno')) {
   const file = join(out, 'deno.xml');
-  const r = run('deno', denoBin(), ['test', '--allow-read', '--allow-write', '--allow-env', '--allow-run', `--junit-path=${file}`, 'test/deno/'], denoEnv());
+  const r = run('deno', denoBin(), ['test', '--allow-read', '--allow-write', '--allow-env', '--allow-net=127.0.0.1', '--allow-run', `--junit-path=${file}`, 'test/deno/'], denoEnv());
   results.push({ suite: 'deno', ...r, counts: junitCounts(file) });
 }
 if (want('e2e')) {

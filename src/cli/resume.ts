@@ -14,12 +14,13 @@ import type { TrainOptions } from './args.ts';
 import { jobOptionsFrom } from './job_args.ts';
 
 export const RUN_FILE = 'run.json';
-const FORMAT = 'webtinker-run/1';
+export const RUN_FORMAT = 'webtinker-run/1';
+const FORMAT = RUN_FORMAT;
 
 /** What run.json keeps: the settings that define the run (not where its outputs go). */
-type RunSettings = Omit<TrainOptions, 'help' | 'json' | 'out' | 'quiet' | 'selfCheck' | 'resume'>;
+export type RunSettings = Omit<TrainOptions, 'help' | 'json' | 'out' | 'quiet' | 'selfCheck' | 'resume'>;
 
-function settingsOf(o: TrainOptions): RunSettings {
+export function settingsOf(o: TrainOptions): RunSettings {
   const { help: _h, json: _j, out: _o, quiet: _q, selfCheck: _s, resume: _r, ...settings } = o;
   return settings;
 }

@@ -66,6 +66,20 @@ async function writeWeights(dir: string, r: JobResult): Promise<string[]> {
   return files;
 }
 
+/** A finished run's outputs besides metrics.jsonl (summary.json, the weights, curve.svg); returns their paths. Also used by `npm run fleet -- fetch`. */
+export async function writeRunOutputs(dir: string, result: JobResult): Promise<string[]> {
+  const summary = summaryOf(result);
+  const files = [join(dir, 'summary.json'), ...(await writeWeights(dir, result)), join(dir, 'curve.svg')];
+  await writeFile(join(dir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
+  await writeFile(join(dir, 'curve.svg'), learningCurveSvg({
+    title: `${summary.env} · ${summary.algo} · ${summary.model} · seed ${summary.seed}`,
+    subtitle: `held-out success ${(100 * summary.successBefore).toFixed(1)}% → ${(100 * summary.successAfter).toFixed(1)}%`,
+    reward: summary.rewardCurve,
+    loss: summary.lossCurve,
+  }));
+  return files;
+}
+
 async function selfCheck(ctx: GpuContext, seed: number, log: (s: string) => void): Promise<number> {
   const n = 1 << 20;
   const rng = new Rng(seed);
@@ -153,14 +167,7 @@ async function main(argv: string[]): Promise<number> {
       await source.close();
     }
     const summary = summaryOf(result);
-    const files = [metrics, join(dir, 'summary.json'), ...(await writeWeights(dir, result)), join(dir, 'curve.svg')];
-    await writeFile(join(dir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
-    await writeFile(join(dir, 'curve.svg'), learningCurveSvg({
-      title: `${summary.env} · ${summary.algo} · ${summary.model} · seed ${summary.seed}`,
-      subtitle: `held-out success ${(100 * summary.successBefore).toFixed(1)}% → ${(100 * summary.successAfter).toFixed(1)}%`,
-      reward: summary.rewardCurve,
-      loss: summary.lossCurve,
-    }));
+    const files = [metrics, ...(await writeRunOutputs(dir, result))];
     if (opts.json) await writeFile(opts.json, JSON.stringify(summary, null, 2) + '\n');
     if (!opts.quiet) console.log(summaryTable(summary, files));
     return 0;

@@ -1,0 +1,188 @@
+/**
+ * Fleet jobs and the JetStream resources they live in. A job is the plain, validated settings of
+ * `npm run train` (exactly what a run folder's run.json holds) plus scheduler fields — kind,
+ * priority class, weight, estimated GPU bytes — as one JSON message on the `WT_JOBS` work-queue
+ * stream, published with the job id as its `Nats-Msg-Id`, so a resubmission inside the stream's
+ * duplicate window is dropped by the server. Every host's worker pulls from one durable consumer
+ * (`workers`); its ack wait is the lease a worker extends with in-progress acks, its max_deliver
+ * the attempts before a job goes to the dead-letter stream.
+ *
+ * Settings are validated by turning them back into `npm run train` flags and parsing those
+ * (parseTrainArgs), so a fleet job is refused for exactly the reasons a local run would be, with a
+ * ConfigError naming the flag — at submit, and again by the worker (a message may come from any
+ * client): a job that fails there can never succeed and is dead-lettered at once.
+ */
+import { AckPolicy, type JetStreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { ConfigError } from '../errors.ts';
+import { estimateTrainingMemory } from '../model/memory.ts';
+import type { PriorityClass } from '../runtime/scheduler.ts';
+import { fnv1a } from '../runtime/store/records.ts';
+import { parseTrainArgs, type TrainOptions } from '../cli/args.ts';
+import { jobOptionsFrom } from '../cli/train.ts';
+import { type RunSettings, settingsOf } from '../cli/resume.ts';
+
+export const JOBS_STREAM = 'WT_JOBS';
+export const JOBS_SUBJECT = 'wt.jobs';
+export const JOBS_CONSUMER = 'workers';
+export const EVENTS_STREAM = 'WT_EVENTS';
+export const EVENTS_SUBJECT = 'wt.events';
+export const DEAD_STREAM = 'WT_DEAD';
+export const DEAD_SUBJECT = 'wt.dead';
+export const CANCEL_SUBJECT = 'wt.cancel';
+/** KV bucket of manifests and job results; Object Store of tensors. */
+export const STORE_BUCKET = 'wt_store';
+export const BLOB_BUCKET = 'wt_blobs';
+
+const FORMAT = 'webtinker-fleet-job/1';
+const PRIORITIES: readonly PriorityClass[] = ['interactive', 'normal', 'background'];
+const ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+export type JobKind = 'lora_rl' | 'full_rl' | 'sft';
+
+export interface FleetJob {
+  readonly format: typeof FORMAT;
+  readonly id: string;
+  /** The run's settings, as run.json holds them. */
+  readonly settings: RunSettings;
+  /** Steps between checkpoints (each phase's last step always saves). */
+  readonly checkpointEvery: number;
+  readonly kind: JobKind;
+  readonly priority: PriorityClass;
+  readonly weight: number;
+  /** Estimated GPU bytes of the job alone on a fresh device (estimateTrainingMemory's totalBytes). */
+  readonly memoryBytes: number;
+  readonly submittedAt: string;
+}
+
+/** The queue's timing: the lease (ack wait) and the attempts before dead-lettering. */
+export interface QueueSettings {
+  readonly ackWaitMs: number;
+  readonly maxDeliver: number;
+}
+
+export const QUEUE_DEFAULTS: QueueSettings = { ackWaitMs: 30_000, maxDeliver: 5 };
+
+const FLAG_OF: Record<string, string> = {
+  env: 'env', algo: 'algo', steps: 'steps', seed: 'seed', model: 'model', loraRank: 'lora-rank', loraTargets: 'lora-targets',
+  groups: 'groups', groupSize: 'group-size', lr: 'lr', warmstartSteps: 'warmstart-steps', evalEpisodes: 'eval-episodes', checkpointEvery: 'checkpoint-every',
+};
+
+/** `npm run train` flags that give these settings (a ConfigError naming an unknown or mistyped setting). */
+export function settingsToArgs(settings: unknown): string[] {
+  if (typeof settings !== 'object' || settings === null || Array.isArray(settings)) throw new ConfigError('settings', 'expected an object of run settings');
+  const args: string[] = [];
+  for (const [k, v] of Object.entries(settings)) {
+    if (k === 'full' || k === 'warmstart') {
+      if (typeof v !== 'boolean') throw new ConfigError(`settings.${k}`, `expected a boolean, got ${JSON.stringify(v)}`);
+      if (k === 'full' && v) args.push('--full');
+      if (k === 'warmstart' && !v) args.push('--no-warmstart');
+      continue;
+    }
+    const flag = FLAG_OF[k];
+    if (!flag) throw new ConfigError(`settings.${k}`, `unknown setting (known: ${[...Object.keys(FLAG_OF), 'full', 'warmstart'].join(', ')})`);
+    if (k === 'loraTargets') {
+      if (!Array.isArray(v) || !v.every((t) => typeof t === 'string')) throw new ConfigError('settings.loraTargets', 'expected an array of target names');
+      args.push(`--${flag}`, v.join(','));
+    } else {
+      if (typeof v !== 'string' && typeof v !== 'number') throw new ConfigError(`settings.${k}`, `expected a string or a number, got ${JSON.stringify(v)}`);
+      args.push(`--${flag}`, String(v));
+    }
+  }
+  return args;
+}
+
+/** The settings parsed as `npm run train` would (a ConfigError naming the flag when one is wrong). */
+export function trainOptionsOf(settings: unknown): TrainOptions {
+  return parseTrainArgs(settingsToArgs(settings));
+}
+
+function kindOf(o: TrainOptions): JobKind {
+  return o.algo === 'sft' ? 'sft' : o.full ? 'full_rl' : 'lora_rl';
+}
+
+/** The job's estimated GPU bytes alone on a fresh device (its RL phase; the warm start trains the same model). */
+export function estimateJobBytes(o: TrainOptions): number {
+  const job = jobOptionsFrom(o);
+  const lora = job.lora ?? undefined;
+  return estimateTrainingMemory(job.model, { batch: job.rows, seqLen: job.model.maxSeqLen, mode: lora ? 'lora' : 'full', ...(lora ? { lora } : {}) }).totalBytes;
+}
+
+/** The default job id: readable, and the same for the same settings (so resubmitting them is dropped). */
+export function defaultJobId(settings: RunSettings): string {
+  const h = fnv1a(new TextEncoder().encode(JSON.stringify(settings))).toString(16).padStart(8, '0');
+  return `${settings.env}-${settings.algo}-s${settings.seed}-${h}`;
+}
+
+export interface SchedulerFields {
+  id?: string;
+  priority?: PriorityClass;
+  weight?: number;
+}
+
+/** A validated job from parsed `npm run train` options and scheduler fields. */
+export function makeJob(o: TrainOptions, s: SchedulerFields = {}): FleetJob {
+  const settings = settingsOf(o);
+  const job: FleetJob = {
+    format: FORMAT,
+    id: s.id ?? defaultJobId(settings),
+    settings,
+    checkpointEvery: o.checkpointEvery ?? 25,
+    kind: kindOf(o),
+    priority: s.priority ?? 'normal',
+    weight: s.weight ?? 1,
+    memoryBytes: estimateJobBytes(o),
+    submittedAt: new Date().toISOString(),
+  };
+  return validateJob(job).job;
+}
+
+/** Check a job message: its fields, and its settings as `npm run train` would. Throws ConfigError. */
+export function validateJob(raw: unknown): { job: FleetJob; options: TrainOptions } {
+  const j = raw as Partial<FleetJob> | null;
+  if (typeof j !== 'object' || j === null) throw new ConfigError('job', 'expected a JSON object');
+  if (j.format !== FORMAT) throw new ConfigError('job.format', `expected "${FORMAT}", got ${JSON.stringify(j.format)}`);
+  if (typeof j.id !== 'string' || !ID.test(j.id)) throw new ConfigError('job.id', `expected 1–100 of A–Z a–z 0–9 _ -, got ${JSON.stringify(j.id)}`);
+  if (!PRIORITIES.includes(j.priority as PriorityClass)) throw new ConfigError('job.priority', `expected one of ${PRIORITIES.join(', ')}, got ${JSON.stringify(j.priority)}`);
+  if (typeof j.weight !== 'number' || !(j.weight > 0) || !Number.isFinite(j.weight)) throw new ConfigError('job.weight', `expected a positive number, got ${JSON.stringify(j.weight)}`);
+  if (!Number.isSafeInteger(j.memoryBytes) || j.memoryBytes! < 0) throw new ConfigError('job.memoryBytes', `expected a byte count, got ${JSON.stringify(j.memoryBytes)}`);
+  if (!Number.isSafeInteger(j.checkpointEvery) || j.checkpointEvery! < 1) throw new ConfigError('job.checkpointEvery', `expected a positive integer, got ${JSON.stringify(j.checkpointEvery)}`);
+  const options = trainOptionsOf(j.settings);
+  if (j.kind !== kindOf(options)) throw new ConfigError('job.kind', `the settings make a ${kindOf(options)} job, the message says ${JSON.stringify(j.kind)}`);
+  return { job: j as FleetJob, options: { ...options, checkpointEvery: j.checkpointEvery! } };
+}
+
+/**
+ * Create the streams and the shared consumer when missing; idempotent, run by every command.
+ * With `q` (a worker's settings) an existing consumer's ack wait and max_deliver are set to it.
+ */
+export async function ensureFleet(jsm: JetStreamManager, q?: QueueSettings): Promise<void> {
+  const streams: { name: string; subjects: string[]; retention: RetentionPolicy; duplicate_window?: number }[] = [
+    { name: JOBS_STREAM, subjects: [`${JOBS_SUBJECT}.>`], retention: RetentionPolicy.Workqueue, duplicate_window: 120e9 },
+    { name: EVENTS_STREAM, subjects: [`${EVENTS_SUBJECT}.>`], retention: RetentionPolicy.Limits },
+    // Dead letters are deduplicated by job id: several workers may notice the same exhausted job.
+    { name: DEAD_STREAM, subjects: [`${DEAD_SUBJECT}.>`], retention: RetentionPolicy.Limits, duplicate_window: 120e9 },
+  ];
+  for (const s of streams) {
+    try {
+      await jsm.streams.info(s.name);
+    } catch {
+      await jsm.streams.add({ ...s, storage: StorageType.File }).catch(async (e) => {
+        // Another host created it in between.
+        if (!/already in use|exists/i.test(String((e as Error).message))) throw e;
+      });
+    }
+  }
+  const want = q ?? QUEUE_DEFAULTS;
+  const consumer = { durable_name: JOBS_CONSUMER, ack_policy: AckPolicy.Explicit, ack_wait: want.ackWaitMs * 1e6, max_deliver: want.maxDeliver, max_ack_pending: -1 };
+  try {
+    const info = await jsm.consumers.info(JOBS_STREAM, JOBS_CONSUMER);
+    if (q && (info.config.ack_wait !== consumer.ack_wait || info.config.max_deliver !== consumer.max_deliver)) {
+      await jsm.consumers.update(JOBS_STREAM, JOBS_CONSUMER, { ack_wait: consumer.ack_wait, max_deliver: consumer.max_deliver });
+    }
+  } catch (e) {
+    if (!/not found|10014/i.test(String((e as Error).message))) throw e;
+    await jsm.consumers.add(JOBS_STREAM, consumer).catch((e) => {
+      if (!/already in use|exists/i.test(String((e as Error).message))) throw e;
+    });
+  }
+}

@@ -1,0 +1,285 @@
+/**
+ * A fleet host's worker: pulls jobs from the shared `workers` consumer of `WT_JOBS` and runs each
+ * with the local runtime, as `npm run train` does (runTrainingRecovering over a LocalService on
+ * this host's WebGPU device, checkpoints through JobCheckpointer), with the checkpoints, the
+ * adapter and the result in the NATS KvStore, fenced by the message's delivery count (its epoch).
+ *
+ * Admission: the worker asks the consumer for a job only while it has a free slot; a job whose
+ * estimated GPU bytes exceed this host's budget, or what is free of it now, is handed back (nak
+ * with a delay) for another host. While a job runs, an in-progress ack every third of the ack
+ * wait, sent from a thread of its own (lease.ts), extends its lease. A job whose host dies (no ack for an ack wait) is redelivered to any
+ * worker and resumes from its last checkpoint; the new owner first claims the job's manifests
+ * with its epoch, so the old host, if it comes back, is refused at its next write and abandons
+ * the job (it neither acks nor naks: the message belongs to the new delivery).
+ *
+ * Endings: done — the result stored, a `done` event, then the ack; a ConfigError (bad settings,
+ * can never succeed) — dead-lettered at once and the message termed; any other error — nak for
+ * another attempt, dead-lettered at the last (max_deliver); a host lost on the last attempt is
+ * dead-lettered from the server's MAX_DELIVERIES advisory. Cancel: `wt.cancel.<id>` stops the
+ * job at its next step (the message is termed).
+ */
+import { jetstream, type JetStreamClient, jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { ConfigError, WebtinkerError } from '../errors.ts';
+import { acquireGpu } from '../gpu/device.ts';
+import { ByteTokenizer } from '../model/tokenizer/byte.ts';
+import { JobCancelledError } from '../runtime/errors.ts';
+import { encodeNonFinite, JobCheckpointer, type StoredJobState } from '../runtime/job_checkpoint.ts';
+import { LocalService } from '../runtime/local_service.ts';
+import { LocalServiceSource, runTrainingRecovering } from '../runtime/recovery.ts';
+import { type JobSummary, summaryOf } from '../runtime/rl_job.ts';
+import { CheckpointStore } from '../runtime/store/checkpoint_store.ts';
+import { jobOptionsFrom } from '../cli/train.ts';
+import { metricsLine } from '../cli/report.ts';
+import { type FleetEventBody, lastEvent, publishEvent } from './events.ts';
+import { CANCEL_SUBJECT, DEAD_SUBJECT, ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, QUEUE_DEFAULTS, type QueueSettings, validateJob } from './jobs.ts';
+import { FencedError, type NatsKv } from './nats_kv.ts';
+import { API_TIMEOUT_MS, openStore } from './connect.ts';
+import { LeaseKeeper } from './lease.ts';
+import { saveResult } from './results.ts';
+
+export interface WorkerOptions {
+  /** The NATS server's URL (the lease thread connects to it too). */
+  readonly url: string;
+  /** This host's name in events and status (default: hostname and pid). */
+  readonly name: string;
+  /** Jobs run at once (default 1). */
+  readonly slots?: number;
+  /** GPU bytes this host gives to fleet jobs (default: no limit). */
+  readonly memoryBudgetBytes?: number;
+  readonly queue?: QueueSettings;
+  readonly log?: (line: string) => void;
+}
+
+/** The job's keys a new owner stamps with its epoch before it reads anything (see nats_kv.ts). */
+export function manifestsOf(id: string): string[] {
+  return [`checkpoints/${id}/manifest`, `checkpoints/${id}.base/manifest`, `adapters/${id}/manifest`, `bases/${id}/manifest`, `results/${id}`];
+}
+
+export class FleetWorker {
+  readonly nc: NatsConnection;
+  readonly name: string;
+  readonly url: string;
+  readonly slots: number;
+  readonly budget: number;
+  readonly queue: QueueSettings;
+  readonly log: (line: string) => void;
+  #js!: JetStreamClient;
+  #jsm!: JetStreamManager;
+  #store!: NatsKv;
+  #running = new Map<string, { bytes: number; abort: (e: Error) => void }>();
+  #stopped = false;
+  #loop: Promise<void> | null = null;
+  #advisories: Subscription | null = null;
+  #wake: (() => void) | null = null;
+  #lease!: LeaseKeeper;
+
+  constructor(nc: NatsConnection, o: WorkerOptions) {
+    this.nc = nc;
+    this.name = o.name;
+    this.url = o.url;
+    this.slots = o.slots ?? 1;
+    this.budget = o.memoryBudgetBytes ?? Infinity;
+    this.queue = o.queue ?? QUEUE_DEFAULTS;
+    this.log = o.log ?? (() => {});
+    if (!Number.isInteger(this.slots) || this.slots < 1) throw new ConfigError('--slots', `must be a positive integer, got ${this.slots}`);
+  }
+
+  /** Start pulling jobs; resolves once connected and the streams exist. */
+  async start(): Promise<void> {
+    this.#jsm = await jetstreamManager(this.nc, { timeout: API_TIMEOUT_MS });
+    this.#js = jetstream(this.nc, { timeout: API_TIMEOUT_MS });
+    await ensureFleet(this.#jsm, this.queue);
+    this.#store = await openStore(this.nc);
+    this.#lease = new LeaseKeeper([this.url], this.queue.ackWaitMs);
+    await this.#lease.ready();
+    this.#advisories = this.nc.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${JOBS_STREAM}.${JOBS_CONSUMER}`, {
+      callback: (_e, m) => void this.#exhausted(m.json<{ stream_seq: number; deliveries: number }>()).catch((e) => this.log(`dead-letter from advisory failed: ${(e as Error).message}`)),
+    });
+    this.#loop = this.#pull();
+  }
+
+  /** Stop taking jobs; running ones are handed back (nak) to resume elsewhere from their checkpoints. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const r of this.#running.values()) r.abort(new WorkerStopping());
+    this.#wake?.();
+    this.#advisories?.unsubscribe();
+    await this.#loop;
+    while (this.#running.size > 0) await new Promise((r) => setTimeout(r, 50));
+    await this.#lease.close();
+  }
+
+  get free(): number {
+    return this.budget - [...this.#running.values()].reduce((s, r) => s + r.bytes, 0);
+  }
+
+  async #pull(): Promise<void> {
+    const consumer = await this.#js.consumers.get(JOBS_STREAM, JOBS_CONSUMER);
+    while (!this.#stopped) {
+      if (this.#running.size >= this.slots) {
+        await new Promise<void>((r) => (this.#wake = r));
+        continue;
+      }
+      let m: JsMsg | null = null;
+      try {
+        m = await consumer.next({ expires: 2000 });
+      } catch (e) {
+        if (this.#stopped) break;
+        this.log(`pull failed: ${(e as Error).message}`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      if (!m) continue;
+      if (this.#stopped) {
+        m.nak();
+        break;
+      }
+      await this.#take(m);
+    }
+  }
+
+  async #take(m: JsMsg): Promise<void> {
+    const epoch = m.info.deliveryCount;
+    let job: FleetJob;
+    let options;
+    try {
+      ({ job, options } = validateJob(m.json()));
+    } catch (e) {
+      const id = (() => {
+        try {
+          return String((m.json() as { id?: unknown }).id ?? m.subject.split('.').at(-1));
+        } catch {
+          return m.subject.split('.').at(-1)!;
+        }
+      })();
+      await this.#dead(m, id, epoch, `bad job: ${(e as Error).message}`);
+      return;
+    }
+    if (job.memoryBytes > this.free) {
+      this.log(`${job.id}: needs ~${(job.memoryBytes / 2 ** 20).toFixed(1)} MiB, ${this.free === Infinity ? '' : `${(this.free / 2 ** 20).toFixed(1)} MiB `}free here; handed back`);
+      m.nak(1000);
+      return;
+    }
+    let abort: (e: Error) => void = () => {};
+    const aborted = new Promise<never>((_r, rej) => (abort = rej));
+    aborted.catch(() => {});
+    this.#running.set(job.id, { bytes: job.memoryBytes, abort });
+    void this.#run(m, job, options, epoch, aborted).finally(() => {
+      this.#running.delete(job.id);
+      this.#wake?.();
+    });
+  }
+
+  async #event(id: string, body: FleetEventBody): Promise<void> {
+    await publishEvent(this.#js, id, body);
+  }
+
+  async #dead(m: JsMsg | null, id: string, epoch: number, reason: string): Promise<void> {
+    this.log(`${id}: dead-lettered (${reason})`);
+    await this.#js.publish(`${DEAD_SUBJECT}.${id}`, JSON.stringify({ job: id, reason, epoch, host: this.name, at: new Date().toISOString() }), { msgID: `dead-${id}` });
+    await this.#event(id, { type: 'dead', reason, epoch });
+    m?.term(reason);
+  }
+
+  /** The server gave up on a job (its host died on every attempt): dead-letter it and drop it from the queue. */
+  async #exhausted(a: { stream_seq: number; deliveries: number }): Promise<void> {
+    const sm = await this.#jsm.streams.getMessage(JOBS_STREAM, { seq: a.stream_seq }).catch(() => null);
+    if (!sm) return;
+    const id = sm.subject.split('.').at(-1)!;
+    await this.#dead(null, id, a.deliveries, `no attempt finished: its host was lost on each of ${a.deliveries} deliveries`);
+    await this.#jsm.streams.deleteMessage(JOBS_STREAM, a.stream_seq).catch(() => {});
+  }
+
+  async #run(m: JsMsg, job: FleetJob, options: ReturnType<typeof validateJob>['options'], epoch: number, aborted: Promise<never>): Promise<void> {
+    const id = job.id;
+    // The ack subject (JsMsgImpl's reply; the JsMsg type does not declare it).
+    const reply = (m as JsMsg & { reply?: string }).reply;
+    if (reply) this.#lease.hold(id, reply);
+    let cancelled = false;
+    const cancelSub = this.nc.subscribe(`${CANCEL_SUBJECT}.${id}`, { callback: () => { cancelled = true; } });
+    const store = this.#store.withEpoch(epoch);
+    const where = { host: this.name, epoch };
+    let source: LocalServiceSource | null = null;
+    let events = Promise.resolve();
+    const emit = (b: FleetEventBody) => (events = events.then(() => this.#event(id, b)).catch((e) => this.log(`${id}: event lost: ${(e as Error).message}`)));
+    try {
+      const last = await lastEvent(this.#jsm, id);
+      if (last?.type === 'cancel' || last?.type === 'cancelled') throw new JobCancelledError(id);
+      await store.claim(manifestsOf(id));
+      const checkpoints = new JobCheckpointer(new CheckpointStore<StoredJobState>(store, { keepLast: 2 }), id);
+      const from = await checkpoints.latest();
+      this.log(`${id}: delivery ${epoch}, ${from ? `resuming from ${from.phase} step ${from.step}` : 'starting'}`);
+      await this.#event(id, { type: 'started', ...where, from: from ? { phase: from.phase, step: from.step } : null });
+      const ctx = await Promise.race([acquireGpu({ label: `fleet ${id}` }), aborted]);
+      const tok = new ByteTokenizer();
+      source = new LocalServiceSource(ctx, (c) => new LocalService(c, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 }), { label: `fleet ${id}` });
+      const check = () => {
+        if (cancelled) throw new JobCancelledError(id);
+      };
+      const run = runTrainingRecovering(source, {
+        ...jobOptionsFrom(options),
+        checkpoint: {
+          ...checkpoints.checkpointing(job.checkpointEvery, from),
+          save: async (c) => {
+            check();
+            await events; // the step events a checkpoint covers are stored before it
+            await checkpoints.save(c);
+            emit({ type: 'checkpoint', ...where, phase: c.phase, step: c.step });
+          },
+        },
+        onPhase: (phase, d) => emit({ type: 'phase', ...where, phase, ...(d.steps !== undefined ? { steps: d.steps } : {}) }),
+        onStep: (s) => {
+          check();
+          emit({ type: 'step', ...where, line: metricsLine(s) });
+        },
+      }, { latest: () => checkpoints.latest() });
+      run.catch(() => {}); // when aborted, the run fails later, as its device is destroyed
+      const result = await Promise.race([aborted, run]);
+      await events;
+      const summary = summaryOf(result);
+      const adapterVersion = await saveResult(store, id, result, summary);
+      await this.#event(id, { type: 'done', ...where, summary: encodeNonFinite(summary) as JobSummary, adapterVersion });
+      await m.ackAck();
+      this.log(`${id}: done (adapter version ${adapterVersion})`);
+      await checkpoints.clear().catch(() => {});
+    } catch (e) {
+      await events;
+      await this.#ended(m, id, epoch, e);
+    } finally {
+      this.#lease.release(id);
+      cancelSub.unsubscribe();
+      await source?.close().catch(() => {});
+    }
+  }
+
+  async #ended(m: JsMsg, id: string, epoch: number, e: unknown): Promise<void> {
+    const reason = e instanceof Error ? e.message : String(e);
+    const where = { host: this.name, epoch };
+    if (e instanceof FencedError) {
+      this.log(`${id}: abandoned (${reason})`);
+      await this.#event(id, { type: 'abandoned', ...where, reason });
+    } else if (e instanceof JobCancelledError) {
+      this.log(`${id}: cancelled`);
+      await this.#event(id, { type: 'cancelled', ...where });
+      m.term('cancelled');
+    } else if (e instanceof WorkerStopping) {
+      this.log(`${id}: handed back (worker stopping)`);
+      await this.#event(id, { type: 'failed', ...where, reason, retry: true });
+      m.nak();
+    } else if (e instanceof ConfigError) {
+      await this.#dead(m, id, epoch, `bad config: ${reason}`);
+    } else if (epoch >= this.queue.maxDeliver) {
+      await this.#dead(m, id, epoch, `failed on each of ${epoch} attempts, last: ${reason}`);
+    } else {
+      this.log(`${id}: attempt ${epoch} failed (${reason}); handed back`);
+      await this.#event(id, { type: 'failed', ...where, reason, retry: true });
+      m.nak(1000);
+    }
+  }
+}
+
+class WorkerStopping extends WebtinkerError {
+  constructor() {
+    super('worker-stopping', 'the worker is stopping');
+  }
+}

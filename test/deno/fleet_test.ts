@@ -1,0 +1,188 @@
+/**
+ * Deno suite: the fleet end to end on one machine — nats-server on loopback, three worker
+ * processes (`npm run fleet -- worker`, ack wait 2 s), tiny-gpt2 jobs (16 SFT steps checkpointed
+ * every 4, then 2 LoRA GRPO steps). One job runs undisturbed (its adapter stored, its events
+ * replayable, a resubmission dropped); a bad job is dead-lettered at once without blocking the
+ * queue; the same job as the undisturbed one loses its worker to SIGKILL after its first
+ * checkpoint and resumes on another; and again with its worker SIGSTOPped instead, whose late
+ * write is refused once another took over (it abandons the job). Both disturbed jobs end with the
+ * undisturbed job's metrics (timings aside) and adapter bytes, bitwise.
+ */
+import { assert } from 'chai';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connectFleet, openStore } from '../../src/fleet/connect.ts';
+import { cancelJob, submitJob } from '../../src/fleet/cli.ts';
+import { type FleetEvent, foldEvents, replayEvents } from '../../src/fleet/events.ts';
+import { DEAD_STREAM, EVENTS_STREAM, ensureFleet, JOBS_STREAM, JOBS_SUBJECT, makeJob, trainOptionsOf } from '../../src/fleet/jobs.ts';
+import { loadResult } from '../../src/fleet/results.ts';
+import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
+import { startNatsServer } from './nats_server.ts';
+
+const CLI = fileURLToPath(new URL('../../src/fleet/cli.ts', import.meta.url));
+const FLAGS = { model: 'tiny-gpt2', steps: 2, warmstartSteps: 16, groups: 2, groupSize: 2, evalEpisodes: 0, seed: 3 };
+const train = trainOptionsOf(FLAGS);
+/** Time measurements differ between runs; everything else in a metrics line must not. */
+const TIMING = new Set(['trainSeconds', 'sampleSeconds', 'tokensPerSecond']);
+
+interface Worker {
+  name: string;
+  proc: ChildProcess;
+  log: string;
+}
+
+function startWorker(url: string, name: string): Worker {
+  const proc = spawn(Deno.execPath(), ['run', '--allow-read', '--allow-write', '--allow-env', '--allow-net', '--allow-sys', CLI, 'worker', '--nats', url, '--name', name, '--ack-wait', '2', '--max-deliver', '3'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const w: Worker = { name, proc, log: '' };
+  proc.stderr!.on('data', (d) => (w.log += String(d)));
+  return w;
+}
+
+function signal(w: Worker, sig: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT'): void {
+  process.kill(w.proc.pid!, sig);
+}
+
+function withoutTimings(jsonl: string): unknown[] {
+  return jsonl.trim().split('\n').map((l) => Object.fromEntries(Object.entries(JSON.parse(l)).filter(([k]) => !TIMING.has(k))));
+}
+
+Deno.test('fleet: jobs on a work queue, dead letters, and jobs surviving a killed and a stopped worker', async (t) => {
+  const server = await startNatsServer();
+  const nc = await connectFleet(server.url);
+  const workers: Worker[] = [];
+  const events: FleetEvent[] = [];
+  let wake: () => void = () => {};
+  try {
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    await ensureFleet(jsm, { ackWaitMs: 2000, maxDeliver: 3 });
+    // Every event as it is stored, for waiting on (each wait is bounded: a hang fails, it is not timed).
+    const all = await (await js.consumers.get(EVENTS_STREAM, { filter_subjects: 'wt.events.>', deliver_policy: DeliverPolicy.All })).consume();
+    void (async () => {
+      for await (const m of all) {
+        events.push(m.json<FleetEvent>());
+        wake();
+      }
+    })();
+    const waitFor = async (what: string, pred: (e: FleetEvent) => boolean, limitMs = 120_000): Promise<FleetEvent> => {
+      const until = Date.now() + limitMs;
+      for (;;) {
+        const hit = events.find(pred);
+        if (hit) return hit;
+        if (Date.now() > until) throw new Error(`no ${what} within ${limitMs / 1000} s; workers said:\n${workers.map((w) => `${w.name}: ${w.log}`).join('\n')}`);
+        await new Promise<void>((r) => {
+          wake = r;
+          setTimeout(r, 500);
+        });
+      }
+    };
+    const workerOf = (e: FleetEvent) => workers.find((w) => 'host' in e && w.name === e.host)!;
+    const history = async (id: string) => {
+      const h: FleetEvent[] = [];
+      await replayEvents(js, jsm, id, (e) => h.push(e));
+      return h;
+    };
+    const store = await openStore(nc);
+    for (const name of ['A', 'B', 'C']) workers.push(startWorker(server.url, name));
+
+    await t.step('a bad job is dead-lettered at once, with its reason, and a job behind it runs; a resubmission is dropped', async () => {
+      // A message no `npm run fleet -- submit` would send: an unknown model preset.
+      const bad = { ...makeJob(train, { id: 'bad' }), settings: { ...makeJob(train).settings, model: 'gpt2-nope' } };
+      await js.publish(`${JOBS_SUBJECT}.bad`, JSON.stringify(bad), { msgID: 'bad' });
+      const alone = makeJob(train, { id: 'alone' });
+      assert.isFalse((await submitJob({ nc, js, jsm }, alone)).duplicate);
+      assert.isTrue((await submitJob({ nc, js, jsm }, alone)).duplicate, 'the same id within the duplicate window is dropped');
+      const dead = await waitFor('dead letter', (e) => e.job === 'bad' && e.type === 'dead');
+      assert.strictEqual(dead.type === 'dead' && dead.epoch, 1, 'dead-lettered on its first delivery');
+      const letter = await jsm.streams.getMessage(DEAD_STREAM, { last_by_subj: 'wt.dead.bad' });
+      assert.match(letter!.json<{ reason: string }>().reason, /--model: unknown preset "gpt2-nope"/);
+      await waitFor('alone done', (e) => e.job === 'alone' && e.type === 'done');
+      const h = await history('alone');
+      assert.strictEqual(h.filter((e) => e.type === 'submitted').length, 1);
+      const f = foldEvents(h);
+      assert.strictEqual(f.state, 'done');
+      assert.strictEqual(withoutTimings(f.metrics).length, 16 + 2, 'one metrics line per step');
+      // The adapter was stored before the ack: it loads from the shared store.
+      const adapter = await new AdapterStore(store).load('alone');
+      assert.strictEqual(adapter.meta.rank, 8);
+      assert.isAbove(adapter.tensors.length, 0);
+    });
+
+    const alone = foldEvents(await history('alone'));
+    const aloneResult = await loadResult(store, 'alone');
+
+    const sameAsAlone = async (id: string) => {
+      const f = foldEvents(await history(id));
+      assert.strictEqual(f.state, 'done');
+      assert.deepEqual(withoutTimings(f.metrics), withoutTimings(alone.metrics), `${id}: the metrics of the undisturbed run`);
+      const r = await loadResult(store, id);
+      assert.deepEqual(Object.keys(r.trained.tensors), Object.keys(aloneResult.trained.tensors));
+      for (const [k, v] of Object.entries(r.trained.tensors)) assert.deepEqual(new Uint8Array(v.buffer), new Uint8Array(aloneResult.trained.tensors[k].buffer), `${id}: tensor ${k}`);
+      return f;
+    };
+
+    /** The latest delivery epoch `host` started `id` with (a lease lapsed under load may have given it a second one). */
+    const epochOf = (id: string, host: string) => Math.max(...events.filter((e) => e.job === id && e.type === 'started' && e.host === host).map((e) => (e as { epoch: number }).epoch));
+
+    await t.step('a worker killed (SIGKILL) after a checkpoint: the job is redelivered and resumes from it on another', async () => {
+      await submitJob({ nc, js, jsm }, makeJob(train, { id: 'killed' }));
+      const ck = await waitFor('killed: first checkpoint', (e) => e.job === 'killed' && e.type === 'checkpoint');
+      const victim = workerOf(ck);
+      signal(victim, 'SIGKILL');
+      const held = epochOf('killed', victim.name);
+      const again = await waitFor('killed: redelivery', (e) => e.job === 'killed' && e.type === 'started' && e.epoch > held && e.host !== victim.name);
+      // Resumed from the checkpoint seen before the kill (or a later one): at most one interval is redone.
+      const from = again.type === 'started' ? again.from : null;
+      assert.isNotNull(from, 'resumed from a checkpoint, not from the start');
+      assert.isTrue(ck.type === 'checkpoint' && from!.phase === ck.phase && from!.step >= ck.step, `resumed from ${JSON.stringify(from)}`);
+      await waitFor('killed done', (e) => e.job === 'killed' && e.type === 'done');
+      const f = await sameAsAlone('killed');
+      assert.isAtLeast(f.starts, 2);
+    });
+
+    await t.step('a worker stopped (SIGSTOP) and continued: its late write is refused and it abandons the job', async () => {
+      await submitJob({ nc, js, jsm }, makeJob(train, { id: 'stopped' }));
+      const ck = await waitFor('stopped: first checkpoint', (e) => e.job === 'stopped' && e.type === 'checkpoint');
+      const zombie = workerOf(ck);
+      signal(zombie, 'SIGSTOP');
+      const held = epochOf('stopped', zombie.name);
+      try {
+        // The new owner has claimed the job's manifests (at its start) and saved a checkpoint of its own.
+        await waitFor('stopped: taken over', (e) => e.job === 'stopped' && e.type === 'checkpoint' && e.epoch > held);
+      } finally {
+        signal(zombie, 'SIGCONT');
+      }
+      const gone = await waitFor('stopped: abandoned', (e) => e.job === 'stopped' && e.type === 'abandoned' && e.epoch === held);
+      assert.strictEqual(gone.type === 'abandoned' && gone.host, zombie.name);
+      assert.match(gone.type === 'abandoned' ? gone.reason : '', new RegExp(`refused: it belongs to delivery epoch \\d+, this writer holds epoch ${held}`));
+      const done = await waitFor('stopped done', (e) => e.job === 'stopped' && e.type === 'done');
+      assert.notStrictEqual(done.type === 'done' && done.host, zombie.name);
+      await sameAsAlone('stopped');
+    });
+
+    await t.step('a running job is cancelled at its next step; every job has left the queue', async () => {
+      await submitJob({ nc, js, jsm }, makeJob(trainOptionsOf({ ...FLAGS, warmstartSteps: 400 }), { id: 'cancelme' }));
+      await waitFor('cancelme: a step', (e) => e.job === 'cancelme' && e.type === 'step');
+      assert.strictEqual(await cancelJob({ nc, js, jsm }, 'cancelme'), 'sent');
+      await waitFor('cancelme: cancelled', (e) => e.job === 'cancelme' && e.type === 'cancelled');
+      const f = foldEvents(await history('cancelme'));
+      assert.strictEqual(f.state, 'cancelled');
+      assert.isBelow(withoutTimings(f.metrics).length, 400);
+      assert.strictEqual(await cancelJob({ nc, js, jsm }, 'cancelme'), 'ended');
+      assert.strictEqual((await jsm.streams.info(JOBS_STREAM)).state.messages, 0, 'done, dead-lettered and cancelled jobs are all off the work queue');
+    });
+  } finally {
+    for (const w of workers) {
+      if (w.proc.exitCode === null && w.proc.signalCode === null) {
+        try {
+          signal(w, 'SIGCONT');
+          signal(w, 'SIGKILL');
+        } catch { /* exited */ }
+      }
+    }
+    await Promise.all(workers.map((w) => (w.proc.exitCode !== null || w.proc.signalCode !== null ? undefined : new Promise((r) => w.proc.once('exit', r)))));
+    await nc.close();
+    await server.stop();
+  }
+});
