@@ -13,7 +13,11 @@
  * (FencedError) when the entry holds a newer epoch. `claim(keys)` re-stamps a job's manifests
  * with the new owner's epoch as it takes the job over, so a host that was presumed dead and comes
  * back (SIGSTOP, then SIGCONT) is refused at its next manifest write, even before the new owner
- * has saved anything. A stale writer may leave blobs of a version it never commits: they are
+ * has saved anything. Versioned records commit by *creating* a new key (records.ts), which no
+ * entry's epoch can guard, so a claim also stamps the record's fence (`<prefix>/<name>/.fence`,
+ * hidden from `keys`): every write under the record checks the fence first, and a create checks
+ * it again after it landed and takes its key back when a newer owner claimed in between — so a
+ * stale host's version either happened before the takeover or does not exist. A stale writer may leave blobs of a version it never commits: they are
  * orphans, which VersionedRecords removes at the next save. Each binary write makes a new object
  * (named by key, epoch and a nonce), so two writers never share an object; the one an entry no
  * longer points to is deleted after the entry moved on.
@@ -94,6 +98,8 @@ function isCasConflict(e: unknown): boolean {
 }
 
 let nonce = 0;
+/** Last segment of a record's fence key. */
+const FENCE = '.fence';
 
 export interface NatsKvOptions {
   /** The writer's epoch (a job's delivery count); 0 for a plain client. */
@@ -116,6 +122,22 @@ export class NatsKv implements KvStore {
   /** The same bucket and object store, writing with another epoch. */
   withEpoch(epoch: number): NatsKv {
     return new NatsKv(this.kv, this.objects, { epoch });
+  }
+
+  /** The fence of the record a key belongs to: `<first>/<second>/.fence`, or null for a shorter key. */
+  static fenceOf(key: string): string | null {
+    const parts = key.split('/');
+    if (parts.length < 2 || parts.at(-1) === FENCE) return null;
+    return `${parts[0]}/${parts[1]}/${FENCE}`;
+  }
+
+  /** Refused (FencedError) when the record's fence holds a newer epoch than this writer's. */
+  async #checkFence(key: string): Promise<void> {
+    const f = NatsKv.fenceOf(key);
+    if (!f) return;
+    const cur = await this.#entry(f);
+    const owner = cur?.env?.e ?? 0;
+    if (owner > this.epoch) throw new FencedError(key, this.epoch, owner);
   }
 
   async #entry(key: string): Promise<{ rev: number; env: Envelope } | null> {
@@ -146,6 +168,7 @@ export class NatsKv implements KvStore {
    */
   async #cas(key: string, make: Envelope | null | ((cur: Envelope) => Envelope)): Promise<Envelope | null> {
     const k = encodeKey(key);
+    await this.#checkFence(key);
     for (let attempt = 0; attempt < 50; attempt++) {
       const cur = await this.#entry(key);
       const owner = cur?.env?.e ?? 0;
@@ -192,6 +215,41 @@ export class NatsKv implements KvStore {
     }
   }
 
+  /**
+   * The KV bucket's own create: the server refuses it when the key holds a value, so exactly one
+   * of several racing writers (any host) wins. Binary values go to the object store first and
+   * are dropped again when the create loses. A deleted key (a tombstone) may be created anew.
+   */
+  async create(key: string, v: KvValue): Promise<boolean> {
+    const k = encodeKey(key);
+    await this.#checkFence(key);
+    let env: Envelope;
+    let obj: string | null = null;
+    if (v instanceof ArrayBuffer || ArrayBuffer.isView(v)) {
+      obj = `${key}#${this.epoch}#${Date.now().toString(36)}-${(nonce++).toString(36)}`;
+      const info = await this.objects.putBlob({ name: obj }, bytesOf(v).slice());
+      env = { e: this.epoch, obj, size: info.size, digest: info.digest };
+    } else {
+      env = { e: this.epoch, v: v === undefined ? null : JSON.parse(JSON.stringify(v)) };
+    }
+    try {
+      await this.kv.create(k, JSON.stringify(env));
+    } catch (e) {
+      if (obj) await this.objects.delete(obj).catch(() => {});
+      if (isCasConflict(e)) return false;
+      throw e;
+    }
+    try {
+      await this.#checkFence(key);
+    } catch (e) {
+      // A newer owner claimed the record while this create was in flight: take the key back.
+      await this.kv.delete(k).catch(() => {});
+      if (obj) await this.objects.delete(obj).catch(() => {});
+      throw e;
+    }
+    return true;
+  }
+
   async delMany(keys: readonly string[]): Promise<void> {
     for (const key of keys) await this.#dropObject(await this.#cas(key, null));
   }
@@ -203,7 +261,7 @@ export class NatsKv implements KvStore {
     const out: string[] = [];
     for await (const k of await this.kv.keys(filter)) {
       const key = decodeKey(k);
-      if (key.startsWith(prefix)) out.push(key);
+      if (key.startsWith(prefix) && key.split('/').at(-1) !== FENCE) out.push(key);
     }
     return [...new Set(out)].sort();
   }
@@ -213,6 +271,10 @@ export class NatsKv implements KvStore {
    * older epochs are refused from now on; a FencedError when a newer epoch holds one already.
    */
   async claim(keys: readonly string[]): Promise<void> {
-    for (const key of keys) await this.#cas(key, (cur) => ({ ...cur, e: this.epoch }));
+    for (const key of keys) {
+      const fence = NatsKv.fenceOf(key);
+      if (fence) await this.#cas(fence, { e: this.epoch, v: null });
+      await this.#cas(key, (cur) => ({ ...cur, e: this.epoch }));
+    }
   }
 }

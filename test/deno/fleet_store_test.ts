@@ -59,8 +59,19 @@ Deno.test('fleet store: the NATS KvStore against the store contract, and its fen
         err = e;
       }
       assert.instanceOf(err, FencedError);
-      assert.match((err as Error).message, /adapters\/job\/manifest.*epoch 2.*epoch 1/);
+      assert.match((err as Error).message, /adapters\/job\/.*epoch 2.*epoch 1/);
       assert.isUndefined(await base.get('adapters/nothing/manifest'), 'claiming an absent key writes nothing');
+      // A version record is committed by create: the claim's fence refuses a stale writer's create too.
+      let created: unknown;
+      try {
+        await old.create('adapters/nothing/versions/1', { meta: {} });
+      } catch (e) {
+        created = e;
+      }
+      assert.instanceOf(created, FencedError);
+      assert.isUndefined(await base.get('adapters/nothing/versions/1'), 'a fenced create leaves no record');
+      assert.isTrue(await owner.create('adapters/nothing/versions/1', { meta: {} }), 'the owner creates it');
+      assert.notInclude(await base.keys('adapters/nothing/'), 'adapters/nothing/.fence', 'fences are not listed');
       // The owner goes on; its version is the one loaded.
       const store2 = new AdapterStore(owner);
       const m = await store2.save('job', [{ name: 'w', shape: [2], dtype: 'f32', data: new Float32Array([5, 6]) }], { baseModel: 'm', rank: 1, alpha: 2, targetModules: ['q'], step: 3 });
