@@ -30,7 +30,7 @@ export interface GoldenMeta {
   readonly model_type: string;
   readonly seed: number;
   readonly inputs: { readonly B: number; readonly T: number };
-  readonly greedy: { readonly new_tokens: number; readonly min_top2_logit_gap: number };
+  readonly greedy: { readonly prompt_tokens: number; readonly new_tokens: number; readonly min_top2_logit_gap: number };
   readonly lora: { readonly r: number; readonly lora_alpha: number };
   readonly versions: Readonly<Record<string, string>>;
 }
