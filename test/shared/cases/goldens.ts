@@ -19,7 +19,8 @@
  *
  * The table holds the families the engine supports. The fixtures of llama32 (llama3 RoPE
  * scaling), qwen3 (q/k norms, head_dim ≠ hidden/heads) and gemma3 (gemma3_text) are committed
- * too; each becomes one more entry of GOLDEN_ROWS once configFromHf accepts it.
+ * too; each becomes one more entry of GOLDEN_ROWS (test/shared/goldens.ts) once configFromHf
+ * accepts it.
  */
 import { assert } from 'chai';
 import type { PackedBatch } from '../../../src/algorithms/pack.ts';
@@ -34,11 +35,8 @@ import { importPeftAdapter, peftModule } from '../../../src/model/peft.ts';
 import { Trainer } from '../../../src/model/trainer.ts';
 import { exportHfWeights, importHfWeights } from '../../../src/model/weight_names.ts';
 import { bothTunings } from '../gpu.ts';
-import { type Golden, type GoldenName, loadGolden } from '../goldens.ts';
+import { type Golden, GOLDEN_ROWS, type GoldenName, loadGolden } from '../goldens.ts';
 import type { GpuCase } from '../register.ts';
-
-/** The cases run: add 'llama32', 'qwen3', 'gemma3' here as the engine learns them. */
-export const GOLDEN_ROWS: readonly GoldenName[] = ['gpt2', 'smollm2', 'qwen2'];
 
 export const BOUND = 1e-4;
 
