@@ -127,7 +127,9 @@ def llama3_rope_check(model, cfg):
 
 def config_dict(d):
     c = AutoConfig.from_pretrained(d).to_dict()
-    for k in ("transformers_version", "_name_or_path"):
+    # dtype: GPT-2's published config has none (read as None), transformers 5 writes float32; the
+    # checkpoint's own dtypes are recorded apart.
+    for k in ("transformers_version", "_name_or_path", "dtype"):
         c.pop(k, None)
     return c
 
@@ -271,7 +273,7 @@ def write_case(name, hf_id, published, targets, seed):
         "loss": "mean over b < B, t < T-1 of -log softmax(logits[b, t])[input_ids[b, t+1]] (labels = input_ids; HF's ForCausalLMLoss), computed in f64",
         "logprobs": "[B, T-1]: log softmax(logits[b, t])[input_ids[b, t+1]]",
         "grads": "d loss / d parameter for every named parameter (checkpoint names; tied embedding once: input and output-head parts summed)",
-        "greedy": {"prompt": f"input_ids[:, :{PROMPT}]", "new_tokens": G, "generate": gen_cfg.to_diff_dict(),
+        "greedy": {"prompt": f"input_ids[:, :{PROMPT}]", "prompt_tokens": PROMPT, "new_tokens": G, "generate": gen_cfg.to_diff_dict(),
                    "check": "equal to argmax of full (uncached) forwards", "min_top2_logit_gap": gap, "data_seed_tries": tries + 1},
         "lora": {"r": LORA_R, "lora_alpha": LORA_ALPHA, "scale": LORA_ALPHA / LORA_R, "target_modules": targets, "init_lora_weights": False,
                  "torch_seed": seed + 1, "adapter_dtype": lora_dtypes, "base": "frozen", "loss": "as above, with the adapter",

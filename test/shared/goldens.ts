@@ -24,15 +24,24 @@ import { openSafetensors, type SafetensorsFile } from '../../src/model/safetenso
 export const GOLDEN_NAMES = ['gpt2', 'smollm2', 'llama32', 'qwen2', 'qwen3', 'gemma3'] as const;
 export type GoldenName = (typeof GOLDEN_NAMES)[number];
 
+/**
+ * The cases the engine runs (test/shared/cases/goldens.ts, and the config check of
+ * test/unit/goldens.test.ts): the families it supports. Add 'llama32', 'qwen3', 'gemma3' here as
+ * it learns them — one entry each, nothing else to change.
+ */
+export const GOLDEN_ROWS: readonly GoldenName[] = ['gpt2', 'smollm2', 'qwen2', 'llama32', 'qwen3'];
+
 export interface GoldenMeta {
   readonly case: string;
   readonly mimics: string;
   readonly model_type: string;
   readonly seed: number;
   readonly inputs: { readonly B: number; readonly T: number };
-  readonly greedy: { readonly new_tokens: number; readonly min_top2_logit_gap: number };
+  readonly greedy: { readonly prompt_tokens: number; readonly new_tokens: number; readonly min_top2_logit_gap: number };
   readonly lora: { readonly r: number; readonly lora_alpha: number };
   readonly versions: Readonly<Record<string, string>>;
+  /** The config.json transformers 5 writes for this model (rope_parameters, dtype, …). */
+  readonly transformers_saved_config: Record<string, unknown>;
 }
 
 export interface Golden {

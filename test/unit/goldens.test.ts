@@ -7,12 +7,15 @@
  *     the adapter f32);
  *   - log-probs = log softmax(logits) at the next token, recomputed here in f64 from the stored
  *     f32 logits, and loss = −mean(log-probs), with and without the adapter;
- *   - greedy tokens inside the vocabulary.
+ *   - greedy tokens inside the vocabulary;
+ *   - for the families the engine runs (GOLDEN_ROWS): configFromHf reads the config transformers 5
+ *     would save (rope_parameters instead of rope_theta, dtype) as it reads the published one.
  * Reads the files through test/shared/goldens.ts (file: URLs under Node).
  */
 import { assert } from 'chai';
 import { describe, it } from 'vitest';
-import { GOLDEN_NAMES, type Golden, loadGolden } from '../shared/goldens.ts';
+import { configFromHf } from '../../src/model/hf_config.ts';
+import { GOLDEN_NAMES, GOLDEN_ROWS, type Golden, loadGolden } from '../shared/goldens.ts';
 
 /** f64 log softmax(logits[r])[target] for row r of a [rows, V] array. */
 function logSoftmaxAt(logits: Float32Array, r: number, V: number, target: number): number {
@@ -65,6 +68,17 @@ describe('goldens written by transformers', () => {
         assert.deepEqual(g.golden.info('greedy').shape, [g.B, g.meta.greedy.new_tokens]);
         for (const t of [...g.greedy, ...g.inputIds]) assert.isTrue(t >= 0 && t < V, `token ${t} in [0, ${V})`);
         assert.isAtLeast(g.meta.greedy.min_top2_logit_gap, 1e-2, 'no greedy near-tie an f32 engine could flip');
+      } finally {
+        await g.close();
+      }
+    });
+  }
+
+  for (const name of GOLDEN_ROWS) {
+    it(`${name}: configFromHf reads transformers 5's layout of the config (rope_parameters, dtype) as the published layout`, async () => {
+      const g = await loadGolden(name);
+      try {
+        assert.deepEqual(configFromHf(g.meta.transformers_saved_config, { name }), configFromHf(g.config, { name }));
       } finally {
         await g.close();
       }

@@ -10,7 +10,8 @@
  *     exportHfWeights: GPT-2's q/k/v re-fused into c_attn, Conv1D weights transposed back);
  *   - with the PEFT adapter (base frozen): logits, loss and the gradient of every lora_A / lora_B
  *     (a fused GPT-2 c_attn adapter: q, k and v share its A, so A's gradient is the sum of theirs);
- *   - greedy decoding of 8 tokens after each row's first 5 (prefill + KV-cache decode): equal ids.
+ *   - greedy decoding of 8 tokens after each row's first 5 (prefill + KV-cache decode): equal ids
+ *     (the script made sure no step has a top-2 logit gap under 1e-2, so f32 cannot flip a tie).
  *
  * One error measure for every tensor: max_i |got_i − want_i| / max_i |want_i| (relErr), at most
  * BOUND = 1e-4; a scalar loss: |got − want| / |want|. The reference is f64, so this measures the
@@ -18,7 +19,8 @@
  *
  * The table holds the families the engine supports. The fixtures of llama32 (llama3 RoPE
  * scaling), qwen3 (q/k norms, head_dim ≠ hidden/heads) and gemma3 (gemma3_text) are committed
- * too; each becomes one more entry of GOLDEN_ROWS once configFromHf accepts it.
+ * too; each becomes one more entry of GOLDEN_ROWS (test/shared/goldens.ts) once configFromHf
+ * accepts it.
  */
 import { assert } from 'chai';
 import type { PackedBatch } from '../../../src/algorithms/pack.ts';
@@ -33,11 +35,8 @@ import { importPeftAdapter, peftModule } from '../../../src/model/peft.ts';
 import { Trainer } from '../../../src/model/trainer.ts';
 import { exportHfWeights, importHfWeights } from '../../../src/model/weight_names.ts';
 import { bothTunings } from '../gpu.ts';
-import { type Golden, type GoldenName, loadGolden } from '../goldens.ts';
+import { type Golden, GOLDEN_ROWS, type GoldenName, loadGolden } from '../goldens.ts';
 import type { GpuCase } from '../register.ts';
-
-/** The cases run: add 'llama32', 'qwen3', 'gemma3' here as the engine learns them. */
-export const GOLDEN_ROWS: readonly GoldenName[] = ['gpt2', 'smollm2', 'qwen2', 'llama32', 'qwen3'];
 
 export const BOUND = 1e-4;
 
@@ -149,7 +148,8 @@ async function runOn(ctx: GpuContext, g: Golden, cfg: ModelConfig, params: Recor
 
     // Greedy decoding (prefill + KV cache), base weights.
     const G = g.greedy.length / B;
-    const prompts = Array.from({ length: B }, (_, b) => Array.from(g.inputIds.subarray(b * T, b * T + 5)));
+    const P = g.meta.greedy.prompt_tokens;
+    const prompts = Array.from({ length: B }, (_, b) => Array.from(g.inputIds.subarray(b * T, b * T + P)));
     const r = await generate(ctx, model, null, prompts, { maxTokens: G, temperature: 0, seed: 0 });
     for (let b = 0; b < B; b++) assert.deepEqual(r.tokens[b], Array.from(g.greedy.subarray(b * G, (b + 1) * G)), `${tag}: greedy tokens of row ${b}`);
 
