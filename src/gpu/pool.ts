@@ -70,6 +70,8 @@ export interface PooledBuffer {
 interface Live {
   bytes: number;
   owner: string;
+  /** Sized to its request, not a class: destroyed on release. */
+  exact: boolean;
 }
 
 export class BufferPool {
@@ -92,15 +94,19 @@ export class BufferPool {
     this.cacheLimitBytes = cacheLimitBytes;
   }
 
-  /** A buffer of at least `bytes` bytes, owned by `owner` until released. */
-  acquire(bytes: number, owner: string, label: string): PooledBuffer {
+  /**
+   * A buffer of at least `bytes` bytes, owned by `owner` until released. `exact`: of `bytes`
+   * rounded up to 16 only (a long-lived tensor), made anew and destroyed on release.
+   */
+  acquire(bytes: number, owner: string, label: string, opts: { exact?: boolean } = {}): PooledBuffer {
     const maxBuffer = this.device.limits.maxBufferSize;
     if (bytes > maxBuffer) {
       throw new LimitError('pool', `buffer "${label}" of ${bytes} bytes exceeds the device's maxBufferSize of ${maxBuffer} bytes`);
     }
-    let size = bucketBytes(bytes);
+    const exact = Boolean(opts.exact);
+    let size = exact ? Math.max(16, Math.ceil(bytes / 16) * 16) : bucketBytes(bytes);
     if (size > maxBuffer) size = Math.ceil(bytes / 4) * 4;
-    let buffer = this.#free.get(size)?.pop();
+    let buffer = exact ? undefined : this.#free.get(size)?.pop();
     if (buffer) {
       this.#cachedBytes -= size;
       this.#cachedBuffers--;
@@ -108,7 +114,7 @@ export class BufferPool {
     } else {
       buffer = this.device.createBuffer({ size, usage: this.usage, label });
     }
-    this.#live.set(buffer, { bytes: size, owner });
+    this.#live.set(buffer, { bytes: size, owner, exact });
     this.#liveBytes += size;
     this.#peakLive = Math.max(this.#peakLive, this.#liveBytes);
     this.#peakReserved = Math.max(this.#peakReserved, this.#liveBytes + this.#cachedBytes);
@@ -129,7 +135,7 @@ export class BufferPool {
     const o = this.#owners.get(live.owner)!;
     o.currentBytes -= live.bytes;
     o.buffers--;
-    if (this.#cachedBytes + live.bytes > this.cacheLimitBytes) {
+    if (live.exact || this.#cachedBytes + live.bytes > this.cacheLimitBytes) {
       buffer.destroy();
       return;
     }

@@ -32,6 +32,12 @@ export interface TensorOptions {
   owner?: string;
   /** GPU label; shows up in validation messages. */
   label?: string;
+  /**
+   * A buffer of the tensor's own size (rounded to 16 bytes, so whole-vec4 views stay inside),
+   * not the pool's size class: for long-lived tensors such as frozen weights, where the class's
+   * up to 50% slack would be paid for the model's lifetime. Destroyed on release, not cached.
+   */
+  exact?: boolean;
 }
 
 export function numel(shape: readonly number[]): number {
@@ -161,7 +167,7 @@ export function emptyTensor(ctx: GpuContext, shape: readonly number[], dtype: DT
   checkShape('tensor', label, shape);
   const owner = opts.owner ?? 'default';
   const bytes = Math.max(4, Math.ceil((numel(shape) * DTYPE_BYTES[dtype]) / 4) * 4);
-  const { buffer } = ctx.pool.acquire(bytes, owner, label);
+  const { buffer } = ctx.pool.acquire(bytes, owner, label, { exact: opts.exact });
   return new Tensor(ctx, buffer, shape, dtype, owner, label);
 }
 

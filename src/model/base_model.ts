@@ -24,6 +24,7 @@ import type { ModelConfig } from './config.ts';
 import { WeightsError } from './errors.ts';
 import { f16ToF32Array, f32ToF16Array } from './f16.ts';
 import { numel, type ParamSpec, parameterSpecs } from './params.ts';
+import { planHfImport, readHfImport, type TensorSource } from './weight_names.ts';
 import type { ModelWeights } from './weights_view.ts';
 
 export interface BaseModelOptions {
@@ -98,7 +99,37 @@ export class BaseModel implements ModelWeights {
       for (const s of specs) {
         const data = params[s.name];
         const host = f16 && f16Eligible(s) ? f32ToF16Array(data) : data;
-        tensors.set(s.name, tensorFrom(ctx, host, s.shape, { owner, label: s.name }));
+        tensors.set(s.name, tensorFrom(ctx, host, s.shape, { owner, label: s.name, exact: true }));
+      }
+    } catch (e) {
+      for (const t of tensors.values()) t.release();
+      throw e;
+    }
+    return new BaseModel(ctx, cfg, owner, f16, specs, tensors);
+  }
+
+  /**
+   * A Hugging Face checkpoint (one file, or shards as one TensorSource) streamed into a new
+   * BaseModel one tensor at a time: names, shapes and dtypes are checked from the headers first
+   * (planHfImport: nothing is read or allocated for a bad checkpoint), then each HF tensor is read
+   * as f32, split into its canonical parts (GPT-2's fused c_attn), narrowed to f16 where asked,
+   * uploaded at its exact size and dropped — so the host holds about one tensor at a time, never a
+   * copy of the model. `f16: 'auto'` stores the linear weights as f16 when the checkpoint's are
+   * 16-bit (BF16 or F16) and the device has shader-f16. All or nothing, as `upload`.
+   */
+  static async load(ctx: GpuContext, cfg: ModelConfig, source: TensorSource, opts: Omit<BaseModelOptions, 'f16'> & { f16?: boolean | 'auto' } = {}): Promise<BaseModel> {
+    const plan = planHfImport(cfg, source);
+    const specs = parameterSpecs(cfg);
+    const bySpec = new Map(specs.map((s) => [s.name, s]));
+    const sixteen = plan.entries.filter((e) => e.hfShape.length === 2).every((e) => ['BF16', 'F16'].includes(source.info(e.hf).dtype));
+    const f16 = (opts.f16 === 'auto' ? sixteen : Boolean(opts.f16)) && ctx.hasF16;
+    const owner = opts.owner ?? `model:${cfg.name ?? cfg.family}#${nextModel++}`;
+    const tensors = new Map<string, Tensor>();
+    try {
+      for await (const t of readHfImport(plan)) {
+        const s = bySpec.get(t.name)!;
+        const host = f16 && f16Eligible(s) ? f32ToF16Array(t.data) : t.data;
+        tensors.set(t.name, tensorFrom(ctx, host, s.shape, { owner, label: s.name, exact: true }));
       }
     } catch (e) {
       for (const t of tensors.values()) t.release();

@@ -1,7 +1,7 @@
 /**
- * The layer-level building blocks of the training passes (forward.ts, backward.ts): a linear
- * layer with or without its LoRA adapter, the family's norm, tensor views, and the arena that
- * allocates a call's activations under the job's pool owner.
+ * The layer-level pieces of the training passes (forward.ts, backward.ts) beside the one block
+ * (block.ts, which holds the forward of a linear layer and a norm): their backward passes, tensor
+ * views, and the arena that allocates a call's activations under the job's pool owner.
  *
  * Legend: N = B·T rows, In / Out a linear layer's widths, C model width, R LoRA rank.
  *

@@ -156,7 +156,8 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
   // Weights, gradients, moments.
   const specs = parameterSpecs(cfg);
   const baseBytes = opts.baseWeightBytes ?? 4;
-  const sharedBytes = specs.reduce((s, p) => s + bucketBytes((f16Eligible(p) ? baseBytes : 4) * numel(p.shape)), 0);
+  // The base is allocated at its tensors' own sizes (BaseModel: exact buffers, 16-byte rounded).
+  const sharedBytes = specs.reduce((s, p) => s + Math.max(16, Math.ceil(((f16Eligible(p) ? baseBytes : 4) * numel(p.shape)) / 16) * 16), 0);
   const trainable = [
     ...(full ? specs : loraSpecs(cfg, lora as LoraConfig)).map((p) => numel(p.shape)),
     ...(opts.valueHead ? [C, 1] : []),

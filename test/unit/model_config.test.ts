@@ -167,7 +167,9 @@ describe('estimateTrainingMemory', () => {
     expect(f.weightBytes).toBeLessThan(1.34 * 4 * P); // a class wastes at most a third
     expect(f.gradBytes).toBe(f.weightBytes);
     expect(f.optimizerBytes).toBe(2 * f.weightBytes + 3 * 256); // + the norm, clip scale and non-finite guard
-    expect(f.sharedBytes).toBe(f.weightBytes); // the base the job's copy is made from
+    // The base the job's copy is made from: each tensor at its own size (16-byte rounded), no class slack.
+    expect(f.sharedBytes).toBe(parameterSpecs(g).reduce((s, p) => s + Math.max(16, Math.ceil((4 * p.shape.reduce((a, b) => a * b, 1)) / 16) * 16), 0));
+    expect(f.sharedBytes).toBeLessThan(4 * P + 16 * parameterSpecs(g).length);
     expect(f.jobBytes).toBe(f.weightBytes + f.gradBytes + f.optimizerBytes + f.activationBytes + f.logitsBytes + f.workspaceBytes + f.textureBytes);
     expect(f.totalBytes).toBe(f.sharedBytes + f.jobBytes);
     expect(f.logitsRows).toBe(4 * 256);
@@ -220,7 +222,8 @@ describe('estimateTrainingMemory', () => {
       const full = est(g, { ...shape, device: llvmpipe });
       const lo = est(g, { ...shape, mode: 'lora', lora, device: llvmpipe });
       const l16 = est(g, { ...shape, mode: 'lora', lora, device: llvmpipe, baseWeightBytes: 2 });
-      expect(l16.sharedBytes).toBe(pooled(parameterSpecs(g).filter((p) => p.kind !== 'linear')) + pooled(parameterSpecs(g).filter((p) => p.kind === 'linear'), 2));
+      const exact = (specs: { shape: readonly number[] }[], bytes = 4) => specs.reduce((s, p) => s + Math.max(16, Math.ceil((bytes * p.shape.reduce((a, b) => a * b, 1)) / 16) * 16), 0);
+      expect(l16.sharedBytes).toBe(exact(parameterSpecs(g).filter((p) => p.kind !== 'linear')) + exact(parameterSpecs(g).filter((p) => p.kind === 'linear'), 2));
       expect(l16.totalBytes).toBeLessThan(lo.totalBytes);
       expect((f16 ? l16 : lo).totalBytes / full.totalBytes).toBeLessThan(0.4);
     }

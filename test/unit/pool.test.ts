@@ -29,6 +29,20 @@ describe('bucketBytes', () => {
 });
 
 describe('BufferPool accounting', () => {
+  it('exact buffers (long-lived weights) take their own size rounded to 16, never a class, and are destroyed on release', () => {
+    const dev = fakeDevice();
+    const pool = new BufferPool(dev);
+    const e = pool.acquire(4_000_004, 'model', 'w', { exact: true }); // a class would be 6 MiB
+    expect(e.bytes).toBe(4_000_016);
+    expect(pool.acquire(4, 'model', 'tiny', { exact: true }).bytes).toBe(16);
+    expect(pool.owner('model')).toEqual({ currentBytes: 4_000_032, peakBytes: 4_000_032, buffers: 2 });
+    pool.release(e.buffer);
+    expect(pool.stats()).toMatchObject({ cachedBytes: 0, cachedBuffers: 0 }); // not kept for reuse
+    const before = dev.created.length;
+    pool.acquire(4_000_004, 'model', 'w2', { exact: true });
+    expect(dev.created.length).toBe(before + 1);
+  });
+
   it('charges memory it did not hand out (textures) to an owner until uncharged; uncharging more refuses', () => {
     const pool = new BufferPool(fakeDevice());
     pool.acquire(1000, 'rec', 'b'); // 1024

@@ -1,0 +1,6 @@
+// Chromium suite: pretrained-layout twins (llama32, qwen3, gemma3) load and train LoRA steps (SwiftShader).
+import { it } from 'vitest';
+import { twinTrainingCases } from '../shared/cases/twin_training.ts';
+import { registerCases } from '../shared/register.ts';
+
+registerCases(twinTrainingCases, it);
