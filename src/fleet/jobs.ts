@@ -71,7 +71,12 @@ const FLAG_OF: Record<string, string> = {
 export function settingsToArgs(settings: unknown): string[] {
   if (typeof settings !== 'object' || settings === null || Array.isArray(settings)) throw new ConfigError('settings', 'expected an object of run settings');
   const args: string[] = [];
+  const s = settings as Record<string, unknown>;
+  // A full job's LoRA settings and a job without warm start's warm-start steps are the parsed
+  // defaults, not choices: passing them back as flags would clash (the CLI refuses the pairs).
+  const moot = new Set([...(s.full === true ? ['loraRank', 'loraTargets'] : []), ...(s.warmstart === false ? ['warmstartSteps'] : [])]);
   for (const [k, v] of Object.entries(settings)) {
+    if (moot.has(k)) continue;
     if (k === 'full' || k === 'warmstart') {
       if (typeof v !== 'boolean') throw new ConfigError(`settings.${k}`, `expected a boolean, got ${JSON.stringify(v)}`);
       if (k === 'full' && v) args.push('--full');

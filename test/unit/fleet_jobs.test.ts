@@ -54,8 +54,10 @@ describe('fleet jobs', () => {
   const o = parseTrainArgs(['--model', 'tiny-gpt2', '--steps', '2', '--seed', '5', '--checkpoint-every', '4']);
   it('turn settings back into the flags that give them', () => {
     expect(trainOptionsOf(settingsOf(o))).toEqual({ ...o, json: undefined, out: undefined });
-    const full = parseTrainArgs(['--full', '--no-warmstart', '--lora-targets', 'q,v']);
-    expect(trainOptionsOf(settingsOf(full))).toMatchObject({ full: true, warmstart: false, loraTargets: ['q', 'v'] });
+    const full = parseTrainArgs(['--full', '--no-warmstart']);
+    expect(trainOptionsOf(settingsOf(full))).toMatchObject({ full: true, warmstart: false });
+    const targets = parseTrainArgs(['--lora-targets', 'q,v', '--lora-rank', '4']);
+    expect(trainOptionsOf(settingsOf(targets))).toMatchObject({ loraTargets: ['q', 'v'], loraRank: 4 });
   });
   it('make a validated job with scheduler fields and a default id that follows the settings', () => {
     const j = makeJob(o, { priority: 'interactive' });
