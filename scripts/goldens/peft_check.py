@@ -29,7 +29,7 @@ OUT = os.path.join(os.path.dirname(__file__), '..', '..', 'test', 'goldens', 'pe
 def tiny(family):
     torch.manual_seed(0)
     if family == 'gpt2':
-        return GPT2LMHeadModel(GPT2Config(vocab_size=37, n_layer=2, n_embd=12, n_head=3, n_positions=16))
+        return GPT2LMHeadModel(GPT2Config(vocab_size=37, n_layer=2, n_embd=12, n_head=3, n_inner=20, n_positions=16))
     return LlamaForCausalLM(LlamaConfig(vocab_size=41, num_hidden_layers=2, hidden_size=12, num_attention_heads=4,
                                         num_key_value_heads=2, head_dim=4, intermediate_size=18, max_position_embeddings=16))
 
@@ -51,6 +51,37 @@ CONFIGS = [
     ('all-linear minus exclude_modules', 'llama', {'peft_type': 'LORA', 'r': 2, 'lora_alpha': 2, 'target_modules': 'all-linear', 'exclude_modules': ['down_proj', 'gate_proj']}),
     ('default target modules (gpt2: c_attn)', 'gpt2', {'peft_type': 'LORA', 'r': 2, 'lora_alpha': 5, 'fan_in_fan_out': True}),
 ]
+
+
+# Adapters saved by PEFT itself (save_pretrained), with random lora_B (init_lora_weights=False) so
+# the update is not zero, and PEFT's own update per module (get_delta_weight, as [out, in]).
+SAVED = [
+    ('saved-llama', 'llama', dict(r=2, lora_alpha=5, target_modules=['q_proj', 'v_proj', 'down_proj'], rank_pattern={'down_proj': 3}, init_lora_weights=False)),
+    ('saved-gpt2', 'gpt2', dict(r=2, lora_alpha=3, target_modules=['c_attn', 'mlp.c_proj'], fan_in_fan_out=True, use_rslora=True, init_lora_weights=False)),
+]
+
+
+def save_adapter(name, family, kwargs):
+    from peft import LoraConfig
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        model = get_peft_model(tiny(family), LoraConfig(task_type='CAUSAL_LM', **kwargs))
+    folder = os.path.join(os.path.dirname(OUT), name)
+    model.save_pretrained(folder)
+    deltas = {}
+    for mname, m in model.named_modules():
+        if isinstance(m, LoraLayer) and 'default' in m.r:
+            d = m.get_delta_weight('default').detach().double()
+            if getattr(m, 'fan_in_fan_out', False):
+                d = d.T  # Conv1D keeps [in, out]; ours is [out, in]
+            deltas[mname.removeprefix('base_model.model.')] = {'shape': list(d.shape), 'data': [round(x, 9) for x in d.flatten().tolist()]}
+    with open(os.path.join(folder, 'peft_deltas.json'), 'w') as f:
+        json.dump(deltas, f)
+        f.write('\n')
+    for extra in ('README.md',):
+        if os.path.exists(os.path.join(folder, extra)):
+            os.remove(os.path.join(folder, extra))
+    print(name, sorted(os.listdir(folder)))
 
 
 def peft_modules(family, ac):
@@ -76,6 +107,8 @@ if __name__ == '__main__':
         result['configs'].append({'label': label, 'family': family, 'adapterConfig': ac, 'modules': modules, 'peftWarnings': warns})
         print(label, json.dumps(modules))
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    for name, family, kwargs in SAVED:
+        save_adapter(name, family, kwargs)
     with open(OUT, 'w') as f:
         json.dump(result, f, indent=1, sort_keys=False)
         f.write('\n')

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { type LoraConfig, type LoraTarget, type ModelConfig, loraTargetDims } from '../../src/model/config.ts';
 import { WeightsError } from '../../src/model/errors.ts';
 import { moduleName } from '../../src/model/params.ts';
+import { openSafetensors } from '../../src/model/safetensors.ts';
 import { importPeftAdapter } from '../../src/model/peft.ts';
 import { PEFT_DEFAULT_TARGETS, parsePeftConfig } from '../../src/model/peft_config.ts';
 import { plainSource } from '../../src/model/weight_names.ts';
@@ -105,6 +106,32 @@ describe(`PEFT import against PEFT ${goldens.peft} itself`, () => {
           expect(maxDiff(ourDelta(cfg, lora, tensors, layer, t), peft), `layer ${layer} ${t}`).toBeLessThan(1e-5);
         }
       }
+    });
+  }
+});
+
+describe('adapters saved by PEFT itself (save_pretrained, random lora_B): our update is get_delta_weight', () => {
+  for (const [dir, family] of [['saved-llama', 'llama'], ['saved-gpt2', 'gpt2']] as const) {
+    it(dir, async () => {
+      const cfg = family === 'gpt2' ? tinyGpt2() : tinyLlama();
+      const at = (f: string) => new URL(`../goldens/peft/${dir}/${f}`, import.meta.url);
+      const st = await openSafetensors(new Uint8Array(readFileSync(at('adapter_model.safetensors'))), { name: 'adapter_model.safetensors' });
+      const deltas = JSON.parse(readFileSync(at('peft_deltas.json'), 'utf8')) as Record<string, { shape: number[]; data: number[] }>;
+      const { lora, tensors } = await importPeftAdapter(cfg, readFileSync(at('adapter_config.json'), 'utf8'), st);
+      let checked = 0;
+      for (const [module, d] of Object.entries(deltas)) {
+        let row = 0;
+        for (const t of targetsOf(module)) {
+          const [out, inp] = loraTargetDims(cfg, t);
+          expect(d.shape[1]).toBe(inp);
+          const ours = ourDelta(cfg, lora, tensors, layerOf(module), t);
+          expect(ours.some((x) => x !== 0)).toBe(true);
+          expect(maxDiff(ours, d.data.slice(row * inp, (row + out) * inp)), `${module} ${t}`).toBeLessThan(1e-6);
+          row += out;
+          checked++;
+        }
+      }
+      expect(checked).toBe(family === 'gpt2' ? 2 * 4 : 2 * 3);
     });
   }
 });
