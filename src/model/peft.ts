@@ -200,7 +200,8 @@ export async function importPeftAdapter(cfg: ModelConfig, adapterConfig: unknown
       row += rows;
     }
   }
-  for (const m of modules) {
+  // lm_head too: a LoRA there would never be zero with random init (its tensors are refused above).
+  for (const m of [...modules, 'lm_head']) {
     if (pc.targets(m) && !pc.zeroInit && !present.has(m)) {
       fail('missing', undefined, `target module ${m} (selected by target_modules) has no lora_A/lora_B here, and with init_lora_weights false PEFT would give it random weights`);
     }

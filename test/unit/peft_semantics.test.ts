@@ -183,6 +183,8 @@ describe('PEFT import refuses by field name what would change the computation', 
     const e = await refusal({ ...base, init_lora_weights: false }, q(1));
     expect(e.kind).toBe('missing');
     expect(e.message).toMatch(/target module model\.layers\.0\.self_attn\.q_proj .*init_lora_weights false/);
+    const e2 = await refusal({ ...base, target_modules: ['q_proj', 'lm_head'], init_lora_weights: false });
+    expect(e2.message).toMatch(/target module lm_head/);
     // With everything present, init_lora_weights false changes nothing.
     await importPeftAdapter(cfg, { ...base, init_lora_weights: false }, plainSource(both, 'a.safetensors'));
   });
