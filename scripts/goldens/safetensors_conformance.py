@@ -55,6 +55,9 @@ CASES = [
     ('duplicate key inside __metadata__', '{"__metadata__":{"x":"1","x":"2"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}', 8),
     ('missing data_offsets', '{"a":{"dtype":"F32","shape":[2]}}', 8),
     ('empty header', '{}', 0),
+    ('NUL padding after the JSON', '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}\x00\x00', 8),
+    ('tab and newline padding', '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}\t\n', 8),
+    ('nested too deep in metadata', '{"__metadata__":{"x":' + '[' * 200 + ']' * 200 + '},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}', 8),
     ('F4 [0]', '{"a":{"dtype":"F4","shape":[0],"data_offsets":[0,0]}}', 0),
     ('F4 beside F32', '{"q":{"dtype":"F4","shape":[2],"data_offsets":[0,1]},"w":{"dtype":"F32","shape":[1],"data_offsets":[1,5]}}', 5),
 ]

@@ -38,6 +38,8 @@ export interface HfNames {
   readonly conv1d: boolean;
   /** Buffers a checkpoint may hold that are not parameters. */
   readonly ignorable: RegExp;
+  /** PEFT's target_modules when an adapter_config.json names none (its per-model-type default). */
+  readonly peftDefaultTargets: readonly string[];
   /** model_type and architectures of an exported config.json. */
   readonly modelType: string;
   readonly architecture: string;
@@ -76,7 +78,7 @@ export const ARCHS: Readonly<Record<ModelFamily, ArchRecord>> = Object.freeze({
       prefix: 'transformer.', embed: 'wte', positions: 'wpe', layers: 'h', finalNorm: 'ln_f',
       norms: { attn_norm: 'ln_1', mlp_norm: 'ln_2' },
       linears: { q: 'attn.c_attn', k: 'attn.c_attn', v: 'attn.c_attn', o: 'attn.c_proj', up: 'mlp.c_fc', down: 'mlp.c_proj' },
-      conv1d: true, ignorable: /^(transformer\.)?h\.\d+\.attn\.(bias|masked_bias)$/,
+      conv1d: true, ignorable: /^(transformer\.)?h\.\d+\.attn\.(bias|masked_bias)$/, peftDefaultTargets: ['c_attn'],
       modelType: 'gpt2', architecture: 'GPT2LMHeadModel',
     },
   },
@@ -86,7 +88,7 @@ export const ARCHS: Readonly<Record<ModelFamily, ArchRecord>> = Object.freeze({
     hf: {
       prefix: 'model.', embed: 'embed_tokens', layers: 'layers', finalNorm: 'norm',
       norms: { attn_norm: 'input_layernorm', mlp_norm: 'post_attention_layernorm' },
-      linears: LLAMA_LINEARS, conv1d: false, ignorable: ROTARY_BUFFER,
+      linears: LLAMA_LINEARS, conv1d: false, ignorable: ROTARY_BUFFER, peftDefaultTargets: ['q_proj', 'v_proj'],
       modelType: 'llama', architecture: 'LlamaForCausalLM',
     },
   },
@@ -95,7 +97,7 @@ export const ARCHS: Readonly<Record<ModelFamily, ArchRecord>> = Object.freeze({
     hf: {
       prefix: 'model.', embed: 'embed_tokens', layers: 'layers', finalNorm: 'norm',
       norms: { attn_norm: 'input_layernorm', 'attn.q_norm': 'self_attn.q_norm', 'attn.k_norm': 'self_attn.k_norm', mlp_norm: 'post_attention_layernorm' },
-      linears: LLAMA_LINEARS, conv1d: false, ignorable: ROTARY_BUFFER,
+      linears: LLAMA_LINEARS, conv1d: false, ignorable: ROTARY_BUFFER, peftDefaultTargets: ['q_proj', 'v_proj'],
       modelType: 'qwen3', architecture: 'Qwen3ForCausalLM',
     },
   },
@@ -109,7 +111,7 @@ export const ARCHS: Readonly<Record<ModelFamily, ArchRecord>> = Object.freeze({
         attn_norm: 'input_layernorm', 'attn.q_norm': 'self_attn.q_norm', 'attn.k_norm': 'self_attn.k_norm',
         attn_post_norm: 'post_attention_layernorm', mlp_norm: 'pre_feedforward_layernorm', mlp_post_norm: 'post_feedforward_layernorm',
       },
-      linears: LLAMA_LINEARS, conv1d: false, ignorable: ROTARY_BUFFER,
+      linears: LLAMA_LINEARS, conv1d: false, ignorable: ROTARY_BUFFER, peftDefaultTargets: ['q_proj', 'v_proj'],
       modelType: 'gemma3_text', architecture: 'Gemma3ForCausalLM',
     },
   },

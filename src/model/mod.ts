@@ -18,7 +18,7 @@ export { configFromHf, configToHf, HF_MODEL_TYPES } from './hf_config.ts';
 export type { HfConfigOptions } from './hf_config.ts';
 export { BlobSource, fetchBytes, MemorySource, openByteSource, readText } from './bytes.ts';
 export type { ByteInput, ByteSource, OpenOptions } from './bytes.ts';
-export { DTYPE_BYTES, FLOAT_DTYPES, MAX_HEADER_BYTES, openSafetensors, SafetensorsFile } from './safetensors.ts';
+export { DTYPE_BITS, DTYPE_BYTES, FLOAT_DTYPES, MAX_HEADER_BYTES, openSafetensors, SafetensorsFile, tensorByteSize } from './safetensors.ts';
 export type { TensorInfo } from './safetensors.ts';
 export { writeSafetensors } from './safetensors_write.ts';
 export type { TensorToWrite, WriteOptions } from './safetensors_write.ts';

@@ -19,14 +19,17 @@
  * module is zero-padded to the largest rank R* and its B rescaled so that our one scale α* / R*
  * reproduces PEFT's per-module scale — the same function, exactly. A fused c_attn adapter from
  * elsewhere gives q, k and v each the whole A and their rows of B. Modules absent in a layer get
- * A = B = 0. Refused (WeightsError 'adapter'): DoRA, trained biases, modules_to_save, other
- * adapter types, keys we do not know. rank_pattern/alpha_pattern keys match as literal suffixes
- * of module names (PEFT treats them as regexes; we do not run regexes from files).
+ * A = B = 0. adapter_config.json is read as PEFT reads it (peft_config.ts: its defaults, its
+ * module selection, its regex rank/alpha patterns), and whatever would make PEFT compute
+ * something else is refused by field name (WeightsError 'adapter'); a tensor of a module PEFT
+ * would not select is refused ('unexpected'), and a selected module missing from the file is
+ * a zero update only when PEFT's initialisation makes it one ('missing' otherwise).
  */
 import { type LoraConfig, type LoraTarget, type ModelConfig, LORA_TARGETS, loraScale, loraTargetDims, validateLora } from './config.ts';
 import { WeightsError } from './errors.ts';
 import { isJsonObject, parseUntrustedJson } from './json.ts';
 import { archOf } from './arch.ts';
+import { PEFT_DEFAULT_TARGETS, parsePeftConfig } from './peft_config.ts';
 import { blockLinears, loraSpecs, moduleName, numel } from './params.ts';
 import type { TensorSource } from './weight_names.ts';
 
@@ -146,10 +149,19 @@ interface ModuleTensors {
 }
 
 
-function pattern(map: unknown, module: string): number | undefined {
-  if (!isJsonObject(map)) return undefined;
-  for (const [k, v] of Object.entries(map)) if ((module === k || module.endsWith(`.${k}`)) && typeof v === 'number') return v;
-  return undefined;
+/** Every HF module path LoRA can target in the model, layer by layer. */
+function hfModules(cfg: ModelConfig): string[] {
+  const out = new Set<string>();
+  for (let i = 0; i < cfg.nLayer; i++) {
+    for (const t of LORA_TARGETS) {
+      try {
+        out.add(peftModule(cfg, i, t));
+      } catch {
+        // a target this model does not have (gate on gpt2)
+      }
+    }
+  }
+  return [...out];
 }
 
 /**
@@ -171,18 +183,9 @@ export async function importPeftAdapter(cfg: ModelConfig, adapterConfig: unknown
     }
   }
   if (!isJsonObject(ac)) return fail('adapter', undefined, 'adapter_config.json must be an object');
-  if (ac.peft_type !== 'LORA') fail('adapter', undefined, `adapter_config.json: peft_type ${JSON.stringify(ac.peft_type)} is not supported (LORA)`);
-  if (ac.use_dora === true) fail('adapter', undefined, 'adapter_config.json: use_dora is not supported');
-  if (ac.bias !== undefined && ac.bias !== 'none') fail('adapter', undefined, `adapter_config.json: bias ${JSON.stringify(ac.bias)} is not supported (none)`);
-  if (ac.modules_to_save !== undefined && ac.modules_to_save !== null && !(Array.isArray(ac.modules_to_save) && ac.modules_to_save.length === 0)) {
-    fail('adapter', undefined, 'adapter_config.json: modules_to_save is not supported');
-  }
-  const r0 = ac.r;
-  const alpha0 = ac.lora_alpha ?? r0;
-  if (typeof r0 !== 'number' || !Number.isSafeInteger(r0) || r0 <= 0) return fail('adapter', undefined, `adapter_config.json: r must be a positive integer, got ${JSON.stringify(r0)}`);
-  if (typeof alpha0 !== 'number' || !Number.isFinite(alpha0) || alpha0 <= 0) return fail('adapter', undefined, `adapter_config.json: lora_alpha must be a positive number, got ${JSON.stringify(alpha0)}`);
-  const rs = ac.use_rslora === true;
-  const scaleOf = (rank: number, alpha: number) => (rs ? alpha / Math.sqrt(rank) : alpha / rank);
+  const modules = hfModules(cfg);
+  const pc = parsePeftConfig(ac, file, PEFT_DEFAULT_TARGETS[cfg.family], modules);
+  const scaleOf = (rank: number, alpha: number) => (pc.rslora ? alpha / Math.sqrt(rank) : alpha / rank);
 
   // Gather A/B per HF module from the tensor names.
   const key = loraKey(cfg);
@@ -201,6 +204,7 @@ export async function importPeftAdapter(cfg: ModelConfig, adapterConfig: unknown
   if (found.size === 0) fail('missing', undefined, 'holds no LoRA weights');
   const byTarget = new Map<string, ModuleTensors>(); // key `${layer}/${target}`
   const targets = new Set<LoraTarget>();
+  const present = new Set<string>();
   for (const e of found.values()) {
     if (!e.a || !e.b) fail('missing', e.a ?? e.b, `has lora_${e.a ? 'A' : 'B'} but not lora_${e.a ? 'B' : 'A'}`);
     const aInfo = source.info(e.a);
@@ -210,12 +214,13 @@ export async function importPeftAdapter(cfg: ModelConfig, adapterConfig: unknown
     const out = ts.reduce((s, t) => s + loraTargetDims(cfg, t)[0], 0);
     const rank = aInfo.shape[0];
     const module = peftModule(cfg, e.layer, ts[0]);
-    const declared = pattern(ac.rank_pattern, module) ?? r0;
+    present.add(module);
+    if (!pc.targets(module)) fail('unexpected', e.a, `belongs to ${module}, which target_modules / exclude_modules / layers_to_transform do not select (PEFT would not load it)`);
+    const { rank: declared, scale } = pc.moduleRank(module);
     if (aInfo.shape.length !== 2 || aInfo.shape[1] !== inp || rank !== declared) fail('shape', e.a, `shape [${aInfo.shape.join(', ')}] is not [${declared}, ${inp}]`);
     if (bInfo.shape.length !== 2 || bInfo.shape[0] !== out || bInfo.shape[1] !== rank) fail('shape', e.b, `shape [${bInfo.shape.join(', ')}] is not [${out}, ${rank}]`);
     const a = await source.getF32(e.a);
     const b = await source.getF32(e.b);
-    const scale = scaleOf(rank, pattern(ac.alpha_pattern, module) ?? alpha0);
     let row = 0;
     for (const t of ts) {
       const rows = loraTargetDims(cfg, t)[0];
@@ -224,11 +229,17 @@ export async function importPeftAdapter(cfg: ModelConfig, adapterConfig: unknown
       row += rows;
     }
   }
+  // lm_head too: a LoRA there would never be zero with random init (its tensors are refused above).
+  for (const m of [...modules, 'lm_head']) {
+    if (pc.targets(m) && !pc.zeroInit && !present.has(m)) {
+      fail('missing', undefined, `target module ${m} (selected by target_modules) has no lora_A/lora_B here, and with init_lora_weights false PEFT would give it random weights`);
+    }
+  }
   const ours = decodeOwn(cfg, source.metadata?.[META_KEY], byTarget, targets);
   if (ours) return ours;
 
   const Rstar = Math.max(...[...byTarget.values()].map((m) => m.rank));
-  const sBase = scaleOf(r0, alpha0);
+  const sBase = scaleOf(pc.r, pc.alpha);
   const lora = validateLora(cfg, { rank: Rstar, alpha: Rstar * sBase, targets: [...targets] });
   const s = loraScale(lora);
   const tensors: Record<string, Float32Array> = {};

@@ -1,5 +1,5 @@
 // safetensors conformance with the reference implementation (the Rust crate): each header below
-// was opened with the Python `safetensors` package 0.8.0 (scripts/goldens/safetensors_conformance.py,
+// was opened with the Python `safetensors` package 0.8.0 (42 headers) (scripts/goldens/safetensors_conformance.py,
 // `safe_open`), and its verdict is the fourth column. We must reach the same verdict — the one
 // deliberate departure, marked `departs`, is a tensor name given twice, which the reference
 // silently resolves to the last entry and we refuse as "duplicate". Accepted files must list the
@@ -51,6 +51,9 @@ const TABLE: [string, string, number, 'accept' | 'refuse', Ours][] = [
   ["duplicate key inside __metadata__", "{\"__metadata__\":{\"x\":\"1\",\"x\":\"2\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, 'accept', { keys: ["a"], metadata: {"x": "2"} }],
   ["missing data_offsets", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8, 'refuse', { ours: /missing field "data_offsets"/ }],
   ["empty header", "{}", 0, 'accept', { keys: [], metadata: {} }],
+  ["NUL padding after the JSON", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}\u0000\u0000", 8, 'refuse', { ours: /trailing characters/ }],
+  ["tab and newline padding", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}\t\n", 8, 'accept', { keys: ["a"], metadata: {} }],
+  ["nested too deep in metadata", `{"__metadata__":{"x":${'['.repeat(200)}${']'.repeat(200)}},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, 8, 'refuse', { ours: /nesting deeper than 128/ }],
   ["F4 [0]", "{\"a\":{\"dtype\":\"F4\",\"shape\":[0],\"data_offsets\":[0,0]}}", 0, 'accept', { keys: ["a"], metadata: {} }],
   ["F4 beside F32", "{\"q\":{\"dtype\":\"F4\",\"shape\":[2],\"data_offsets\":[0,1]},\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[1,5]}}", 5, 'accept', { keys: ["q", "w"], metadata: {} }],
 ];

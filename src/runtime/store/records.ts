@@ -122,6 +122,8 @@ export class VersionedRecords<M extends object> {
   /** What one record is called in messages ("adapter", "checkpoint"). */
   readonly noun: string;
   #locks = new Map<string, Promise<unknown>>();
+  /** Save ids known to be committed, per name (a record never changes, so this only grows). */
+  #committed = new Map<string, Set<string>>();
 
   constructor(kv: KvStore, prefix: string, noun: string) {
     this.kv = kv;
@@ -226,7 +228,10 @@ export class VersionedRecords<M extends object> {
         const legacy = (await this.#legacy(name))?.versions ?? [];
         version = Math.max(version, ...legacy.map((v) => v.version), ...(await this.#recordVersions(name))) + 1;
         const meta = { ...base, version } as M & VersionMeta;
-        if (await this.kv.create(`${this.prefix}/${name}/versions/${version}`, { meta, blobs: saveId, tensors: index } satisfies VersionRecord<M>)) return meta;
+        if (await this.kv.create(`${this.prefix}/${name}/versions/${version}`, { meta, blobs: saveId, tensors: index } satisfies VersionRecord<M>)) {
+          this.#committed.get(name)?.add(saveId);
+          return meta;
+        }
         if (attempt >= 1000) throw new StoreError(`${what}: every version number tried was taken by another writer (${attempt + 1} tries)`);
       }
     } catch (e) {
@@ -356,11 +361,15 @@ export class VersionedRecords<M extends object> {
       const id = k.slice(`${base}/blobs/`.length).split('/')[0];
       groups.set(id, [...(groups.get(id) ?? []), k]);
     }
+    const known = this.#committed.get(name) ?? new Set<string>();
+    this.#committed.set(name, known);
     const stale: [string, string[]][] = [];
-    for (const [id, ks] of groups) if (await this.#stale(`${base}/blobs/${id}`, id)) stale.push([id, ks]);
+    for (const [id, ks] of groups) if (!known.has(id) && (await this.#stale(`${base}/blobs/${id}`, id))) stale.push([id, ks]);
     if (stale.length > 0) {
-      const referenced = new Set((await Promise.all((await this.#recordVersions(name)).map((k) => this.#record(name, k)))).map((r) => r?.blobs));
-      for (const [id, ks] of stale) if (!referenced.has(id)) await this.kv.delMany(ks);
+      // Only groups not yet known committed send us to the records (each save would otherwise
+      // read every record of the name).
+      for (const r of await Promise.all((await this.#recordVersions(name)).map((k) => this.#record(name, k)))) if (r) known.add(r.blobs);
+      for (const [id, ks] of stale) if (!known.has(id)) await this.kv.delMany(ks);
     }
     const legacyKeys = (await this.kv.keys(`${base}/v`)).filter((k) => /^v[0-9]+\//.test(k.slice(base.length + 1)));
     if (legacyKeys.length > 0) {
