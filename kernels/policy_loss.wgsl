@@ -48,8 +48,9 @@
 // the rest are summed with Neumaier compensation (one compensated step per four logits, on the
 // sum-exp and the entropy's sum together), and the log of the total is taken by log_sum, whose
 // log1p form keeps a peaked row's tiny entropy to f32's relative precision. The order stays fixed
-// (no atomics), so results are still bitwise reproducible per layout. A target
-// outside [0, V) gives NaN log-prob, and NaN loss and gradient row unless the token is masked.
+// (no atomics), so results are still bitwise reproducible per layout.
+//
+// A target outside [0, V) gives NaN log-prob, and NaN loss and gradient row unless the token is masked.
 // Masked tokens (w = 0) get loss 0 and an exactly zero gradient row whatever their inputs.
 
 override WG: u32 = 64;    // threads per row in main / main_inplace (power of two); rows per workgroup in main_rows*
@@ -216,7 +217,7 @@ fn prepare(@builtin(local_invocation_index) tid: u32) {
 
 var<workgroup> red_m: array<f32, WG>;
 var<workgroup> red_c: array<f32, WG>;
-var<workgroup> red_sums: array<vec4f, WG>;  // (hi, lo); vec4, not two arrays of vec2 (naga's pipeline constants trip on those)
+var<workgroup> red_sums: array<vec4f, WG>;  // (hi, lo) of each thread's Acc
 
 // A row's running sums, kept so that long vocabularies lose no tail (see "Accuracy" above):
 //   m   the largest logit so far
@@ -231,6 +232,8 @@ struct Acc {
   lo: vec2f,
 }
 
+// A function, not a module-scope const: naga's pipeline-constant pass rejects a const of this
+// struct type ("depends on [..] which has not been processed yet", wgpu in Deno 2.9).
 fn acc_empty() -> Acc {
   return Acc(FLT_LOWEST, 0.0, vec2f(0.0), vec2f(0.0));
 }
@@ -269,8 +272,7 @@ fn merge(a: Acc, b: Acc) -> Acc {
   if (y.m < m) {
     y = acc_rescale(y, m);
   }
-  let r = acc_add(Acc(m, x.c + y.c, x.hi, x.lo + y.lo), y.hi);
-  return r;
+  return acc_add(Acc(m, x.c + y.c, x.hi, x.lo + y.lo), y.hi);
 }
 
 // A set extended by four more logits z: one max test (and rarely a rescale, after the first few

@@ -28,7 +28,9 @@
 // + ~33 for top-k and + ~35 for top-p (a bisection takes log2 of the key range, ≤ 32 steps),
 // + up to 17 more each only when ties straddle the cut; the bisections' passes take four
 // elements per loop iteration (llvmpipe's per-invocation loop limit: top-k + top-p at
-// V = 262144 fits). The draw walks contiguous chunks (one per thread) after a serial scan of the
+// V = 262144 fits). Top-p after a top-k of k ≤ KMAX first copies those k entries to workgroup
+// memory (2 passes), and its bisection then reads only them: top-k + top-p costs about what
+// top-k alone does. The draw walks contiguous chunks (one per thread) after a serial scan of the
 // chunk sums, so the token follows index order.
 //
 // Log-probs are exact to f32 at any V: their normalizers count the entries at the max and sum
@@ -172,9 +174,25 @@ fn in_both(k: u32, i: u32, tv: u32, ti: u32, kv: u32, ki: u32) -> u32 {
   return select(0u, 1u, in_prefix(k, i, tv, ti) && in_prefix(k, i, kv, ki));
 }
 
+// ---- The top-k set as a list: top-p's bisection inside a top-k of k ≤ KMAX entries reads
+// those entries from workgroup memory, not the row (a pass costs k/WG, not V/WG). Filled by
+// gather() in index order within each thread's stride, threads in order: a fixed order.
+
+const KMAX: u32 = 1024u;
+var<workgroup> list_x: array<f32, KMAX>;  // logits of the top-k entries
+var<workgroup> list_i: array<u32, KMAX>;  // their indices
+var<workgroup> list_len: u32;
+var<private> listed: bool = false;        // count_prefix / mass_prefix read the list, not the row
+
 // Entries of prefix (tv, ti) ∩ prefix (kv, ki) seen by this thread (strided).
 fn count_prefix(tid: u32, base: u32, tv: u32, ti: u32, kv: u32, ki: u32) -> u32 {
   var c = 0u;
+  if (listed) {
+    for (var j = tid; j < list_len; j += WG) {
+      c += in_both(okey(list_x[j]), list_i[j], tv, ti, kv, ki);
+    }
+    return c;
+  }
   var i = tid;
   for (; i + 3u * WG < p.v; i += 4u * WG) {
     c += in_both(okey(logits[base + i]), i, tv, ti, kv, ki) + in_both(okey(logits[base + i + WG]), i + WG, tv, ti, kv, ki)
@@ -200,6 +218,12 @@ fn mass_at(x: f32, i: u32, tv: u32, ti: u32, kv: u32, ki: u32, m: f32) -> f32 {
 // a plain f32 sum in index order: monotone in the prefix, which the bisections need.
 fn mass_prefix(tid: u32, base: u32, tv: u32, ti: u32, kv: u32, ki: u32, m: f32) -> f32 {
   var s = 0.0;
+  if (listed) {
+    for (var j = tid; j < list_len; j += WG) {
+      s += mass_at(list_x[j], list_i[j], tv, ti, kv, ki, m);
+    }
+    return s;
+  }
   var i = tid;
   for (; i + 3u * WG < p.v; i += 4u * WG) {
     s += mass_at(logits[base + i], i, tv, ti, kv, ki, m);
@@ -211,6 +235,34 @@ fn mass_prefix(tid: u32, base: u32, tv: u32, ti: u32, kv: u32, ki: u32, m: f32) 
     s += mass_at(logits[base + i], i, tv, ti, kv, ki, m);
   }
   return s;
+}
+
+// Copies prefix (kv, ki) of the row (≤ KMAX entries) to the list and sets `listed`: a counting
+// pass, an exclusive scan of the counts over threads, a pass that writes. Uniform control flow.
+fn gather(tid: u32, base: u32, kv: u32, ki: u32) {
+  red_u[tid] = count_prefix(tid, base, kv, ki, kv, ki);
+  workgroupBarrier();
+  if (tid == 0u) {
+    var run = 0u;
+    for (var t = 0u; t < WG; t++) {
+      let c = red_u[t];
+      red_u[t] = run;
+      run += c;
+    }
+    list_len = min(run, KMAX);
+  }
+  workgroupBarrier();
+  var o = red_u[tid];
+  for (var i = tid; i < p.v; i += WG) {
+    let x = logits[base + i];
+    if (in_prefix(okey(x), i, kv, ki) && o < KMAX) {
+      list_x[o] = x;
+      list_i[o] = i;
+      o++;
+    }
+  }
+  workgroupBarrier();
+  listed = true;
 }
 
 // ---- Accurate normalizers for the log-probs (the same scheme as policy_loss.wgsl's, which the
@@ -392,6 +444,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) tid:
   var pv = lo0;
   var pi = V;
   if (p.top_p < 1.0) {
+    if (k > 0u && k < V && k <= KMAX) {
+      gather(tid, base, kv, ki);
+    }
     let goal_p = p.top_p * sum_f(tid, mass_prefix(tid, base, lo0, V, kv, ki, m));
     var lo = kv;
     var hi = hi0;

@@ -53,7 +53,9 @@ function loopIterations(v: number, wg: number, topK: number, topP: number): numb
   const single = Math.ceil(v / wg) + tree;
   const quad = Math.ceil(v / (4 * wg)) + 3 + tree;
   const passes = (topK > 0 && topK < v ? 33 + 18 : 0) + (topP < 1 ? 36 + 18 : 0);
-  return 4 * single + passes * quad + wg;
+  // + the gather of a top-k set for top-p (a counting pass, a scan, a writing pass); the passes
+  // over that list are counted above as if over the row.
+  return 5 * single + (passes + 1) * quad + 2 * wg;
 }
 
 export interface SampleOptions {

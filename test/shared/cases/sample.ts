@@ -238,6 +238,26 @@ export const sampleCases: GpuCase[] = [
     },
   },
   {
+    name: 'sample: a top-p cut inside a run of tied logits keeps the lowest indices, inside a top-k (gathered list) and without one',
+    async fn(ctx) {
+      // x[0] = 3, x[10..29] = 1 (20 ties), the rest −2. Top-k 12 keeps 0 and ties 10..20 (mass
+      // e^3 + 11e ≈ 49.99); top-p 0.7 of that needs 6 ties: {0, 10..15}. Without top-k, top-p 0.5
+      // of the total (≈ 112.2) needs 14 ties: {0, 10..23}.
+      const v = 300, b = 400;
+      const row = new Float32Array(v).fill(-2);
+      row[0] = 3;
+      row.fill(1, 10, 30);
+      const range = (a: number, z: number) => Array.from({ length: z - a }, (_, i) => a + i);
+      for (const [opts, want] of [[{ topK: 12, topP: 0.7 }, [0, ...range(10, 16)]], [{ topP: 0.5 }, [0, ...range(10, 24)]]] as const) {
+        const o = { temperature: 1, seed: 21, ...opts };
+        const ref = sampleRef(tile(row, 1), 1, v, o);
+        assert.deepEqual([...ref.kept[0]].sort((x, y) => x - y), [...want], `reference kept set ${JSON.stringify(opts)}`);
+        const got = await runSample(ctx, tile(row, b), b, v, o);
+        assert.deepEqual([...new Set(got.tokens)].sort((x, y) => x - y), [...want], `drawn tokens ${JSON.stringify(opts)}`);
+      }
+    },
+  },
+  {
     name: 'sample: bad shapes, dtypes and settings are refused before dispatch',
     async fn(ctx) {
       const logits = empty(ctx, [4, 10], 'f32', 'logits'), tok = empty(ctx, [4], 'i32', 'tok'), ftok = empty(ctx, [4], 'f32', 'ftok');
