@@ -8,14 +8,15 @@
 //         ws [B, Hq, T] of vec2 (LSE · log2 e, Δ) — a workspace written by `prep`.
 // Legend: B batch, T time, Hq query heads, Hkv kv heads (G = Hq / Hkv per group), D head dim
 // (D4 = D / 4, NM = ceil(D / 16) mat4x4 chunks). Masks (mask_mode) as in attention_fwd.wgsl:
-// 0 causal, 1 lengths [B], 2 segment ids [B, T]; padding rows get dQ = 0, padding keys dK = dV = 0.
+// 0 causal, 1 lengths [B], 2 segment ids [B, T], each with the sliding window i − W < j ≤ i;
+// padding rows get dQ = 0, and keys no live row sees (padding, or outside every window) dK = dV = 0.
 //
 // Three entry points, in order:
 //   prep       one invocation per (b, h, t): ws = (LSE · log2 e, Δ).               grid1d over B·Hq·T
-//   dq_main    ROWS query rows per invocation, walking keys 0..t (FlashAttention-2's dQ loop).
+//   dq_main    ROWS query rows per invocation, walking keys t − W + 1 .. t (FlashAttention-2's dQ loop).
 //                                                 grid x = ceil(T / (WG · ROWS)), y = Hq, z = B
 //   dkdv_main  ROWS key rows of kv head hk per invocation, walking the G query heads of its group
-//              in order and, for each, the query rows t ≥ j: every sum has one owner and a fixed
+//              in order and, for each, the query rows j ≤ t < j + W: every sum has one owner and a fixed
 //              order, so no atomics and bitwise-reproducible results.
 //                                                 grid x = ceil(T / (WG · ROWS)), y = Hkv, z = B
 // Departures from the textbook: dQ is its own pass (recomputing s and dO·v) instead of being
@@ -26,14 +27,14 @@
 // adapters (TILED = false) read storage directly with no barriers. At most 8 storage buffers per
 // entry point (the WebGPU default limit), hence LSE and Δ share the ws buffer.
 
-override D4: u32 = 16u;      // head dim / 4 (D ≤ 128)
+override D4: u32 = 16u;      // head dim / 4 (D ≤ 256)
 override WG: u32 = 16u;      // invocations per workgroup (also prep's workgroup size)
 override ROWS: u32 = 4u;     // own rows per invocation (1..8)
 override BC: u32 = 16u;      // TILED only: rows of the other side per staged block
 override TILED: bool = false;
 override NM: u32 = (D4 + 3u) / 4u;   // mat4x4 chunks per row (≤ MC)
 
-const MC: u32 = 8u;
+const MC: u32 = 16u;         // chunk slots per row: D ≤ 256
 const LOG2E: f32 = 1.4426950408889634;
 
 struct Params {
@@ -43,6 +44,7 @@ struct Params {
   mask_mode: u32,   // 0 causal, 1 lengths, 2 segments
   scale: f32,
   row_threads: u32, // prep only: threads per grid row (grid1d)
+  window: u32,      // W: keys per query row, itself included; in [1, T] (T = unlimited)
 }
 
 @group(0) @binding(0) var<storage, read> q: array<vec4f>;          // [B, T, Hq, D]
@@ -96,6 +98,11 @@ fn seg_of(b: u32, t: u32) -> i32 {
     return mask[b * p.T + t];
   }
   return 0;
+}
+
+// First key query row `row` may see (window W): max(row + 1 − W, 0).
+fn window_start(row: u32) -> u32 {
+  return max(row + 1u, p.window) - p.window;
 }
 
 // Tokens [0, n) of a sequence that are not padding in mask_mode 1; all T otherwise.
@@ -155,6 +162,8 @@ fn load_own(r: u32, is_dq: bool, b: u32, row0: u32, head: u32) {
   let base = row_base(b, row0 + r, select(p.Hkv, p.Hq, is_dq), head);
   own_chunk(r, 0u, is_dq, base); own_chunk(r, 1u, is_dq, base); own_chunk(r, 2u, is_dq, base); own_chunk(r, 3u, is_dq, base);
   own_chunk(r, 4u, is_dq, base); own_chunk(r, 5u, is_dq, base); own_chunk(r, 6u, is_dq, base); own_chunk(r, 7u, is_dq, base);
+  own_chunk(r, 8u, is_dq, base); own_chunk(r, 9u, is_dq, base); own_chunk(r, 10u, is_dq, base); own_chunk(r, 11u, is_dq, base);
+  own_chunk(r, 12u, is_dq, base); own_chunk(r, 13u, is_dq, base); own_chunk(r, 14u, is_dq, base); own_chunk(r, 15u, is_dq, base);
 }
 
 fn own_chunk(r: u32, m: u32, is_dq: bool, base: u32) {
@@ -223,6 +232,8 @@ fn dots(r: u32) -> vec2f {
   var sd = mat2x4f();   // running (x·a, y·b) partial sums
   sd = dots_chunk(r, 0u, sd); sd = dots_chunk(r, 1u, sd); sd = dots_chunk(r, 2u, sd); sd = dots_chunk(r, 3u, sd);
   sd = dots_chunk(r, 4u, sd); sd = dots_chunk(r, 5u, sd); sd = dots_chunk(r, 6u, sd); sd = dots_chunk(r, 7u, sd);
+  sd = dots_chunk(r, 8u, sd); sd = dots_chunk(r, 9u, sd); sd = dots_chunk(r, 10u, sd); sd = dots_chunk(r, 11u, sd);
+  sd = dots_chunk(r, 12u, sd); sd = dots_chunk(r, 13u, sd); sd = dots_chunk(r, 14u, sd); sd = dots_chunk(r, 15u, sd);
   return vec2f(hsum(sd[0]), hsum(sd[1]));
 }
 
@@ -252,6 +263,8 @@ fn update(r: u32, with_p: bool) {
   let pr = c_p[r / 4u][r % 4u];
   update_chunk(r, 0u, ds, pr, with_p); update_chunk(r, 1u, ds, pr, with_p); update_chunk(r, 2u, ds, pr, with_p); update_chunk(r, 3u, ds, pr, with_p);
   update_chunk(r, 4u, ds, pr, with_p); update_chunk(r, 5u, ds, pr, with_p); update_chunk(r, 6u, ds, pr, with_p); update_chunk(r, 7u, ds, pr, with_p);
+  update_chunk(r, 8u, ds, pr, with_p); update_chunk(r, 9u, ds, pr, with_p); update_chunk(r, 10u, ds, pr, with_p); update_chunk(r, 11u, ds, pr, with_p);
+  update_chunk(r, 12u, ds, pr, with_p); update_chunk(r, 13u, ds, pr, with_p); update_chunk(r, 14u, ds, pr, with_p); update_chunk(r, 15u, ds, pr, with_p);
 }
 
 fn update_chunk(r: u32, m: u32, ds: f32, pr: f32, with_p: bool) {
@@ -277,6 +290,8 @@ fn dq_key(b: u32, hk: u32, i0: u32, j: u32, slot: u32, in_range: bool) {
   let kb = kv_base(b, jc, hk);
   other_chunk(0u, true, kb, slot); other_chunk(1u, true, kb, slot); other_chunk(2u, true, kb, slot); other_chunk(3u, true, kb, slot);
   other_chunk(4u, true, kb, slot); other_chunk(5u, true, kb, slot); other_chunk(6u, true, kb, slot); other_chunk(7u, true, kb, slot);
+  other_chunk(8u, true, kb, slot); other_chunk(9u, true, kb, slot); other_chunk(10u, true, kb, slot); other_chunk(11u, true, kb, slot);
+  other_chunk(12u, true, kb, slot); other_chunk(13u, true, kb, slot); other_chunk(14u, true, kb, slot); other_chunk(15u, true, kb, slot);
   let seg_j = seg_of(b, jc);
   dq_group(0u, i0, j, seg_j, in_range);
   if (ROWS > 4u) {
@@ -289,7 +304,7 @@ fn dq_key(b: u32, hk: u32, i0: u32, j: u32, slot: u32, in_range: bool) {
 fn dq_group(g: u32, i0: u32, j: u32, seg_j: i32, in_range: bool) {
   let sd = transpose(dots4(g));   // [0] scores, [1] dO·v
   let row = vec4u(i0 + 4u * g) + vec4u(0u, 1u, 2u, 3u);
-  let ok = vec4<bool>(in_range) & (vec4u(j) <= row) & (vec4i(seg_j) == seg_row[g]);
+  let ok = vec4<bool>(in_range) & (vec4u(j) <= row) & (vec4u(j + p.window) > row) & (vec4i(seg_j) == seg_row[g]);
   let pr = select(vec4f(0.0), exp2(sd[0] - st_lse[g]), ok);
   c_ds[g] = pr * (sd[1] - st_dlt[g]);
 }
@@ -302,6 +317,8 @@ fn store_dq(r: u32, b: u32, row0: u32, h: u32) {
   let base = row_base(b, row0 + r, p.Hq, h);
   dq_chunk(r, 0u, base); dq_chunk(r, 1u, base); dq_chunk(r, 2u, base); dq_chunk(r, 3u, base);
   dq_chunk(r, 4u, base); dq_chunk(r, 5u, base); dq_chunk(r, 6u, base); dq_chunk(r, 7u, base);
+  dq_chunk(r, 8u, base); dq_chunk(r, 9u, base); dq_chunk(r, 10u, base); dq_chunk(r, 11u, base);
+  dq_chunk(r, 12u, base); dq_chunk(r, 13u, base); dq_chunk(r, 14u, base); dq_chunk(r, 15u, base);
 }
 
 fn dq_chunk(r: u32, m: u32, base: u32) {
@@ -330,7 +347,7 @@ fn dq_main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid:
 
   if (TILED) {
     let kend_wg = min(r0 + WG * ROWS, len);   // uniform
-    for (var j0 = 0u; j0 < kend_wg; j0 += BC) {
+    for (var j0 = window_start(r0); j0 < kend_wg; j0 += BC) {
       workgroupBarrier();
       for (var e = lid.x; e < BC * D4; e += WG) {
         let src = kv_base(b, min(j0 + e / D4, p.T - 1u), hk) + e % D4;
@@ -343,7 +360,7 @@ fn dq_main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid:
       }
     }
   } else {
-    for (var j = 0u; j < kend; j++) {
+    for (var j = window_start(i0); j < kend; j++) {
       dq_key(b, hk, i0, j, 0u, true);
     }
   }
@@ -360,6 +377,8 @@ fn dkdv_query(b: u32, h: u32, j0: u32, i: u32, slot: u32, in_range: bool) {
   let qb = qo_base(b, ic, h);
   other_chunk(0u, false, qb, slot); other_chunk(1u, false, qb, slot); other_chunk(2u, false, qb, slot); other_chunk(3u, false, qb, slot);
   other_chunk(4u, false, qb, slot); other_chunk(5u, false, qb, slot); other_chunk(6u, false, qb, slot); other_chunk(7u, false, qb, slot);
+  other_chunk(8u, false, qb, slot); other_chunk(9u, false, qb, slot); other_chunk(10u, false, qb, slot); other_chunk(11u, false, qb, slot);
+  other_chunk(12u, false, qb, slot); other_chunk(13u, false, qb, slot); other_chunk(14u, false, qb, slot); other_chunk(15u, false, qb, slot);
   var st: vec2f;
   if (TILED) {
     st = w_tile[slot];
@@ -378,7 +397,7 @@ fn dkdv_query(b: u32, h: u32, j0: u32, i: u32, slot: u32, in_range: bool) {
 fn dkdv_group(g: u32, j0: u32, i: u32, seg_i: i32, st: vec2f, in_range: bool) {
   let sd = transpose(dots4(g));   // [0] scores, [1] dO·v
   let key = vec4u(j0 + 4u * g) + vec4u(0u, 1u, 2u, 3u);
-  let ok = vec4<bool>(in_range) & (vec4u(i) >= key) & (vec4i(seg_i) == seg_row[g]);
+  let ok = vec4<bool>(in_range) & (vec4u(i) >= key) & (vec4u(i) < key + p.window) & (vec4i(seg_i) == seg_row[g]);
   let pr = select(vec4f(0.0), exp2(sd[0] - st.x), ok);
   c_p[g] = pr;
   c_ds[g] = pr * (sd[1] - st.y);
@@ -392,6 +411,8 @@ fn store_dkdv(r: u32, b: u32, row0: u32, hk: u32) {
   let base = row_base(b, row0 + r, p.Hkv, hk);
   dkdv_chunk(r, 0u, base); dkdv_chunk(r, 1u, base); dkdv_chunk(r, 2u, base); dkdv_chunk(r, 3u, base);
   dkdv_chunk(r, 4u, base); dkdv_chunk(r, 5u, base); dkdv_chunk(r, 6u, base); dkdv_chunk(r, 7u, base);
+  dkdv_chunk(r, 8u, base); dkdv_chunk(r, 9u, base); dkdv_chunk(r, 10u, base); dkdv_chunk(r, 11u, base);
+  dkdv_chunk(r, 12u, base); dkdv_chunk(r, 13u, base); dkdv_chunk(r, 14u, base); dkdv_chunk(r, 15u, base);
 }
 
 fn dkdv_chunk(r: u32, m: u32, base: u32) {
@@ -420,13 +441,15 @@ fn dkdv_main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) li
   // A padding key is seen by no live row: it gets segment −2, which no row has.
   let any_live = max(init_group(0u, b, j0, len, 0u, false), init_group(1u, b, j0, len, 0u, false)) > 0u;
   load_own_all(false, b, j0, hk);
-  let iend = select(0u, len, any_live);
+  // Query rows past the last own key's window (j0 + ROWS − 1 + W) see none of these keys.
+  let iend = select(0u, min(len, j0 + ROWS - 1u + p.window), any_live);
+  let iend_wg = min(len, r0 + WG * ROWS - 1u + p.window);   // uniform
 
   // The G query heads of the group in order, each over the query rows that can see these keys.
   for (var hh = 0u; hh < G; hh++) {
     let h = hk * G + hh;
     if (TILED) {
-      for (var i0 = r0; i0 < len; i0 += BC) {   // uniform
+      for (var i0 = r0; i0 < iend_wg; i0 += BC) {   // uniform
         workgroupBarrier();
         for (var e = lid.x; e < BC * D4; e += WG) {
           let src = qo_base(b, min(i0 + e / D4, p.T - 1u), h) + e % D4;

@@ -1,25 +1,27 @@
 // attention_decode.wgsl — one new query per sequence against a KV cache with ragged lengths.
 //
-//   out[b,h,:] = Σ_{j < n_b} softmax_j(scale · q[b,h,:]·k[b,j,hk,:]) · v[b,j,hk,:],  n_b = lengths[b]
+//   out[b,h,:] = Σ_{n_b − W ≤ j < n_b} softmax_j(scale · q[b,h,:]·k[b,j,hk,:]) · v[b,j,hk,:],  n_b = lengths[b]
 //
 // Shapes: q, out [B, Hq, D]; k_cache, v_cache [B, Tmax, Hkv, D]; lengths i32 [B] (clamped to
-// [0, Tmax]; the new token's key and value are expected already written at row n_b − 1).
+// [0, Tmax]; the new token's key and value are expected already written at row n_b − 1, so the
+// query sits at position n_b − 1 and its sliding window of W keys, itself included, is rows
+// n_b − W .. n_b − 1; W = p.window in [1, Tmax], Tmax meaning unlimited).
 // Legend: B batch, Tmax cache rows, Hq query heads, Hkv kv heads (hk = h / (Hq / Hkv)), D head dim
 // (D4 = D / 4, NM = ceil(D / 16) mat4x4 chunks, zero-padded past D).
 //
 // Split-K in one pass (flash-decoding without a second launch): one workgroup per (b, h); lane s
-// takes the contiguous key range [s·chunk, (s+1)·chunk) and runs the online softmax over it one
+// takes the contiguous key range [j_lo + s·chunk, j_lo + (s+1)·chunk) of the window and runs the online softmax over it one
 // key at a time, keeping q and its accumulator as mat4x4 chunks in registers (indexed by
 // constants only, chunks called out one by one as in attention_fwd.wgsl). The WG partial states (m_s, l_s, acc_s) are merged in
 // workgroup memory after a single barrier, in lane order — a fixed order, so the result is
 // bitwise reproducible. A sequence with n_b = 0 gets zeros.
 // Grid: x = Hq, y = B.
 
-override D4: u32 = 16u;      // head dim / 4 (D ≤ 128)
+override D4: u32 = 16u;      // head dim / 4 (D ≤ 256)
 override WG: u32 = 16u;      // key splits per (b, h), one per invocation
 override NM: u32 = (D4 + 3u) / 4u;
 
-const MC: u32 = 8u;
+const MC: u32 = 16u;         // chunk slots: D ≤ 256
 const NEG: f32 = -3.0e38;
 const LOG2E: f32 = 1.4426950408889634;
 
@@ -28,6 +30,7 @@ struct Params {
   Hq: u32,
   Hkv: u32,
   scale: f32,
+  window: u32,      // W: keys the query sees, itself included; in [1, Tmax] (Tmax = unlimited)
 }
 
 @group(0) @binding(0) var<storage, read> q: array<vec4f>;         // [B, Hq, D]
@@ -99,13 +102,16 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
   let hk = h / (p.Hq / p.Hkv);
   let s_id = lid.x;
   let n = u32(clamp(lengths[b], 0, i32(p.Tmax)));
-  let chunk_len = (n + WG - 1u) / WG;
-  let j_begin = min(s_id * chunk_len, n);
+  let j_lo = n - min(n, p.window);   // the window's first key
+  let chunk_len = (n - j_lo + WG - 1u) / WG;
+  let j_begin = min(j_lo + s_id * chunk_len, n);
   let j_end = min(j_begin + chunk_len, n);
 
   let qb = (b * p.Hq + h) * D4;
   init_chunk(0u, qb); init_chunk(1u, qb); init_chunk(2u, qb); init_chunk(3u, qb);
   init_chunk(4u, qb); init_chunk(5u, qb); init_chunk(6u, qb); init_chunk(7u, qb);
+  init_chunk(8u, qb); init_chunk(9u, qb); init_chunk(10u, qb); init_chunk(11u, qb);
+  init_chunk(12u, qb); init_chunk(13u, qb); init_chunk(14u, qb); init_chunk(15u, qb);
   var m_run = NEG;
   var l_run = 0.0;
   for (var j = j_begin; j < j_end; j++) {
@@ -113,6 +119,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
     var sv = vec4f(0.0);
     sv = score_chunk(0u, base, sv); sv = score_chunk(1u, base, sv); sv = score_chunk(2u, base, sv); sv = score_chunk(3u, base, sv);
     sv = score_chunk(4u, base, sv); sv = score_chunk(5u, base, sv); sv = score_chunk(6u, base, sv); sv = score_chunk(7u, base, sv);
+    sv = score_chunk(8u, base, sv); sv = score_chunk(9u, base, sv); sv = score_chunk(10u, base, sv); sv = score_chunk(11u, base, sv);
+    sv = score_chunk(12u, base, sv); sv = score_chunk(13u, base, sv); sv = score_chunk(14u, base, sv); sv = score_chunk(15u, base, sv);
     let s = sv.x + sv.y + sv.z + sv.w;
     let m_new = max(m_run, s);
     let alpha = exp2(m_run - m_new);
@@ -121,6 +129,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
     m_run = m_new;
     acc_chunk(0u, base, alpha, pr); acc_chunk(1u, base, alpha, pr); acc_chunk(2u, base, alpha, pr); acc_chunk(3u, base, alpha, pr);
     acc_chunk(4u, base, alpha, pr); acc_chunk(5u, base, alpha, pr); acc_chunk(6u, base, alpha, pr); acc_chunk(7u, base, alpha, pr);
+    acc_chunk(8u, base, alpha, pr); acc_chunk(9u, base, alpha, pr); acc_chunk(10u, base, alpha, pr); acc_chunk(11u, base, alpha, pr);
+    acc_chunk(12u, base, alpha, pr); acc_chunk(13u, base, alpha, pr); acc_chunk(14u, base, alpha, pr); acc_chunk(15u, base, alpha, pr);
   }
 
   // Merge the splits: out = Σ_s w_s acc_s / Σ_s w_s l_s with w_s = exp2(m_s − max_s m_s).
@@ -128,6 +138,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
   part_ml[s_id] = vec2f(m_run, l_run);
   park_chunk(0u, s_id); park_chunk(1u, s_id); park_chunk(2u, s_id); park_chunk(3u, s_id);
   park_chunk(4u, s_id); park_chunk(5u, s_id); park_chunk(6u, s_id); park_chunk(7u, s_id);
+  park_chunk(8u, s_id); park_chunk(9u, s_id); park_chunk(10u, s_id); park_chunk(11u, s_id);
+  park_chunk(12u, s_id); park_chunk(13u, s_id); park_chunk(14u, s_id); park_chunk(15u, s_id);
   workgroupBarrier();
   var m_all = NEG;
   for (var s = 0u; s < WG; s++) {

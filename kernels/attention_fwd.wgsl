@@ -9,11 +9,14 @@
 // Legend: B batch, T time, Hq query heads, Hkv key/value heads, D head dim (D4 = D / 4 vec4s,
 // NM = ceil(D / 16) mat4x4 chunks; a partial last chunk is zero-padded on load).
 //
-// Allowed keys for query row t (mask_mode):
+// Allowed keys for query row t (mask_mode), always also t − W < j (the sliding window of W keys,
+// t itself included; W = p.window in [1, T], T meaning unlimited):
 //   0 causal           j ≤ t
 //   1 padded batch     j ≤ t, and rows t ≥ lengths[b] are padding         (mask = lengths i32 [B])
 //   2 packed batch     j ≤ t and seg[b,j] == seg[b,t]; seg < 0 is padding (mask = segment ids i32 [B, T])
-// A padding row writes O = 0 and LSE = 0. Every other row sees at least itself, so l > 0.
+// Segments are contiguous runs, so index distance is position distance inside a segment and the
+// window needs no per-segment positions. A padding row writes O = 0 and LSE = 0. Every other row
+// sees at least itself, so l > 0.
 //
 // Departures from the textbook (FlashAttention-2):
 //   - Register tiles: one invocation owns ROWS (1..8) consecutive query rows and keeps their q
@@ -23,21 +26,22 @@
 //     array indexed at run time costs as much, which this layout avoids.
 //   - Online softmax one key at a time, four rows side by side in the lanes of a vec4; scores in
 //     base 2 (q is pre-multiplied by scale·log2 e, exp2 everywhere); LSE written as natural log.
-//   - TILED = false (software adapters): each invocation walks its own keys 0..t straight from
-//     storage, no shared memory, no barriers. TILED = true (real GPUs): the workgroup walks key
-//     blocks of BC up to its last row, staging each K/V block in workgroup memory.
+//   - TILED = false (software adapters): each invocation walks its own keys t0 − W + 1 .. t
+//     straight from storage, no shared memory, no barriers. TILED = true (real GPUs): the
+//     workgroup walks key blocks of BC from its first row's window start to its last row,
+//     staging each K/V block in workgroup memory. Keys before every row's window are skipped.
 //   - Masked probabilities are selected to 0 and the running max starts at a finite −3e38, so
 //     no inf − inf can appear even under fast-math.
 // Grid: x = ceil(T / (WG · ROWS)) row blocks, y = Hq, z = B.
 
-override D4: u32 = 16u;      // head dim / 4 (D ≤ 128)
+override D4: u32 = 16u;      // head dim / 4 (D ≤ 256)
 override WG: u32 = 16u;      // invocations per workgroup
 override ROWS: u32 = 4u;     // query rows per invocation (1..8)
 override BC: u32 = 16u;      // TILED only: keys per staged block
 override TILED: bool = false;
 override NM: u32 = (D4 + 3u) / 4u;   // mat4x4 chunks per row (≤ MC)
 
-const MC: u32 = 8u;          // chunk slots per row: D ≤ 128
+const MC: u32 = 16u;         // chunk slots per row: D ≤ 256
 const NEG: f32 = -3.0e38;
 const LOG2E: f32 = 1.4426950408889634;
 const LN2: f32 = 0.6931471805599453;
@@ -48,6 +52,7 @@ struct Params {
   Hkv: u32,
   mask_mode: u32,   // 0 causal, 1 lengths, 2 segments
   scale: f32,
+  window: u32,      // W: keys per query row, itself included; in [1, T] (T = unlimited)
 }
 
 @group(0) @binding(0) var<storage, read> q: array<vec4f>;      // [B, T, Hq, D]
@@ -123,6 +128,8 @@ fn load_kv_chunk(m: u32, base: u32, slot: u32) {
 fn load_kv(base: u32, slot: u32) {
   load_kv_chunk(0u, base, slot); load_kv_chunk(1u, base, slot); load_kv_chunk(2u, base, slot); load_kv_chunk(3u, base, slot);
   load_kv_chunk(4u, base, slot); load_kv_chunk(5u, base, slot); load_kv_chunk(6u, base, slot); load_kv_chunk(7u, base, slot);
+  load_kv_chunk(8u, base, slot); load_kv_chunk(9u, base, slot); load_kv_chunk(10u, base, slot); load_kv_chunk(11u, base, slot);
+  load_kv_chunk(12u, base, slot); load_kv_chunk(13u, base, slot); load_kv_chunk(14u, base, slot); load_kv_chunk(15u, base, slot);
 }
 
 // Score of row r against the current key (base 2); 0 for r ≥ ROWS (folded away: ROWS is constant).
@@ -133,6 +140,8 @@ fn score(r: u32) -> f32 {
   var sv = score_chunk(r, 0u, vec4f(0.0));
   sv = score_chunk(r, 1u, sv); sv = score_chunk(r, 2u, sv); sv = score_chunk(r, 3u, sv);
   sv = score_chunk(r, 4u, sv); sv = score_chunk(r, 5u, sv); sv = score_chunk(r, 6u, sv); sv = score_chunk(r, 7u, sv);
+  sv = score_chunk(r, 8u, sv); sv = score_chunk(r, 9u, sv); sv = score_chunk(r, 10u, sv); sv = score_chunk(r, 11u, sv);
+  sv = score_chunk(r, 12u, sv); sv = score_chunk(r, 13u, sv); sv = score_chunk(r, 14u, sv); sv = score_chunk(r, 15u, sv);
   return sv.x + sv.y + sv.z + sv.w;
 }
 
@@ -153,6 +162,8 @@ fn accumulate(r: u32) {
   let pr = prob[r / 4u][r % 4u];
   acc_chunk(r, 0u, a, pr); acc_chunk(r, 1u, a, pr); acc_chunk(r, 2u, a, pr); acc_chunk(r, 3u, a, pr);
   acc_chunk(r, 4u, a, pr); acc_chunk(r, 5u, a, pr); acc_chunk(r, 6u, a, pr); acc_chunk(r, 7u, a, pr);
+  acc_chunk(r, 8u, a, pr); acc_chunk(r, 9u, a, pr); acc_chunk(r, 10u, a, pr); acc_chunk(r, 11u, a, pr);
+  acc_chunk(r, 12u, a, pr); acc_chunk(r, 13u, a, pr); acc_chunk(r, 14u, a, pr); acc_chunk(r, 15u, a, pr);
 }
 
 fn acc_chunk(r: u32, m: u32, a: f32, pr: f32) {
@@ -170,6 +181,16 @@ fn softmax_step(g: u32, s: vec4f, ok: vec4<bool>) {
   m_run[g] = m_new;
 }
 
+// Causal and sliding window: row − W < j ≤ row (j + W cannot overflow: j < T + BC, W ≤ T).
+fn in_window(j: u32, row: vec4u) -> vec4<bool> {
+  return (vec4u(j) <= row) & (vec4u(j + p.window) > row);
+}
+
+// First key row `row` may see: max(row + 1 − W, 0).
+fn window_start(row: u32) -> u32 {
+  return max(row + 1u, p.window) - p.window;
+}
+
 // One online-softmax step for key j (tile slot `slot`) and rows i0 .. i0 + ROWS − 1. The rows
 // are called out one by one (not looped over) so that every chunk index is a constant.
 fn attend_key(b: u32, hk: u32, i0: u32, j: u32, slot: u32, in_range: bool) {
@@ -178,10 +199,10 @@ fn attend_key(b: u32, hk: u32, i0: u32, j: u32, slot: u32, in_range: bool) {
   let seg_j = vec4i(seg_of(b, jc));
   let lo = vec4f(score(0u), score(1u), score(2u), score(3u));
   let row = vec4u(i0) + vec4u(0u, 1u, 2u, 3u);
-  softmax_step(0u, lo, vec4<bool>(in_range) & (vec4u(j) <= row) & (seg_j == seg_row[0]));
+  softmax_step(0u, lo, vec4<bool>(in_range) & in_window(j, row) & (seg_j == seg_row[0]));
   if (ROWS > 4u) {
     let hi = vec4f(score(4u), score(5u), score(6u), score(7u));
-    softmax_step(1u, hi, vec4<bool>(in_range) & (vec4u(j) <= row + 4u) & (seg_j == seg_row[1]));
+    softmax_step(1u, hi, vec4<bool>(in_range) & in_window(j, row + 4u) & (seg_j == seg_row[1]));
   }
   accumulate(0u);
   accumulate(1u);
@@ -226,6 +247,8 @@ fn load_row(r: u32, b: u32, h: u32, i0: u32, qs: f32) {
   let qb = ((b * p.T + min(i0 + r, p.T - 1u)) * p.Hq + h) * D4;
   load_q_chunk(r, 0u, qb, qs); load_q_chunk(r, 1u, qb, qs); load_q_chunk(r, 2u, qb, qs); load_q_chunk(r, 3u, qb, qs);
   load_q_chunk(r, 4u, qb, qs); load_q_chunk(r, 5u, qb, qs); load_q_chunk(r, 6u, qb, qs); load_q_chunk(r, 7u, qb, qs);
+  load_q_chunk(r, 8u, qb, qs); load_q_chunk(r, 9u, qb, qs); load_q_chunk(r, 10u, qb, qs); load_q_chunk(r, 11u, qb, qs);
+  load_q_chunk(r, 12u, qb, qs); load_q_chunk(r, 13u, qb, qs); load_q_chunk(r, 14u, qb, qs); load_q_chunk(r, 15u, qb, qs);
 }
 
 fn col_q(qb: u32, c: u32) -> vec4f {
@@ -249,6 +272,8 @@ fn store_row(r: u32, b: u32, h: u32, i0: u32) {
   let ob = ((b * p.T + i) * p.Hq + h) * D4;
   store_chunk(r, 0u, ob, inv_l); store_chunk(r, 1u, ob, inv_l); store_chunk(r, 2u, ob, inv_l); store_chunk(r, 3u, ob, inv_l);
   store_chunk(r, 4u, ob, inv_l); store_chunk(r, 5u, ob, inv_l); store_chunk(r, 6u, ob, inv_l); store_chunk(r, 7u, ob, inv_l);
+  store_chunk(r, 8u, ob, inv_l); store_chunk(r, 9u, ob, inv_l); store_chunk(r, 10u, ob, inv_l); store_chunk(r, 11u, ob, inv_l);
+  store_chunk(r, 12u, ob, inv_l); store_chunk(r, 13u, ob, inv_l); store_chunk(r, 14u, ob, inv_l); store_chunk(r, 15u, ob, inv_l);
 }
 
 fn store_chunk(r: u32, m: u32, ob: u32, inv_l: f32) {
@@ -289,7 +314,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
 
   if (TILED) {
     let kend_wg = min(r0 + WG * ROWS, len);   // uniform: keys the workgroup can need
-    for (var j0 = 0u; j0 < kend_wg; j0 += BC) {
+    for (var j0 = window_start(r0); j0 < kend_wg; j0 += BC) {
       workgroupBarrier();
       for (var e = lid.x; e < BC * D4; e += WG) {
         let src = kv_base(b, min(j0 + e / D4, p.T - 1u), hk) + e % D4;
@@ -302,7 +327,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
       }
     }
   } else {
-    for (var j = 0u; j < kend; j++) {
+    for (var j = window_start(i0); j < kend; j++) {
       attend_key(b, hk, i0, j, 0u, true);
     }
   }

@@ -162,7 +162,7 @@ export type { AdapterWeights, LoraModule, ModelWeights } from './model/weights_v
 export { add } from './ops/add.ts';
 export { adamw, adamwBiasCorrection, clipScale } from './ops/adamw.ts';
 export type { AdamWOptions } from './ops/adamw.ts';
-export { attentionBackward, attentionDecode, attentionForward, attentionTuning, attentionWorkShape } from './ops/attention.ts';
+export { attentionBackward, attentionDecode, attentionDecodeSplits, attentionForward, attentionTuning, attentionWorkShape } from './ops/attention.ts';
 export type { AttentionDecodeOptions, AttentionOptions, AttentionTuning } from './ops/attention.ts';
 export { embeddingBackward, embeddingForward, embeddingScratchSize } from './ops/embedding.ts';
 export { geluBackward, geluForward } from './ops/gelu.ts';

@@ -2,9 +2,9 @@
  * CPU reference of kernels/attention_{fwd,bwd,decode}.wgsl: plain loops, f64 inside, f32 results.
  *
  * Layout as on the GPU: q, out, dq [B, T, Hq, D]; k, v, dk, dv [B, T, Hkv, D]; lse, delta
- * [B, Hq, T]. Query head h reads kv head h / (Hq / Hkv). Key j is visible to row t when j ≤ t and
- * (padded batch) t < lengths[b] or (packed batch) seg[b, j] == seg[b, t] ≥ 0. Padding rows give
- * out = 0, lse = 0, dq = 0.
+ * [B, Hq, T]. Query head h reads kv head h / (Hq / Hkv). Key j is visible to row t when j ≤ t,
+ * t − window < j (sliding window, when given) and (padded batch) t < lengths[b] or (packed batch)
+ * seg[b, j] == seg[b, t] ≥ 0. Padding rows give out = 0, lse = 0, dq = 0.
  */
 
 export interface AttentionDims {
@@ -22,6 +22,8 @@ export interface AttentionRefOptions {
   lengths?: Int32Array;
   /** i32 [B, T]: segment id per token; negative = padding. */
   segments?: Int32Array;
+  /** Sliding window: row t sees keys t − window < j ≤ t; undefined = unlimited. */
+  window?: number;
 }
 
 /** Is row t of sequence b a real (non-padding) query row? */
@@ -34,6 +36,7 @@ export function rowLive(b: number, t: number, dims: AttentionDims, opts: Attenti
 /** May live row t see key j? */
 export function keyVisible(b: number, t: number, j: number, dims: AttentionDims, opts: AttentionRefOptions): boolean {
   if (j > t) return false;
+  if (opts.window !== undefined && j <= t - opts.window) return false;
   if (opts.segments) return opts.segments[b * dims.T + j] === opts.segments[b * dims.T + t];
   return true;
 }
@@ -130,29 +133,31 @@ export function attentionBackwardRef(dq: Float32Array, dk: Float32Array, dv: Flo
 }
 
 /**
- * Decode (=): out[b, h] = attention of one query q[b, h] over cache rows 0..lengths[b]−1.
+ * Decode (=): out[b, h] = attention of one query q[b, h] (at position lengths[b] − 1) over cache
+ * rows 0..lengths[b]−1, or with a window only rows lengths[b] − window .. lengths[b] − 1.
  * q, out [B, Hq, D]; kCache, vCache [B, Tmax, Hkv, D]. A sequence with length 0 gives zeros.
  */
-export function attentionDecodeRef(out: Float32Array, q: Float32Array, kCache: Float32Array, vCache: Float32Array, lengths: Int32Array, dims: { B: number; Tmax: number; Hq: number; Hkv: number; D: number }, opts: { scale?: number } = {}): void {
+export function attentionDecodeRef(out: Float32Array, q: Float32Array, kCache: Float32Array, vCache: Float32Array, lengths: Int32Array, dims: { B: number; Tmax: number; Hq: number; Hkv: number; D: number }, opts: { scale?: number; window?: number } = {}): void {
   const { B, Tmax, Hq, Hkv, D } = dims;
   const scale = opts.scale ?? 1 / Math.sqrt(D);
   out.fill(0);
   for (let b = 0; b < B; b++) {
     const n = Math.min(Math.max(lengths[b], 0), Tmax);
+    const lo = opts.window === undefined ? 0 : Math.max(0, n - opts.window);
     for (let h = 0; h < Hq; h++) {
       const hk = Math.floor(h / (Hq / Hkv));
       const qo = (b * Hq + h) * D;
       const s = new Float64Array(n);
       let m = -Infinity;
-      for (let j = 0; j < n; j++) {
+      for (let j = lo; j < n; j++) {
         s[j] = scale * dot(q, qo, kCache, ((b * Tmax + j) * Hkv + hk) * D, D);
         m = Math.max(m, s[j]);
       }
       let l = 0;
-      for (let j = 0; j < n; j++) l += Math.exp(s[j] - m);
+      for (let j = lo; j < n; j++) l += Math.exp(s[j] - m);
       for (let d = 0; d < D; d++) {
         let a = 0;
-        for (let j = 0; j < n; j++) a += Math.exp(s[j] - m) * vCache[((b * Tmax + j) * Hkv + hk) * D + d];
+        for (let j = lo; j < n; j++) a += Math.exp(s[j] - m) * vCache[((b * Tmax + j) * Hkv + hk) * D + d];
         out[qo + d] = n > 0 ? a / l : 0;
       }
     }

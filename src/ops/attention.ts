@@ -5,18 +5,24 @@
  * Layout (what a fused QKV projection writes, so no transposes):
  *   q, out, dout, dq [B, T, Hq, D]    k, v, dk, dv [B, T, Hkv, D]    lse [B, Hq, T]
  * Grouped-query attention: Hkv divides Hq and query head h reads kv head h / (Hq / Hkv).
- * D is a multiple of 4 in [4, 128]. Scale defaults to 1 / sqrt(D). All tensors f32.
+ * D is a multiple of 4 in [4, 256]. Scale defaults to 1 / sqrt(D) (Gemma 3 passes
+ * query_pre_attn_scalar^−0.5). All tensors f32.
  *
  * Masks: always causal, plus optionally
+ *   - `window` W: a sliding window — query t sees key j only if t − W < j ≤ t (W keys, itself
+ *     included), as transformers' sliding_window_overlay; undefined = unlimited;
  *   - `lengths` i32 [B]: a padded batch; rows t ≥ lengths[b] are padding;
  *   - `segments` i32 [B, T]: a packed batch; a token sees only earlier tokens with its own id,
- *     and a negative id marks padding.
- * Padding rows get out = 0, lse = 0 and dq = 0; padding keys get dk = dv = 0.
+ *     and a negative id marks padding. Segments are contiguous runs, so within one the index
+ *     distance t − j is the position distance the window is measured in.
+ * Padding rows get out = 0, lse = 0 and dq = 0; keys no live row sees (padding, or outside every
+ * row's window) get dk = dv = 0.
  *
  * Memory: the forward allocates nothing and never forms a T×T matrix (O(T) bytes in all); the
  * backward uses a caller-provided workspace [B, Hq, T, 2] (LSE in base 2 and Δ = rowsum(dO∘O)).
  */
-import { LimitError, ShapeError } from '../errors.ts';
+import { ConfigError, LimitError, ShapeError } from '../errors.ts';
+import { expectLoopBudget } from '../gpu/checks.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { DType, Tensor } from '../gpu/tensor.ts';
@@ -39,41 +45,54 @@ export interface AttentionTuning {
 export interface AttentionOptions {
   /** Softmax scale; default 1 / sqrt(D). */
   scale?: number;
+  /**
+   * Sliding window: query t sees keys t − window < j ≤ t (`window` keys, itself included), on top
+   * of the other masks; a positive safe integer, undefined = unlimited (window ≥ T is the same).
+   */
+  window?: number;
   /** i32 [B]: valid tokens per sequence (padded batch). */
   lengths?: Tensor;
   /** i32 [B, T]: segment id per token (packed batch); negative = padding. */
   segments?: Tensor;
-  /** Sliding window (keys each query sees, itself included); undefined = unlimited. */
-  window?: number;
   /** Override the per-adapter choice of kernel variant and block sizes (tests, benchmarks). */
   tuning?: Partial<AttentionTuning>;
 }
 
 export interface AttentionDecodeOptions {
+  /** Softmax scale; default 1 / sqrt(D). */
   scale?: number;
-  /** Sliding window (keys the query sees, itself included); undefined = unlimited. */
+  /**
+   * Sliding window: the query (position lengths[b] − 1) sees cache rows lengths[b] − window ..
+   * lengths[b] − 1; a positive safe integer, undefined = unlimited.
+   */
   window?: number;
-  /** Key splits per (b, h) — the decode workgroup size. */
+  /**
+   * Key splits per (b, h) — the decode workgroup size. Default 16, fewer where 16 partial
+   * accumulators of D floats do not fit the workgroup memory (15 at D = 256 with 16 KiB).
+   */
   splits?: number;
 }
 
 /**
  * The kernel variant and block sizes for this adapter and head size. Software adapters: no
  * shared memory, 8 invocations (one llvmpipe SIMD row), each with a register tile of
- * rows × ceil(D/16) mat4x4 chunks capped at 16 (rows 8 for D ≤ 32, 4 for D = 64, 2 for D = 128):
- * llvmpipe's compile time grows steeply past that (rows 8 at D = 64 run the backward ~25% faster
- * but take ~30 s to compile instead of ~7 s — pass `tuning: { rows: 8 }` for long runs).
- * Real GPUs: tiled, 64 invocations of one row.
+ * rows × ceil(D/16) mat4x4 chunks capped at 16 (rows 8 for D ≤ 32, 4 for D = 64, 2 for D = 128,
+ * 1 for D > 128): llvmpipe's compile time grows steeply past that (rows 8 at D = 64 run the
+ * backward ~25% faster but take ~30 s to compile instead of ~7 s — pass `tuning: { rows: 8 }` for
+ * long runs). Real GPUs: tiled, 64 invocations of one row, blocks of up to 16 rows of the other
+ * side — fewer where two [bc, D] tiles do not fit maxComputeWorkgroupStorageSize (bc = 7 at
+ * D = 256 with WebGPU's minimum 16 KiB); should not even one row fit, the untiled variant.
  */
 export function attentionTuning(ctx: GpuContext, D: number, override: Partial<AttentionTuning> = {}): AttentionTuning {
-  const tiled = override.tiled ?? !ctx.softwareTuning;
-  const wg = override.wg ?? (tiled ? 64 : 8);
-  const rows = override.rows ?? (tiled ? 1 : Math.min(8, Math.max(1, Math.floor(16 / Math.ceil(D / 16)))));
   // Two [bc, D] f32 tiles plus a [bc] vec2 tile must fit in workgroup memory.
   const fit = Math.floor(ctx.limit('maxComputeWorkgroupStorageSize') / (2 * D * 4 + 8));
+  const tiled = override.tiled ?? (!ctx.softwareTuning && fit >= 1);
+  const wg = override.wg ?? (tiled ? 64 : 8);
+  const rows = override.rows ?? (tiled ? 1 : Math.min(8, Math.max(1, Math.floor(16 / Math.ceil(D / 16)))));
   const bc = override.bc ?? (tiled ? Math.min(16, fit) : 16);
   if (!Number.isInteger(bc) || bc < 1 || bc > 32 || (tiled && bc > fit)) {
-    throw new LimitError(FWD, `block size ${bc} outside [1, ${Math.min(32, fit)}] for D=${D}`);
+    const why = tiled ? `; two [${bc}, ${D}] f32 tiles need ${bc * (2 * D * 4 + 8)} bytes, the device has ${ctx.limit('maxComputeWorkgroupStorageSize')}` : '';
+    throw new LimitError(FWD, `block size ${bc} outside [1, ${tiled ? Math.min(32, fit) : 32}] for D=${D}${why}`);
   }
   if (!Number.isInteger(wg) || wg < 1 || wg > ctx.limit('maxComputeInvocationsPerWorkgroup')) {
     throw new LimitError(FWD, `workgroup size ${wg} outside [1, ${ctx.limit('maxComputeInvocationsPerWorkgroup')}]`);
@@ -84,6 +103,22 @@ export function attentionTuning(ctx: GpuContext, D: number, override: Partial<At
     throw new LimitError(FWD, `rows per invocation ${rows} outside [1, ${maxRows}]${tiled ? ' (tiled)' : ''}`);
   }
   return { tiled, wg, rows, bc };
+}
+
+/**
+ * Key splits (the workgroup size) of attentionDecode at head size D: `override`, else 16, or as
+ * many as fit where 16 splits' partial states (D + 2 floats each, parked in workgroup memory for
+ * the merge) do not — 15 at D = 256 with WebGPU's minimum 16 KiB. LimitError if `override` does
+ * not fit.
+ */
+export function attentionDecodeSplits(ctx: GpuContext, D: number, override?: number): number {
+  const smemMax = ctx.limit('maxComputeWorkgroupStorageSize');
+  const splits = override ?? Math.max(1, Math.min(16, Math.floor(smemMax / (D * 4 + 8))));
+  const smem = splits * (D * 4 + 8);
+  if (!Number.isInteger(splits) || splits < 1 || smem > smemMax || splits > ctx.limit('maxComputeInvocationsPerWorkgroup')) {
+    throw new LimitError(DECODE, `splits=${splits} needs ${smem} bytes of workgroup memory (the device has ${smemMax}) and ${splits} invocations`);
+  }
+  return splits;
 }
 
 /** Shape of the backward pass's workspace: [B, Hq, T, 2] f32 (LSE in base 2 and Δ per row). */
@@ -115,8 +150,8 @@ function expectShape(op: string, name: string, t: Tensor, shape: readonly number
 }
 
 function checkHeadDim(op: string, D: number, what: string): void {
-  if (D % 4 !== 0 || D < 4 || D > 128) {
-    throw new ShapeError(op, `unsupported head size D=${D} (${what}): D must be a multiple of 4 in [4, 128]`);
+  if (D % 4 !== 0 || D < 4 || D > 256) {
+    throw new ShapeError(op, `unsupported head size D=${D} (${what}): D must be a multiple of 4 in [4, 256]`);
   }
 }
 
@@ -175,8 +210,33 @@ function checkLimits(ctx: GpuContext, op: string, tensors: (Tensor | undefined)[
   if (groups.some((g) => g > maxWg)) throw new LimitError(op, `workgroups [${groups.join(', ')}] exceed ${maxWg} per dimension`);
 }
 
-function scaleOf(D: number, scale: number | undefined): number {
+function scaleOf(op: string, D: number, scale: number | undefined): number {
+  if (scale !== undefined && (typeof scale !== 'number' || !Number.isFinite(scale))) {
+    throw new ConfigError('scale', `${op}: the softmax scale must be a finite number, got ${scale}`);
+  }
   return scale ?? 1 / Math.sqrt(D);
+}
+
+/** The window as the kernels take it: W in [1, n], where n (T, or Tmax in decode) means unlimited. */
+function windowOf(op: string, window: number | undefined, n: number): number {
+  if (window !== undefined && (!Number.isSafeInteger(window) || window < 1)) {
+    throw new ConfigError('window', `${op}: the sliding window must be a positive safe integer (keys each query sees, itself included) or undefined for none, got ${window}`);
+  }
+  return Math.max(1, Math.min(window ?? n, n));
+}
+
+/**
+ * Loop iterations per invocation (llvmpipe's limit, expectLoopBudget) of a pass where each
+ * invocation owns `rows` rows and walks the other side's rows in reach: up to `span` of them, in
+ * blocks of bc staged by the workgroup when tiled; `perRow` heads are walked in turn (dkdv: G).
+ */
+function passLoops(tune: AttentionTuning, D: number, T: number, W: number, perRow: number): number {
+  const NM = Math.ceil(D / 16);
+  const small = 8 + 4 * NM * tune.rows;   // per-row LSE stores and per-chunk store loops
+  if (!tune.tiled) return perRow * (Math.min(T, W + tune.rows - 1) + 1) + small;
+  const blocks = Math.ceil(Math.min(T, W + tune.wg * tune.rows - 1) / tune.bc) + 1;
+  const perBlock = Math.ceil((tune.bc * D) / 4 / tune.wg) + Math.ceil(tune.bc / tune.wg) + tune.bc + 1;
+  return perRow * (blocks * perBlock + 1) + small;
 }
 
 /**
@@ -191,17 +251,19 @@ export function attentionForward(rec: Recorder, out: Tensor, lse: Tensor, q: Ten
   expectShape(FWD, 'out', out, q.shape);
   expectShape(FWD, 'lse', lse, [B, Hq, T]);
   const { mode, mask } = maskOf(FWD, dims, q, opts);
-  if (opts.window !== undefined && opts.window < T) throw new LimitError(FWD, `sliding windows are not supported by this kernel build (window ${opts.window} < T ${T})`);
   checkAliasing(FWD, { out, lse }, { q, k, v, lengths: opts.lengths, segments: opts.segments });
+  const scale = scaleOf(FWD, D, opts.scale);
+  const W = windowOf(FWD, opts.window, T);
   const tune = attentionTuning(rec.ctx, D, opts.tuning);
   const groups = [Math.ceil(T / (tune.wg * tune.rows)), Hq, B];
   checkLimits(rec.ctx, FWD, [q, k, v, mask, out, lse], groups);
+  expectLoopBudget(FWD, rec.ctx, passLoops(tune, D, T, W, 1), `q ${fmt(q)} with window ${W}`);
   if (B * T === 0) return;
   rec.dispatch({
     kernel: FWD,
     constants: { D4: D / 4, WG: tune.wg, ROWS: tune.rows, BC: tune.bc, TILED: tune.tiled ? 1 : 0 },
     bindings: [q, k, v, mask, out, lse],
-    params: new Params().u32(T).u32(Hq).u32(Hkv).u32(mode).f32(scaleOf(D, opts.scale)),
+    params: new Params().u32(T).u32(Hq).u32(Hkv).u32(mode).f32(scale).u32(W),
     workgroups: [groups[0], groups[1], groups[2]],
   });
 }
@@ -220,7 +282,6 @@ export function attentionBackward(
 ): void {
   const dims = qkvDims(BWD, q, k, v);
   const { B, T, Hq, Hkv, D } = dims;
-  if (opts.window !== undefined && opts.window < T) throw new LimitError(BWD, `sliding windows are not supported by this kernel build (window ${opts.window} < T ${T})`);
   for (const [n, t] of [['dq', dq], ['dk', dk], ['dv', dv], ['work', work], ['dout', dout], ['out', out], ['lse', lse]] as const) {
     expectDtype(BWD, n, t, 'f32');
   }
@@ -231,13 +292,17 @@ export function attentionBackward(
   expectShape(BWD, 'work', work, [B, Hq, T, 2]);
   const { mode, mask } = maskOf(BWD, dims, q, opts);
   checkAliasing(BWD, { dq, dk, dv, work }, { dout, q, k, v, out, lse, lengths: opts.lengths, segments: opts.segments });
+  const scale = scaleOf(BWD, D, opts.scale);
+  const W = windowOf(BWD, opts.window, T);
   const tune = attentionTuning(rec.ctx, D, opts.tuning);
   const prep = grid1d(rec.ctx, B * Hq * T, tune.wg);
   const rowBlocks = Math.ceil(T / (tune.wg * tune.rows));
   checkLimits(rec.ctx, BWD, [dq, dk, dv, work, dout, q, k, v, out, lse, mask], [rowBlocks, Hq, B]);
+  // dkdv walks the G query heads of its group in turn, the heaviest pass.
+  expectLoopBudget(BWD, rec.ctx, passLoops(tune, D, T, W, Hq / Hkv), `q ${fmt(q)}, k ${fmt(k)} with window ${W}`);
   if (B * T === 0) return;
   const constants = { D4: D / 4, WG: tune.wg, ROWS: tune.rows, BC: tune.bc, TILED: tune.tiled ? 1 : 0 };
-  const params = () => new Params().u32(T).u32(Hq).u32(Hkv).u32(mode).f32(scaleOf(D, opts.scale)).u32(prep.rowThreads);
+  const params = () => new Params().u32(T).u32(Hq).u32(Hkv).u32(mode).f32(scale).u32(prep.rowThreads).u32(W);
   // Bindings by index: q k v mask out dout lse ws dq dk dv (params at 11).
   rec.dispatch({
     kernel: BWD, entryPoint: 'prep', constants,
@@ -258,8 +323,9 @@ export function attentionBackward(
 
 /**
  * Decode (=): out[b, h] = attention of the single query q[b, h] over kCache/vCache rows
- * 0..lengths[b]−1 (the new token's k, v already appended). q, out [B, Hq, D];
- * kCache, vCache [B, Tmax, Hkv, D]; lengths i32 [B] (clamped to [0, Tmax]; 0 gives zeros).
+ * 0..lengths[b]−1 (the new token's k, v already appended), or with `window` W only the last W of
+ * them: the query is at position lengths[b] − 1. q, out [B, Hq, D]; kCache, vCache
+ * [B, Tmax, Hkv, D]; lengths i32 [B] (clamped to [0, Tmax]; 0 gives zeros).
  */
 export function attentionDecode(rec: Recorder, out: Tensor, q: Tensor, kCache: Tensor, vCache: Tensor, lengths: Tensor, opts: AttentionDecodeOptions = {}): void {
   for (const [n, t] of [['out', out], ['q', q], ['kCache', kCache], ['vCache', vCache]] as const) expectDtype(DECODE, n, t, 'f32');
@@ -269,7 +335,6 @@ export function attentionDecode(rec: Recorder, out: Tensor, q: Tensor, kCache: T
   }
   const [B, Hq, D] = q.shape;
   const [Bk, Tmax, Hkv, Dk] = kCache.shape;
-  if (opts.window !== undefined && opts.window < Tmax) throw new LimitError(DECODE, `sliding windows are not supported by this kernel build (window ${opts.window} < Tmax ${Tmax})`);
   if (Bk !== B) throw new ShapeError(DECODE, `batch differs: q ${fmt(q)}, kCache ${fmt(kCache)}`);
   if (Dk !== D) throw new ShapeError(DECODE, `head sizes differ: q ${fmt(q)} has D=${D}, kCache ${fmt(kCache)} has D=${Dk}`);
   expectShape(DECODE, 'vCache', vCache, kCache.shape);
@@ -280,18 +345,18 @@ export function attentionDecode(rec: Recorder, out: Tensor, q: Tensor, kCache: T
   }
   checkHeadDim(DECODE, D, `q ${fmt(q)}`);
   checkAliasing(DECODE, { out }, { q, kCache, vCache, lengths });
-  const splits = opts.splits ?? 16;
-  const smem = splits * (D * 4 + 8);
-  if (!Number.isInteger(splits) || splits < 1 || smem > rec.ctx.limit('maxComputeWorkgroupStorageSize')) {
-    throw new LimitError(DECODE, `splits=${splits} needs ${smem} bytes of workgroup memory, over ${rec.ctx.limit('maxComputeWorkgroupStorageSize')}`);
-  }
+  const scale = scaleOf(DECODE, D, opts.scale);
+  const W = windowOf(DECODE, opts.window, Tmax);
+  const splits = attentionDecodeSplits(rec.ctx, D, opts.splits);
   checkLimits(rec.ctx, DECODE, [out, q, kCache, vCache, lengths], [Hq, B]);
+  const loops = Math.ceil(W / splits) + 3 * splits + Math.ceil(D / 4 / splits) * splits + D;
+  expectLoopBudget(DECODE, rec.ctx, loops, `kCache ${fmt(kCache)} with window ${W} and ${splits} splits`);
   if (B === 0) return;
   rec.dispatch({
     kernel: DECODE,
     constants: { D4: D / 4, WG: splits },
     bindings: [q, kCache, vCache, lengths, out],
-    params: new Params().u32(Tmax).u32(Hq).u32(Hkv).f32(scaleOf(D, opts.scale)),
+    params: new Params().u32(Tmax).u32(Hq).u32(Hkv).f32(scale).u32(W),
     workgroups: [Hq, B],
   });
 }

@@ -1,6 +1,7 @@
-// Deno suite: attention (forward, backward, decode) and RoPE cases on Deno's WebGPU.
+// Deno suite: attention (forward, backward, decode; sliding windows, D up to 256) and RoPE cases on Deno's WebGPU.
 import { attentionCases } from '../shared/cases/attention.ts';
+import { attentionWindowCases } from '../shared/cases/attention_window.ts';
 import { ropeCases } from '../shared/cases/rope.ts';
 import { registerCases } from '../shared/register.ts';
 
-registerCases([...attentionCases, ...ropeCases]);
+registerCases([...attentionCases, ...attentionWindowCases, ...ropeCases]);

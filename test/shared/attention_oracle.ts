@@ -2,7 +2,9 @@
  * Masked softmax attention and RoPE written with tfjs ops (cpu backend) and differentiated by
  * tf.grads: the independent oracle of kernels/attention_*.wgsl and kernels/rope.wgsl. It forms
  * the full [B, Hq, T, T] score matrix (small T only), repeats kv heads for GQA with gather, and
- * masks with an additive −1e30; nothing is shared with the kernels or the CPU references.
+ * masks with an additive −1e30 (the sliding window written as transformers' masking_utils
+ * writes it: causal j ≤ t and sliding_window_overlay j > t − window); nothing is shared with the
+ * kernels or the CPU references.
  */
 import { tf } from '../reference/tf.ts';
 
@@ -15,6 +17,8 @@ export interface AttnCfg {
   scale?: number;
   lengths?: Int32Array;
   segments?: Int32Array;
+  /** Sliding window (keys per query, itself included); undefined = unlimited. */
+  window?: number;
 }
 
 export interface AttnInputs {
@@ -43,8 +47,11 @@ function masks(c: AttnCfg): { add: Float32Array; live: Float32Array } {
       const seg = c.segments ? c.segments[b * T + t] : 0;
       if ((c.lengths && t >= c.lengths[b]) || seg < 0) continue;
       live[b * T + t] = 1;
-      for (let j = 0; j <= t; j++) {
-        if (!c.segments || c.segments[b * T + j] === seg) add[(b * T + t) * T + j] = 0;
+      for (let j = 0; j < T; j++) {
+        const causal = j <= t;
+        const sliding = c.window === undefined || j > t - c.window;
+        const sameSeg = !c.segments || c.segments[b * T + j] === seg;
+        if (causal && sliding && sameSeg) add[(b * T + t) * T + j] = 0;
       }
     }
   }

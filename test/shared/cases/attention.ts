@@ -23,19 +23,19 @@ import { tensorMaker } from './helpers.ts';
 const OWNER = 'attention-case';
 const TOL = 1e-5; // relative L2, f32
 
-function inputs(c: AttnCfg, seed: number): AttnInputs {
+export function inputs(c: AttnCfg, seed: number): AttnInputs {
   const rng = new Rng(seed, 7);
   const nq = c.B * c.T * c.Hq * c.D;
   const nk = c.B * c.T * c.Hkv * c.D;
   return { q: rng.normalArray(nq), k: rng.normalArray(nk), v: rng.normalArray(nk), g: rng.normalArray(nq) };
 }
 
-function up(ctx: GpuContext, data: Float32Array | Int32Array, shape: number[], label: string): Tensor {
+export function up(ctx: GpuContext, data: Float32Array | Int32Array, shape: number[], label: string): Tensor {
   return tensorFrom(ctx, data, shape, { owner: OWNER, label });
 }
 
 /** Forward then backward in one submission; every output read back. */
-async function runGpu(ctx: GpuContext, c: AttnCfg, x: AttnInputs, tuning?: Partial<AttentionTuning>): Promise<AttnResult> {
+export async function runGpu(ctx: GpuContext, c: AttnCfg, x: AttnInputs, tuning?: Partial<AttentionTuning>): Promise<AttnResult> {
   const { B, T, Hq, Hkv, D } = c;
   const q = up(ctx, x.q, [B, T, Hq, D], 'q');
   const k = up(ctx, x.k, [B, T, Hkv, D], 'k');
@@ -46,7 +46,7 @@ async function runGpu(ctx: GpuContext, c: AttnCfg, x: AttnInputs, tuning?: Parti
   const e = (shape: number[], label: string) => emptyTensor(ctx, shape, 'f32', { owner: OWNER, label });
   const o = e(q.shape as number[], 'out'), lse = e([B, Hq, T], 'lse'), work = e(attentionWorkShape(q), 'work');
   const dq = e(q.shape as number[], 'dq'), dk = e(k.shape as number[], 'dk'), dv = e(k.shape as number[], 'dv');
-  const opts = { scale: c.scale, lengths, segments, tuning };
+  const opts = { scale: c.scale, window: c.window, lengths, segments, tuning };
   const rec = new Recorder(ctx, { label: 'attention case' });
   attentionForward(rec, o, lse, q, k, v, opts);
   attentionBackward(rec, dq, dk, dv, work, g, q, k, v, o, lse, opts);
@@ -57,7 +57,7 @@ async function runGpu(ctx: GpuContext, c: AttnCfg, x: AttnInputs, tuning?: Parti
   return { o: ro, lse: rl, dq: rq, dk: rk, dv: rv };
 }
 
-function reference(c: AttnCfg, x: AttnInputs): AttnResult {
+export function reference(c: AttnCfg, x: AttnInputs): AttnResult {
   const { B, T, Hq, Hkv, D } = c;
   const r = { o: new Float32Array(x.q.length), lse: new Float32Array(B * Hq * T), dq: new Float32Array(x.q.length), dk: new Float32Array(x.k.length), dv: new Float32Array(x.k.length) };
   const dims = { B, T, Hq, Hkv, D };
@@ -73,19 +73,19 @@ function relErr(got: Float32Array, want: Float32Array): number {
   return relL2(got, want) * Math.sqrt(n2) / Math.max(Math.sqrt(n2), 1e-3 * Math.sqrt(want.length));
 }
 
-function assertClose(got: AttnResult, want: AttnResult, against: string, tag: string, tol = TOL): void {
+export function assertClose(got: AttnResult, want: AttnResult, against: string, tag: string, tol = TOL): void {
   for (const key of ['o', 'lse', 'dq', 'dk', 'dv'] as const) {
     const err = relErr(got[key], want[key]);
     assert.isAtMost(err, tol, `${key} vs ${against} ${tag}: relative L2 ${err.toExponential(2)}`);
   }
 }
 
-function tagOf(c: AttnCfg): string {
-  return `B=${c.B} T=${c.T} Hq=${c.Hq} Hkv=${c.Hkv} D=${c.D}${c.lengths ? ' padded' : ''}${c.segments ? ' packed' : ''}`;
+export function tagOf(c: AttnCfg): string {
+  return `B=${c.B} T=${c.T} Hq=${c.Hq} Hkv=${c.Hkv} D=${c.D}${c.window ? ` window=${c.window}` : ''}${c.scale ? ` scale=${c.scale}` : ''}${c.lengths ? ' padded' : ''}${c.segments ? ' packed' : ''}`;
 }
 
 /** Segment ids for a packed row of T tokens: runs of the given lengths, the rest padding (−1). */
-function packed(T: number, runs: number[], firstId: number): Int32Array {
+export function packed(T: number, runs: number[], firstId: number): Int32Array {
   const s = new Int32Array(T).fill(-1);
   let t = 0;
   runs.forEach((n, i) => {
@@ -258,13 +258,13 @@ export const attentionCases: GpuCase[] = [
       const q4 = f([2, 5, 4, 8], 'f32', 'q4'), o4 = f([2, 5, 4, 8]), lse4 = f([2, 4, 5]), k16 = f([2, 5, 2, 16], 'f32', 'k16');
       const q6 = f([2, 5, 4, 6], 'f32', 'q6'), k6 = f([2, 5, 2, 6]), qi = f([2, 5, 4, 8], 'i32', 'qi');
       const lenF = f([2], 'f32', 'lenF'), seg = f([2, 4], 'i32', 'seg'), len = f([2], 'i32', 'len');
-      const q132 = f([1, 2, 1, 132], 'f32', 'q132'), k132 = f([1, 2, 1, 132]);
+      const q260 = f([1, 2, 1, 260], 'f32', 'q260'), k260 = f([1, 2, 1, 260]);
       const rec = new Recorder(ctx);
       const throws = (fn: () => void, re: RegExp, type: typeof ShapeError | typeof LimitError = ShapeError) => assert.throws(fn, type, re);
       throws(() => attentionForward(rec, o, lse, q, k, k), /attention_fwd: query heads Hq=3 .* must be a multiple of kv heads Hkv=2/);
       throws(() => attentionForward(rec, o4, lse4, q4, k16, k16), /attention_fwd: head sizes differ: q q4 \[2, 5, 4, 8\] has D=8, k k16 \[2, 5, 2, 16\] has D=16/);
       throws(() => attentionForward(rec, q6, lse4, q6, k6, k6), /unsupported head size D=6/);
-      throws(() => attentionForward(rec, q132, f([1, 1, 2]), q132, k132, k132), /unsupported head size D=132/);
+      throws(() => attentionForward(rec, q260, f([1, 1, 2]), q260, k260, k260), /unsupported head size D=260 .*multiple of 4 in \[4, 256\]/);
       throws(() => attentionForward(rec, o4, lse4, qi, k, k), /attention_fwd: q .* must be f32, got i32/);
       throws(() => attentionForward(rec, o4, lse4, q4, k, k, { lengths: lenF }), /lengths .* must be i32, got f32/);
       throws(() => attentionForward(rec, o4, lse4, q4, k, k, { segments: seg }), /segments seg \[2, 4\] must have shape \[2, 5\]/);
