@@ -29,7 +29,7 @@ export type GoldenName = (typeof GOLDEN_NAMES)[number];
  * test/unit/goldens.test.ts): the families it supports. Add 'llama32', 'qwen3', 'gemma3' here as
  * it learns them — one entry each, nothing else to change.
  */
-export const GOLDEN_ROWS: readonly GoldenName[] = ['gpt2', 'smollm2', 'qwen2', 'llama32', 'qwen3'];
+export const GOLDEN_ROWS: readonly GoldenName[] = ['gpt2', 'smollm2', 'qwen2', 'llama32', 'qwen3', 'gemma3'];
 
 export interface GoldenMeta {
   readonly case: string;

@@ -17,10 +17,9 @@
  * BOUND = 1e-4; a scalar loss: |got − want| / |want|. The reference is f64, so this measures the
  * engine's f32 error alone.
  *
- * The table holds the families the engine supports. The fixtures of llama32 (llama3 RoPE
- * scaling), qwen3 (q/k norms, head_dim ≠ hidden/heads) and gemma3 (gemma3_text) are committed
- * too; each becomes one more entry of GOLDEN_ROWS (test/shared/goldens.ts) once configFromHf
- * accepts it.
+ * The table (GOLDEN_ROWS, test/shared/goldens.ts) holds every family: gpt2, smollm2 (llama),
+ * qwen2, llama32 (llama3 RoPE scaling), qwen3 (q/k norms, head_dim ≠ hidden/heads) and gemma3
+ * (gemma3_text: (1 + w) sandwich norms, GeGLU, √C embeddings, a sliding window that bites).
  */
 import { assert } from 'chai';
 import type { PackedBatch } from '../../../src/algorithms/pack.ts';

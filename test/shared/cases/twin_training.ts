@@ -20,7 +20,7 @@ import { type GoldenName, loadGolden } from '../goldens.ts';
 import type { GpuCase } from '../register.ts';
 import { nextTokenBatch } from './goldens.ts';
 
-const TWINS: readonly GoldenName[] = ['llama32', 'qwen3'];
+const TWINS: readonly GoldenName[] = ['llama32', 'qwen3', 'gemma3'];
 const STEPS = 4;
 
 function twinCase(name: GoldenName): GpuCase {
