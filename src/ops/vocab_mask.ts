@@ -19,22 +19,24 @@ const WG = 256;
 
 /** Which ids may be sampled: those below `limit` except `masked`. */
 export interface VocabMask {
-  /** Ids ≥ limit are masked (the tokenizer's vocabSize). */
+  /** Ids ≥ limit are masked (the tokenizer's vocabSize; above the model's vocabulary it changes nothing). */
   readonly limit: number;
-  /** Further masked ids below the limit (unused/reserved ids, holes). */
+  /** Further masked ids (unused/reserved ids, holes); those past the model's vocabulary are ignored. */
   readonly masked?: readonly number[];
 }
 
 /** The bitmask for a vocabulary of V columns; throws ConfigError naming `field` on bad input. */
 export function vocabBitmask(mask: VocabMask, V: number, field = 'vocabMask'): Uint32Array {
-  const { limit } = mask;
-  if (!Number.isInteger(limit) || limit < 1 || limit > V) throw new ConfigError(`${field}.limit`, `must be an integer in [1, ${V}] (the model's vocabulary), got ${limit}`);
+  if (!Number.isInteger(mask.limit) || mask.limit < 1) throw new ConfigError(`${field}.limit`, `must be a positive integer, got ${mask.limit}`);
+  // A tokenizer may also have more ids than the model has rows (Gemma 3: 262145 ids, 262144
+  // rows): the model cannot produce those anyway.
+  const limit = Math.min(mask.limit, V);
   const bits = new Uint32Array(Math.ceil(V / 32));
   for (let w = 0; w < Math.floor(limit / 32); w++) bits[w] = 0xffffffff;
   for (let j = Math.floor(limit / 32) * 32; j < limit; j++) bits[j >>> 5] |= 1 << (j & 31);
   for (const id of mask.masked ?? []) {
-    if (!Number.isInteger(id) || id < 0 || id >= V) throw new ConfigError(`${field}.masked`, `${id} is not a token id in [0, ${V})`);
-    bits[id >>> 5] &= ~(1 << (id & 31));
+    if (!Number.isInteger(id) || id < 0) throw new ConfigError(`${field}.masked`, `${id} is not a token id`);
+    if (id < V) bits[id >>> 5] &= ~(1 << (id & 31));
   }
   let any = false;
   for (const w of bits) any ||= w !== 0;
