@@ -18,12 +18,13 @@
 import { InvalidInputError } from './errors.ts';
 import { chatFormat, type ChatFormatOptions, type PromptFormat } from './format.ts';
 import { nativeToolSyntax, tagToolSyntax, type ToolCallSyntax, toolSchemas } from './tool_calls.ts';
+import type { ChatMessage as HfChatMessage } from '../model/tokenizer/hf.ts';
 import type { ChatMessage } from './types.ts';
 
 /** What hfChatFormat needs of a tokenizer (HfTokenizer has it). */
 export interface ChatTemplateTokenizer {
   chatTemplate(name?: string): string | undefined;
-  applyChatTemplate(messages: readonly ChatMessage[], opts: { addGenerationPrompt?: boolean; tools?: readonly unknown[]; templateName?: string; variables?: Readonly<Record<string, unknown>> }): string;
+  applyChatTemplate(messages: readonly HfChatMessage[], opts: { addGenerationPrompt?: boolean; tools?: readonly unknown[]; templateName?: string; variables?: Readonly<Record<string, unknown>> }): string;
   readonly specialTokens: Readonly<{ bos?: string; eos: string }>;
 }
 
@@ -70,7 +71,7 @@ export function hfChatFormat(tokenizer: ChatTemplateTokenizer, options: HfChatFo
   const templateTools = native !== null && toolSyntax === native;
   const base = { variables, ...(options.templateName ? { templateName: options.templateName } : {}) };
   const render: ChatFormatOptions['render'] = (messages, o) =>
-    tokenizer.applyChatTemplate(messages, {
+    tokenizer.applyChatTemplate(messages.map(({ role, content, name }) => ({ role, content, ...(name !== undefined ? { name } : {}) })), {
       ...base,
       addGenerationPrompt: o.addGenerationPrompt,
       ...(templateTools && o.tools && o.tools.length > 0 ? { tools: toolSchemas(o.tools) } : {}),

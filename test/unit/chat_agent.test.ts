@@ -42,7 +42,7 @@ function scripted(family: Family, actions: readonly { text: string; eos?: number
   });
 }
 
-async function runCalculator(family: Family, agent: Agent) {
+async function runCalculator(agent: Agent) {
   const batch = await rolloutMultiTurn(multiplyEnv, agent, [{ seed: 1, groupId: 0 }], { seed: 0 });
   const t = batch.groups[0].trajectories[0];
   expect(t.turns.map((x) => x.kind)).toEqual(['tool', 'env']);
@@ -66,7 +66,7 @@ describe('native tool calls through real chat templates', () => {
     expect(agent.addBos).toBe(false);
     expect(agent.stopStrings).toContain('</tool_call>');
     expect(agent.stopTokens).toEqual([151645, 151643]);
-    const { head } = await runCalculator('qwen3', agent);
+    const { head } = await runCalculator(agent);
     expect(head).toEqual(renderCase('qwen3', 'tool_result').ids);
   });
 
@@ -81,7 +81,7 @@ describe('native tool calls through real chat templates', () => {
       { text: '<answer>1776</answer>', eos: eot },
     ]), tokenizer: tok, format, eosTokenIds: generationEosIds({ eos_token_id: [128001, 128008, 128009] }) });
     expect(agent.addBos).toBe(false); // the template writes <|begin_of_text|>
-    const { t, head } = await runCalculator('llama3_2', agent);
+    const { t, head } = await runCalculator(agent);
     expect(head).toEqual(renderCase('llama3_2', 'tool_result').ids);
     expect(t.tokensT.filter((id) => id === 128000)).toEqual([128000]);
   });
@@ -95,7 +95,7 @@ describe('native tool calls through real chat templates', () => {
       { text: '<answer>1776</answer>', eos: tok.eosId },
     ]), tokenizer: tok, format });
     // The prompt lists the tools in the user turn (the template declares none); compare from the call on.
-    const { t, head } = await runCalculator('gemma3', agent);
+    const { t, head } = await runCalculator(agent);
     const expected = renderCase('gemma3', 'tool_result_as_user');
     const callAt = t.turns[0].actionStart;
     const tail = head.slice(callAt);
@@ -136,7 +136,7 @@ describe('turn diffing and BOS', () => {
     const format = hfChatFormat(tok, { variables: { date_string: '26 Jul 2024' } });
     const sample: SampleFn = async () => [];
     expect(() => new Agent({ sample, tokenizer: tok, format, addBos: true })).toThrow(InvalidInputError);
-    const silent = chatFormat({ render: (m, o) => tok.applyChatTemplate(m, { addGenerationPrompt: o.addGenerationPrompt }) });
+    const silent = chatFormat({ render: (m, o) => tok.applyChatTemplate(m.map((x) => ({ role: x.role, content: x.content })), { addGenerationPrompt: o.addGenerationPrompt }) });
     const agent = new Agent({ sample, tokenizer: tok, format: silent });
     expect(agent.addBos).toBe(true);
     await expect(rolloutMultiTurn(multiplyEnv, agent, [{ seed: 1, groupId: 0 }], { seed: 0 })).rejects.toThrow(/already starts with BOS/);
