@@ -16,6 +16,7 @@ struct Params {
   n: u32,           // B·V elements
   v: u32,           // V columns
   row_threads: u32, // workgroups along x · WG
+  neg_inf: u32,     // 0xff800000, the bits of −Inf: a uniform because Tint rejects a constant −Inf
 }
 
 @group(0) @binding(0) var<storage, read_write> logits: array<f32>;
@@ -30,6 +31,6 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   }
   let j = i % p.v;
   if (((allowed[j >> 5u] >> (j & 31u)) & 1u) == 0u) {
-    logits[i] = bitcast<f32>(0xff800000u); // −Inf (no literal for it in WGSL)
+    logits[i] = bitcast<f32>(p.neg_inf);
   }
 }

@@ -60,5 +60,5 @@ export function vocabMask(rec: Recorder, logits: Tensor, allowed: Tensor): void 
   const n = B * V;
   if (n === 0) return;
   const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
-  rec.dispatch({ kernel: KERNEL, entryPoint: 'main', constants: { WG }, bindings: [logits, allowed], params: new Params().u32(n).u32(V).u32(rowThreads), workgroups });
+  rec.dispatch({ kernel: KERNEL, entryPoint: 'main', constants: { WG }, bindings: [logits, allowed], params: new Params().u32(n).u32(V).u32(rowThreads).u32(0xff800000), workgroups });
 }
