@@ -153,3 +153,21 @@ describe('turn diffing and BOS', () => {
     expect(probe('gemma3')).toBe('\n<start_of_turn>user\n```tool_output\n42\n```<end_of_turn>\n<start_of_turn>model\n');
   });
 });
+
+describe('generation_config eos ids', () => {
+  it('reads eos_token_id as one id or a list; absent is none; anything else is refused', () => {
+    expect(generationEosIds({ eos_token_id: 151645 })).toEqual([151645]);
+    expect(generationEosIds({ eos_token_id: [128001, 128008, 128009] })).toEqual([128001, 128008, 128009]);
+    expect(generationEosIds({})).toEqual([]);
+    expect(generationEosIds(null)).toEqual([]);
+    expect(() => generationEosIds({ eos_token_id: ['x'] })).toThrow(InvalidInputError);
+  });
+  it('the agent stops at them besides the tokenizer eos, once each; ids outside the vocabulary are refused', () => {
+    const tok = realTokenizer('qwen3');
+    const sample: SampleFn = async () => [];
+    expect(new Agent({ sample, tokenizer: tok, eosTokenIds: [151645, 151643] }).stopTokens).toEqual([151645, 151643]);
+    expect(() => new Agent({ sample, tokenizer: tok, eosTokenIds: [151935] })).toThrow(/eosTokenIds/);
+    // An explicit stopTokens list wins.
+    expect(new Agent({ sample, tokenizer: tok, stopTokens: [7], eosTokenIds: [151643] }).stopTokens).toEqual([7]);
+  });
+});
