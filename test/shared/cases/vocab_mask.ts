@@ -3,11 +3,21 @@
  * suites: the kernel equals its CPU reference bit for bit on shapes that are not multiples of 32
  * or of the workgroup; generate with a mask never returns a masked id, greedy picks the argmax
  * over the allowed ids of the tfjs reference, and log-probs are the reference's renormalized over
- * the allowed ids; a mask that excludes everything is a ConfigError before any allocation.
+ * the allowed ids; a mask that excludes everything is a ConfigError before any allocation; a
+ * model with more embedding rows than its tokenizer has ids (as Qwen2.5's) rolls out episodes
+ * with tokenizerVocabMask, where without it the rollout aborts on the first id past the tokenizer.
  */
 import { assert } from 'chai';
 import { ConfigError } from '../../../src/errors.ts';
+import { Agent } from '../../../src/env/agent.ts';
+import { SampleContractError } from '../../../src/env/errors.ts';
+import { rolloutGroups } from '../../../src/env/rollout.ts';
+import type { EnvSpec } from '../../../src/env/types.ts';
+import { validateConfig } from '../../../src/model/config.ts';
 import { generate, type GenerateOptions } from '../../../src/model/generate.ts';
+import { engineSampleFn, tokenizerVocabMask } from '../../../src/model/sample_fn.ts';
+import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
+import { TokenizerError } from '../../../src/model/tokenizer/tokenizer.ts';
 import { PRESETS } from '../../../src/model/presets.ts';
 import { allowedBy, vocabBitmask, vocabMask } from '../../../src/ops/vocab_mask.ts';
 import { vocabMaskRef } from '../../../src/ops/vocab_mask.ref.ts';
@@ -85,6 +95,38 @@ export const vocabMaskCases: GpuCase[] = [
           },
         );
         assert.strictEqual(ctx.pool.owner(owner).peakBytes, 0);
+      } finally {
+        w.release();
+      }
+    },
+  },
+  {
+    name: 'vocab_mask: a model with more rows than its tokenizer has ids rolls out with tokenizerVocabMask (without it: the rollout aborts)',
+    async fn(ctx) {
+      // 300 embedding rows over the 259-id byte tokenizer, like Qwen2.5's 151936 rows over 151665 ids.
+      const cfg = validateConfig({ ...PRESETS['tiny-llama'], name: 'tiny-llama-v300', vocabSize: 300, maxSeqLen: 64 });
+      const params = testParams(cfg, 5);
+      const w = new HostWeights(ctx, cfg, params);
+      const tokenizer = new ByteTokenizer();
+      const spec: EnvSpec = {
+        name: 'echo',
+        create: () => ({ name: 'echo', reset: async (seed) => `say ${seed}`, step: async () => ({ observation: 'ok', reward: 1, done: true }) }),
+      };
+      const agentWith = (vocabMask?: ReturnType<typeof tokenizerVocabMask>) => new Agent({
+        sample: engineSampleFn({ weights: w, decode: (ids) => tokenizer.decode(ids), chunk: 4, ...(vocabMask ? { vocabMask } : {}) }),
+        tokenizer, maxTurns: 1, maxNewTokens: 12, maxSequenceTokens: 64, temperature: 1,
+      });
+      try {
+        const batch = await rolloutGroups(spec, agentWith(tokenizerVocabMask(tokenizer)), { groups: 2, groupSize: 4, seed: 11 });
+        assert.strictEqual(batch.metrics.kept, 8, JSON.stringify(batch.dropped));
+        assert.isAbove(batch.metrics.sampledTokens, 8);
+        for (const g of batch.groups) for (const t of g.trajectories) for (const id of t.tokensT) assert.isBelow(id, tokenizer.vocabSize);
+        // The control: without the mask an id the tokenizer lacks is sampled and the rollout aborts
+        // (the stop-string check cannot decode it, or the agent's contract check refuses it).
+        await rolloutGroups(spec, agentWith(), { groups: 2, groupSize: 4, seed: 11 }).then(
+          () => assert.fail('expected the unmasked rollout to sample an id past the tokenizer'),
+          (e) => assert.isTrue(e instanceof SampleContractError || e instanceof TokenizerError, String(e)),
+        );
       } finally {
         w.release();
       }
