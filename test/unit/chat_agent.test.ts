@@ -12,6 +12,7 @@ import { rolloutMultiTurn } from '../../src/env/rollout.ts';
 import { hermesToolSyntax, llamaToolSyntax, tagToolSyntax } from '../../src/env/tool_calls.ts';
 import type { EnvSpec, SampleFn, StepResult } from '../../src/env/types.ts';
 import { extractAnswer } from '../../src/env/actions.ts';
+import { encodePair } from '../../src/algorithms/sft.ts';
 import { type Family, realTokenizer, renderCase } from '../shared/real_tokenizers.ts';
 
 const SYS = 'You are a careful assistant.';
@@ -169,5 +170,19 @@ describe('generation_config eos ids', () => {
     expect(() => new Agent({ sample, tokenizer: tok, eosTokenIds: [151935] })).toThrow(/eosTokenIds/);
     // An explicit stopTokens list wins.
     expect(new Agent({ sample, tokenizer: tok, stopTokens: [7], eosTokenIds: [151643] }).stopTokens).toEqual([7]);
+  });
+});
+
+describe('SFT pairs on a chat template', () => {
+  it('encodePair adds BOS only when the rendered prompt lacks it; an explicit addBos on such a prompt is refused', () => {
+    const tok = realTokenizer('llama3_2');
+    const prompt = renderCase('llama3_2', 'one_user_gen').text; // starts with <|begin_of_text|>
+    const { tokensL, maskL } = encodePair(tok, prompt, 'Hello.');
+    expect(tokensL.filter((id) => id === 128000)).toEqual([128000]);
+    expect(tokensL[0]).toBe(128000);
+    expect(tokensL.slice(0, renderCase('llama3_2', 'one_user_gen').ids.length)).toEqual(renderCase('llama3_2', 'one_user_gen').ids);
+    expect(maskL.filter((m) => m === 1).length).toBe(tok.encode('Hello.').length + 1); // completion and eos
+    expect(() => encodePair(tok, prompt, 'Hello.', { addBos: true })).toThrow(InvalidInputError);
+    expect(encodePair(tok, 'plain text', 'x').tokensL[0]).toBe(128000);
   });
 });
