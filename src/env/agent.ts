@@ -43,8 +43,9 @@ export interface AgentOptions {
   readonly eosTokenIds?: readonly number[];
   /**
    * Prepend tokenizer.bosId to the prompt. Default: when the tokenizer has one and the format does
-   * not render it itself (`format.rendersBos`, e.g. a chat template writing `bos_token`). Setting
-   * it with such a format is refused: the prompt would start with two BOS.
+   * not render it itself (`format.rendersBos`, e.g. a chat template writing `bos_token`), nor does
+   * the encoded prompt start with it. Set with such a format or prompt, it is refused: the prompt
+   * would start with two BOS.
    */
   readonly addBos?: boolean;
   /** How actions call tools. Default: the format's (`format.toolSyntax`), else `<tool>name: args</tool>`. */
@@ -78,6 +79,8 @@ export class Agent {
   readonly stopTokens: readonly number[];
   readonly addBos: boolean;
   readonly toolSyntax: ToolCallSyntax;
+  /** Whether addBos was given (then a prompt already starting with BOS is an error, not skipped). */
+  readonly addBosExplicit: boolean;
   readonly #sample: SampleFn;
 
   constructor(options: AgentOptions) {
@@ -99,6 +102,7 @@ export class Agent {
     }
     this.stopTokens = Object.freeze([...new Set(options.stopTokens ?? [options.tokenizer.eosId, ...eos])]);
     const rendersBos = this.format.rendersBos === true;
+    this.addBosExplicit = options.addBos !== undefined;
     this.addBos = options.addBos ?? (options.tokenizer.bosId !== undefined && !rendersBos);
     if (this.addBos && options.tokenizer.bosId === undefined) throw new InvalidInputError('Agent', 'addBos is set but the tokenizer has no bosId');
     if (this.addBos && rendersBos) throw new InvalidInputError('Agent', 'addBos is set but the format already renders the BOS token: the prompt would start with two');
@@ -158,9 +162,11 @@ export class EpisodeBuilder {
     this.tools = tools;
     const prompt = agent.tokenizer.encode(agent.format.initial(task, tools));
     const bos = agent.tokenizer.bosId;
-    // Never two BOS, never silently: a format whose text starts with BOS must say so (rendersBos).
-    if (agent.addBos && prompt[0] === bos) throw new InvalidInputError('Agent', `the prompt already starts with BOS (${bos}); the format must set rendersBos so the agent adds none`);
-    if (agent.addBos) this.#push([bos as number], null);
+    // Never two BOS: a prompt that starts with it (a template rendering bos_token) gets none more;
+    // an explicit addBos there is refused rather than obeyed.
+    const startsWithBos = bos !== undefined && prompt[0] === bos;
+    if (agent.addBos && startsWithBos && agent.addBosExplicit) throw new InvalidInputError('Agent', `addBos is set but the prompt already starts with BOS (${bos})`);
+    if (agent.addBos && !startsWithBos) this.#push([bos as number], null);
     this.#push(prompt, null);
     this.promptLength = this.tokensT.length;
     this.history.push(...(agent.format.initialMessages?.(task, tools) ?? [{ role: 'user', content: task }]));

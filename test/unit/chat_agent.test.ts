@@ -132,15 +132,23 @@ describe('turn diffing and BOS', () => {
     expect(on.endsWith('<|im_start|>assistant\n')).toBe(true);
   });
 
-  it('refuses a second BOS: explicit addBos with a BOS-rendering template, or a format that does not say it renders one', async () => {
+  it('never two BOS: a BOS-rendering format gets none from the agent; explicit addBos there is refused', async () => {
     const tok = realTokenizer('llama3_2');
     const format = hfChatFormat(tok, { variables: { date_string: '26 Jul 2024' } });
-    const sample: SampleFn = async () => [];
+    const sample: SampleFn = async (rs) => rs.map(() => ({ tokens: [128009], logprobs: [-1] }));
     expect(() => new Agent({ sample, tokenizer: tok, format, addBos: true })).toThrow(InvalidInputError);
+    // A format that does not say it renders BOS: the agent sees it in the encoded prompt.
     const silent = chatFormat({ render: (m, o) => tok.applyChatTemplate(m.map((x) => ({ role: x.role, content: x.content })), { addGenerationPrompt: o.addGenerationPrompt }) });
     const agent = new Agent({ sample, tokenizer: tok, format: silent });
-    expect(agent.addBos).toBe(true);
-    await expect(rolloutMultiTurn(multiplyEnv, agent, [{ seed: 1, groupId: 0 }], { seed: 0 })).rejects.toThrow(/already starts with BOS/);
+    const batch = await rolloutMultiTurn(multiplyEnv, agent, [{ seed: 1, groupId: 0 }], { seed: 0 });
+    const t = batch.groups[0].trajectories[0];
+    expect(t.tokensT.filter((id) => id === 128000)).toEqual([128000]);
+    expect(t.tokensT[0]).toBe(128000);
+    await expect(rolloutMultiTurn(multiplyEnv, new Agent({ sample, tokenizer: tok, format: silent, addBos: true }), [{ seed: 1, groupId: 0 }], { seed: 0 }))
+      .rejects.toThrow(/already starts with BOS/);
+    // A plain prompt still gets its BOS.
+    const plain = await rolloutMultiTurn(multiplyEnv, new Agent({ sample, tokenizer: tok }), [{ seed: 1, groupId: 0 }], { seed: 0 });
+    expect(plain.groups[0].trajectories[0].tokensT[0]).toBe(128000);
   });
 
   it('tool results go where each template takes them', () => {
