@@ -24,11 +24,11 @@ import type { GpuContext } from '../gpu/device.ts';
 import { Recorder } from '../gpu/recorder.ts';
 import { emptyTensor, type Tensor, tensorFrom } from '../gpu/tensor.ts';
 import { sampleSettings } from '../ops/sample.ts';
-import { allowedBy, vocabBitmask, vocabMask, type VocabMask } from '../ops/vocab_mask.ts';
 import { type DecodeScratch, decodeScratch, type DecodeSampling, recordDecodeStep, recordSampleStep, type SampleBuffers } from './decode.ts';
 import { KvCache, kvCacheRowLimit } from './kv_cache.ts';
 import { logitsRowLimit } from './infer_block.ts';
 import { checkPrompts, type PromptBatch, recordPrefill, releasePrompts, uploadPrompts } from './prefill.ts';
+import { allowedBy, vocabBitmask, vocabMask, type VocabMask } from '../ops/vocab_mask.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
 export const DEFAULT_DECODE_CHUNK = 8;
