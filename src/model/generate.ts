@@ -65,7 +65,9 @@ export interface GenerateOptions {
    * Ids the sampler may return: ids ≥ `limit` and those in `masked` get logit −Inf before each
    * sample (ops/vocab_mask.ts), so a model whose embedding has more rows than its tokenizer has
    * ids (Qwen2.5: 151936 rows, 151665 ids) never yields an id the tokenizer cannot decode. The
-   * log-probs are then those of the masked distribution. Default: every id of the model.
+   * log-probs are then those of the masked distribution, while the training loss normalizes over
+   * every id: the two differ by log(1 − masked mass), ≈ 0 where the masked rows were never trained
+   * toward. Default: every id of the model.
    */
   vocabMask?: VocabMask;
 }
