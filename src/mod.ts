@@ -80,7 +80,12 @@ export {
   chatFormat,
   EnvironmentError,
   extractAnswer,
+  generationEosIds,
   guessNumberEnv,
+  hermesToolSyntax,
+  hfChatFormat,
+  llamaToolSyntax,
+  tagToolSyntax,
   InvalidInputError,
   nimEnv,
   nimRandomPolicy,
@@ -97,7 +102,7 @@ export {
   SampleContractError,
   TokenizerError,
 } from './env/mod.ts';
-export type { AgentOptions, EpisodeSpec, GameResult, ParsedAction, PromptFormat, Tokenizer } from './env/mod.ts';
+export type { AgentOptions, EpisodeSpec, GameResult, HfChatFormatOptions, ParsedAction, PromptFormat, Tokenizer, ToolCallSyntax } from './env/mod.ts';
 
 // Algorithms (src/algorithms): pure functions from trajectories to datums and loss specs.
 export {
@@ -190,7 +195,8 @@ export type { ForwardBackwardResult, LogprobsResult, StepStats, Trainable, Train
 export type { OptimizerState, OptimStepOptions } from './model/optimizer.ts';
 export { generate } from './model/generate.ts';
 export type { GenerateOptions, GenerateResult } from './model/generate.ts';
-export { engineSampleFn } from './model/sample_fn.ts';
+export { engineSampleFn, tokenizerVocabMask } from './model/sample_fn.ts';
+export type { VocabMask } from './ops/vocab_mask.ts';
 export type { EngineSampleFnOptions } from './model/sample_fn.ts';
 
 // Tinker-style clients.

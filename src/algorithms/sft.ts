@@ -8,6 +8,7 @@
  * so the loss mask boundary is exact; with the byte tokenizer the result is identical anyway.
  */
 import type { Trajectory } from '../env/types.ts';
+import { InvalidInputError } from '../env/errors.ts';
 import type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
 import { type Datum, datumFromSequence, trajectoryToDatum } from './datum.ts';
 
@@ -22,7 +23,11 @@ export interface TextPair {
 }
 
 export interface TextEncodeOptions {
-  /** Prepend bos. Default: when the tokenizer has one. */
+  /**
+   * Prepend bos. Default: when the tokenizer has one and the prompt does not already start with
+   * it (a chat template that renders `bos_token`: Llama 3.x, Gemma 3). Set with such a prompt, it
+   * is refused: the sequence would start with two.
+   */
   readonly addBos?: boolean;
   /** Append eos to the completion (and learn it). Default true. */
   readonly appendEos?: boolean;
@@ -30,7 +35,11 @@ export interface TextEncodeOptions {
 
 /** [L] tokens and [L] mask of prompt · completion (mask 1 on the completion and its eos). */
 export function encodePair(tokenizer: Tokenizer, prompt: string, completion: string, options: TextEncodeOptions = {}): { tokensL: number[]; maskL: number[] } {
-  const head = [...((options.addBos ?? tokenizer.bosId !== undefined) ? [tokenizer.bosId as number] : []), ...tokenizer.encode(prompt)];
+  const ids = tokenizer.encode(prompt);
+  const bos = tokenizer.bosId;
+  const hasBos = bos !== undefined && ids[0] === bos;
+  if (options.addBos === true && hasBos) throw new InvalidInputError('encodePair', `addBos is set but the prompt already starts with BOS (${bos})`);
+  const head = [...((options.addBos ?? (bos !== undefined && !hasBos)) ? [bos as number] : []), ...ids];
   const tail = [...tokenizer.encode(completion), ...((options.appendEos ?? true) ? [tokenizer.eosId] : [])];
   return { tokensL: [...head, ...tail], maskL: [...head.map(() => 0), ...tail.map(() => 1)] };
 }

@@ -11,7 +11,7 @@
 import type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
 import { deepFreeze } from '../util/freeze.ts';
 import { philox4x32 } from '../util/rng.ts';
-import { ACTION_STOP_STRINGS } from './actions.ts';
+import { tagToolSyntax, type ToolCallSyntax } from './tool_calls.ts';
 import { InvalidInputError, SampleContractError } from './errors.ts';
 import { type FormatContext, plainFormat, type PromptFormat } from './format.ts';
 import type { ChatMessage, JsonValue, KeptEndReason, SampleFn, SampleRequest, SampleResult, Tool, Trajectory, Turn } from './types.ts';
@@ -31,12 +31,34 @@ export interface AgentOptions {
   /** Context length: the whole sequence never exceeds it. Default 1024. */
   readonly maxSequenceTokens?: number;
   readonly temperature?: number;
-  /** Default: ['</tool>', '</answer>']. */
+  /** Default: the tool syntax's stop strings (tag syntax: ['</tool>', '</answer>']). */
   readonly stopStrings?: readonly string[];
-  /** Default: [tokenizer.eosId]. */
+  /** Default: [tokenizer.eosId] plus `eosTokenIds`. */
   readonly stopTokens?: readonly number[];
-  /** Prepend tokenizer.bosId to the prompt. Default: when the tokenizer has one. */
+  /**
+   * End-of-sequence ids of the model's generation_config.json (`eos_token_id`, one id or a list:
+   * Llama 3.2 Instruct stops at <|end_of_text|>, <|eom_id|> and <|eot_id|>); added to the default
+   * stop tokens. `generationEosIds` reads them from the parsed file.
+   */
+  readonly eosTokenIds?: readonly number[];
+  /**
+   * Prepend tokenizer.bosId to the prompt. Default: when the tokenizer has one and the format does
+   * not render it itself (`format.rendersBos`, e.g. a chat template writing `bos_token`), nor does
+   * the encoded prompt start with it. Set with such a format or prompt, it is refused: the prompt
+   * would start with two BOS.
+   */
   readonly addBos?: boolean;
+  /** How actions call tools. Default: the format's (`format.toolSyntax`), else `<tool>name: args</tool>`. */
+  readonly toolSyntax?: ToolCallSyntax;
+}
+
+/** generation_config.json's `eos_token_id` (a number or a list) as a list; [] when absent. */
+export function generationEosIds(generationConfig: unknown): number[] {
+  const v = typeof generationConfig === 'object' && generationConfig !== null ? (generationConfig as { eos_token_id?: unknown }).eos_token_id : undefined;
+  if (v === undefined || v === null) return [];
+  const ids = Array.isArray(v) ? v : [v];
+  for (const id of ids) if (!Number.isInteger(id) || id < 0) throw new InvalidInputError('generationEosIds', `eos_token_id holds ${JSON.stringify(id)}, not a token id`);
+  return ids as number[];
 }
 
 function positiveInt(name: string, v: number): number {
@@ -56,6 +78,9 @@ export class Agent {
   readonly stopStrings: readonly string[];
   readonly stopTokens: readonly number[];
   readonly addBos: boolean;
+  readonly toolSyntax: ToolCallSyntax;
+  /** Whether addBos was given (then a prompt already starting with BOS is an error, not skipped). */
+  readonly addBosExplicit: boolean;
   readonly #sample: SampleFn;
 
   constructor(options: AgentOptions) {
@@ -69,10 +94,18 @@ export class Agent {
     this.maxSequenceTokens = positiveInt('maxSequenceTokens', options.maxSequenceTokens ?? 1024);
     this.temperature = options.temperature ?? 1;
     if (!(this.temperature >= 0)) throw new InvalidInputError('Agent', `temperature must be >= 0, got ${this.temperature}`);
-    this.stopStrings = Object.freeze([...(options.stopStrings ?? ACTION_STOP_STRINGS)]);
-    this.stopTokens = Object.freeze([...(options.stopTokens ?? [options.tokenizer.eosId])]);
-    this.addBos = options.addBos ?? options.tokenizer.bosId !== undefined;
+    this.toolSyntax = options.toolSyntax ?? this.format.toolSyntax ?? tagToolSyntax;
+    this.stopStrings = Object.freeze([...(options.stopStrings ?? this.toolSyntax.stopStrings)]);
+    const eos = options.eosTokenIds ?? [];
+    for (const id of eos) {
+      if (!Number.isInteger(id) || id < 0 || id >= options.tokenizer.vocabSize) throw new InvalidInputError('Agent', `eosTokenIds: ${id} is not a token id in [0, ${options.tokenizer.vocabSize})`);
+    }
+    this.stopTokens = Object.freeze([...new Set(options.stopTokens ?? [options.tokenizer.eosId, ...eos])]);
+    const rendersBos = this.format.rendersBos === true;
+    this.addBosExplicit = options.addBos !== undefined;
+    this.addBos = options.addBos ?? (options.tokenizer.bosId !== undefined && !rendersBos);
     if (this.addBos && options.tokenizer.bosId === undefined) throw new InvalidInputError('Agent', 'addBos is set but the tokenizer has no bosId');
+    if (this.addBos && rendersBos) throw new InvalidInputError('Agent', 'addBos is set but the format already renders the BOS token: the prompt would start with two');
   }
 
   /** Samples a batch and checks the results against the contract (counts, lengths, ids, log-probs). */
@@ -119,14 +152,22 @@ export class EpisodeBuilder {
   readonly turns: Turn[] = [];
   readonly history: ChatMessage[] = [];
   readonly promptLength: number;
+  readonly tools: readonly Tool[];
   /** Reward received before this agent's first action (multi-agent games). */
   preActionReward = 0;
   #lastEndedWithStop = false;
 
   constructor(agent: Agent, task: string, tools: readonly Tool[]) {
     this.agent = agent;
-    if (agent.addBos) this.#push([agent.tokenizer.bosId as number], null);
-    this.#push(agent.tokenizer.encode(agent.format.initial(task, tools)), null);
+    this.tools = tools;
+    const prompt = agent.tokenizer.encode(agent.format.initial(task, tools));
+    const bos = agent.tokenizer.bosId;
+    // Never two BOS: a prompt that starts with it (a template rendering bos_token) gets none more;
+    // an explicit addBos there is refused rather than obeyed.
+    const startsWithBos = bos !== undefined && prompt[0] === bos;
+    if (agent.addBos && startsWithBos && agent.addBosExplicit) throw new InvalidInputError('Agent', `addBos is set but the prompt already starts with BOS (${bos})`);
+    if (agent.addBos && !startsWithBos) this.#push([bos as number], null);
+    this.#push(prompt, null);
     this.promptLength = this.tokensT.length;
     this.history.push(...(agent.format.initialMessages?.(task, tools) ?? [{ role: 'user', content: task }]));
   }
@@ -182,7 +223,7 @@ export class EpisodeBuilder {
 
   /** Text to append for an observation or tool result; false when it would leave no room for an action. */
   appendFeedback(kind: 'observation' | 'tool', text: string, toolName = ''): boolean {
-    const ctx: FormatContext = { history: this.history, endedWithStopToken: this.#lastEndedWithStop };
+    const ctx: FormatContext = { history: this.history, endedWithStopToken: this.#lastEndedWithStop, tools: this.tools };
     const f = this.agent.format;
     const rendered = kind === 'tool' ? f.toolResult(toolName, text, ctx) : f.observation(text, ctx);
     const ids = this.agent.tokenizer.encode(rendered);
@@ -191,7 +232,7 @@ export class EpisodeBuilder {
     const last = this.turns.length - 1;
     // Turn-based games learn a player's next observation only when its turn comes round again.
     if (last >= 0 && this.turns[last].observation === '') this.turns[last] = { ...this.turns[last], observation: text };
-    this.history.push({ role: kind === 'tool' ? 'tool' : 'user', content: text });
+    this.history.push(kind === 'tool' ? { role: 'tool', content: text, name: toolName } : { role: 'user', content: text });
     return true;
   }
 

@@ -32,9 +32,13 @@ export { ArithmeticError, EnvironmentError, InvalidInputError, SampleContractErr
 export type { ArithmeticErrorKind } from './errors.ts';
 export { ACTION_STOP_STRINGS, extractAnswer, formatAnswer, formatToolCall, parseAction } from './actions.ts';
 export type { ParsedAction } from './actions.ts';
-export { chatFormat, describeTools, plainFormat } from './format.ts';
-export type { ChatFormatOptions, ChatTemplateFn, FormatContext, PlainFormatOptions, PromptFormat } from './format.ts';
-export { Agent, requestSeed } from './agent.ts';
+export { chatFormat, describeTools, fencedToolOutput, plainFormat } from './format.ts';
+export type { ChatFormatOptions, ChatRenderOptions, ChatTemplateFn, FormatContext, PlainFormatOptions, PromptFormat } from './format.ts';
+export { hfChatFormat } from './chat_template.ts';
+export type { ChatTemplateTokenizer, HfChatFormatOptions } from './chat_template.ts';
+export { hermesToolSyntax, llamaToolSyntax, nativeToolSyntax, tagToolSyntax, toolArgs, toolParameters, toolSchemas } from './tool_calls.ts';
+export type { ToolCallSyntax } from './tool_calls.ts';
+export { Agent, generationEosIds, requestSeed } from './agent.ts';
 export type { AgentOptions } from './agent.ts';
 export { groupEpisodes } from './batch.ts';
 export type { EpisodeSpec } from './batch.ts';

@@ -16,7 +16,6 @@
  */
 import type { Agent } from './agent.ts';
 import { EpisodeBuilder, requestSeed } from './agent.ts';
-import { parseAction } from './actions.ts';
 import { assembleBatch, type EpisodeSpec, groupEpisodes, newCounters, type RolloutCounters } from './batch.ts';
 import { checkStepResult, guarded } from './guard.ts';
 import type { DroppedEpisode, DropReason, EnvSpec, Environment, KeptEndReason, RolloutBatch, SampleResult, Tool, Trajectory } from './types.ts';
@@ -100,7 +99,7 @@ export async function rolloutEpisodes(
     counters.sampledTokens += result.tokens.length;
     const action = ep.builder.appendAction(result);
     ep.turn++;
-    const parsed = ep.tools.size > 0 ? parseAction(action.text) : ({ kind: 'text', text: action.text } as const);
+    const parsed = ep.tools.size > 0 ? agent.toolSyntax.parse(action.text, ep.tools) : ({ kind: 'text', text: action.text } as const);
     if (parsed.kind === 'tool') {
       counters.toolCalls++;
       const tool = ep.tools.get(parsed.name);

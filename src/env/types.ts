@@ -29,6 +29,13 @@ export interface Tool {
   readonly name: string;
   /** One line shown to the agent in the prompt. */
   readonly description: string;
+  /**
+   * JSON schema of the arguments (an object schema), shown to instruct models whose chat
+   * template lists tools (see tool_calls.ts). Default: one string property `input`. A native
+   * call's arguments reach `call` as the value of the schema's only property when it declares
+   * exactly one string property, else as the arguments object's JSON text.
+   */
+  readonly parameters?: { readonly [k: string]: JsonValue };
   /** Runs the tool; the returned text goes back to the agent. A throw becomes `error: <message>`. */
   call(args: string): Promise<string> | string;
 }
@@ -134,6 +141,8 @@ export type SampleFn = (requests: readonly SampleRequest[]) => Promise<readonly 
 export interface ChatMessage {
   readonly role: 'system' | 'user' | 'assistant' | 'tool';
   readonly content: string;
+  /** The tool that answered (tool messages). */
+  readonly name?: string;
 }
 
 /** How an episode ended. The first three keep the episode; the others drop it. */

@@ -22,12 +22,13 @@
 import { ConfigError, LimitError, NonFiniteError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { Recorder } from '../gpu/recorder.ts';
-import { emptyTensor, type Tensor } from '../gpu/tensor.ts';
+import { emptyTensor, type Tensor, tensorFrom } from '../gpu/tensor.ts';
 import { NON_FINITE_TOKEN, sampleSettings } from '../ops/sample.ts';
 import { type DecodeScratch, decodeScratch, type DecodeSampling, recordDecodeStep, recordSampleStep, type SampleBuffers } from './decode.ts';
 import { KvCache, kvCacheRowLimit } from './kv_cache.ts';
 import { logitsRowLimit } from './infer_block.ts';
 import { checkPrompts, type PromptBatch, recordPrefill, releasePrompts, uploadPrompts } from './prefill.ts';
+import { allowedBy, vocabBitmask, vocabMask, type VocabMask } from '../ops/vocab_mask.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
 export const DEFAULT_DECODE_CHUNK = 8;
@@ -60,6 +61,15 @@ export interface GenerateOptions {
    * `(fn) => scheduler.quantum(jobId, fn)`, so other jobs may use the device between chunks.
    */
   quantum?: (fn: () => Promise<Uint32Array>) => Promise<Uint32Array>;
+  /**
+   * Ids the sampler may return: ids ≥ `limit` and those in `masked` get logit −Inf before each
+   * sample (ops/vocab_mask.ts), so a model whose embedding has more rows than its tokenizer has
+   * ids (Qwen2.5: 151936 rows, 151665 ids) never yields an id the tokenizer cannot decode. The
+   * log-probs are then those of the masked distribution, while the training loss normalizes over
+   * every id: the two differ by log(1 − masked mass), ≈ 0 where the masked rows were never trained
+   * toward. Default: every id of the model.
+   */
+  vocabMask?: VocabMask;
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -82,7 +92,7 @@ function posInt(field: string, v: unknown): number {
 }
 
 /** Checks everything before any allocation; returns per-sequence budgets and the cache rows. */
-function plan(weights: ModelWeights, prompts: readonly (readonly number[])[], opts: GenerateOptions): { maxTok: number[]; Tmax: number; chunk: number; sampling: DecodeSampling } {
+function plan(weights: ModelWeights, prompts: readonly (readonly number[])[], opts: GenerateOptions): { maxTok: number[]; Tmax: number; chunk: number; sampling: DecodeSampling; allowed: Uint32Array | null } {
   const cfg = weights.cfg;
   checkPrompts(cfg, prompts, 'generate.prompts');
   const B = prompts.length;
@@ -110,7 +120,8 @@ function plan(weights: ModelWeights, prompts: readonly (readonly number[])[], op
   if (opts.streams && opts.streams.length !== B) throw new ConfigError('generate.streams', `${opts.streams.length} streams for ${B} prompts`);
   const s = sampleSettings({ temperature: opts.temperature, topK: opts.topK, topP: opts.topP, seed: opts.seed });
   const Tmax = Math.max(...prompts.map((p, i) => p.length + maxTok[i]));
-  return { maxTok, Tmax, chunk, sampling: { temperature: s.temperature, topK: s.topK, topP: s.topP, seed: s.seed } };
+  const allowed = opts.vocabMask === undefined ? null : vocabBitmask(opts.vocabMask, cfg.vocabSize, 'generate.vocabMask');
+  return { maxTok, Tmax, chunk, sampling: { temperature: s.temperature, topK: s.topK, topP: s.topP, seed: s.seed }, allowed };
 }
 
 /**
@@ -121,7 +132,7 @@ function plan(weights: ModelWeights, prompts: readonly (readonly number[])[], op
 export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: AdapterWeights | null,
   prompts: readonly (readonly number[])[], opts: GenerateOptions): Promise<GenerateResult> {
   const cfg = weights.cfg;
-  const { maxTok, Tmax, chunk, sampling } = plan(weights, prompts, opts);
+  const { maxTok, Tmax, chunk, sampling, allowed } = plan(weights, prompts, opts);
   const B = prompts.length;
   const rowsMax = logitsRowLimit(ctx, cfg);
   if (B > rowsMax) {
@@ -156,6 +167,11 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
     };
     // Persist across submissions: the last step's tokens feed the next chunk's first step.
     const sampled: SampleBuffers = { tokens: mk('i32', 'tokens'), logprobs: mk('f32', 'logprobs'), logprobsRaw: mk('f32', 'logprobs_raw') };
+    let allowedT: Tensor | null = null;
+    if (allowed) {
+      allowedT = tensorFrom(ctx, allowed, [allowed.length], { owner, label: `${owner}/vocab_mask` });
+      own.push(allowedT);
+    }
     let prefilled = false;
     const kvCache = cache;
     const prompt = batch;
@@ -176,6 +192,7 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
             recordDecodeStep(rec, weights, adapter, kvCache, ds, sampled.tokens);
             logits = ds.logits;
           }
+          if (allowedT) vocabMask(rec, logits, allowedT);
           recordSampleStep(rec, kvCache, logits, sampled, history, s, sampling);
         }
       } catch (e) {
@@ -209,6 +226,7 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
               'the logits are not finite (NaN or +Inf, or no finite value): the weights hold non-finite values or overflow');
           }
           if (token >= cfg.vocabSize) throw new ShapeError('generate', `the sampler returned token ${token} outside the vocabulary (${cfg.vocabSize})`);
+          if (allowed && !allowedBy(allowed, token)) throw new ShapeError('generate', `the sampler returned token ${token}, which vocabMask excludes`);
           out.tokens[b].push(token);
           out.samplingLogprobs[b].push(floats[o + 1]);
           out.logprobs[b].push(floats[o + 2]);

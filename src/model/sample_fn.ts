@@ -28,6 +28,8 @@ import { type FinishReason, generate, type GenerateOptions } from './generate.ts
 import { logitsRowLimit, weightsCtx } from './infer_block.ts';
 import { kvCacheRowLimit } from './kv_cache.ts';
 import type { ModelConfig } from './config.ts';
+import type { VocabMask } from '../ops/vocab_mask.ts';
+import type { Tokenizer } from './tokenizer/tokenizer.ts';
 import type { AdapterWeights, ModelWeights } from './weights_view.ts';
 
 export interface EngineSampleFnOptions {
@@ -55,6 +57,8 @@ export interface EngineSampleFnOptions {
   readonly owner?: string;
   /** Wraps each chunk's GPU work (generate's `quantum`), e.g. a scheduler's quantum. */
   readonly quantum?: GenerateOptions['quantum'];
+  /** Ids never sampled (generate's `vocabMask`); `tokenizerVocabMask(tokenizer)` builds it. */
+  readonly vocabMask?: VocabMask;
   readonly ctx?: GpuContext;
 }
 
@@ -172,6 +176,7 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
           ...(opts.chunk !== undefined ? { chunk: opts.chunk } : {}),
           owner: opts.owner ?? 'sample',
           ...(opts.quantum ? { quantum: opts.quantum } : {}),
+          ...(opts.vocabMask ? { vocabMask: opts.vocabMask } : {}),
         });
         idx.forEach((i, j) => {
           results[i] = {
@@ -184,4 +189,13 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
     }
     return results;
   };
+}
+
+/**
+ * The ids a policy using `tokenizer` may sample: those below its vocabSize (a model's embedding
+ * may have more rows), minus the ids it lists as unused (`unusedIds`: reserved, never-trained
+ * tokens and holes in its id range). Pass it as engineSampleFn's or generate's `vocabMask`.
+ */
+export function tokenizerVocabMask(tokenizer: Tokenizer & { unusedIds?(): readonly number[] }): VocabMask {
+  return { limit: tokenizer.vocabSize, masked: tokenizer.unusedIds?.() ?? [] };
 }

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/env/agent.ts';
-import { InvalidInputError } from '../../src/env/errors.ts';
 import { chatFormat, type ChatTemplateFn, plainFormat } from '../../src/env/format.ts';
 import { rolloutMultiTurn } from '../../src/env/rollout.ts';
 import type { ChatMessage, SampleFn } from '../../src/env/types.ts';
@@ -43,11 +42,36 @@ describe('prompt formats', () => {
     expect(tok.decode(t.tokensT)).toBe(chatml(convo, { addGenerationPrompt: true }) + 'A');
   });
 
-  it('chat: rejects templates that do not render histories as prefixes', () => {
-    const unstable: ChatTemplateFn = (messages) => `${messages.length}:` + messages.map((m) => m.content).join('|');
+  it('chat: takes the text after the last assistant content, however earlier turns re-render', () => {
+    // Like Qwen3: the final assistant turn gets a think block, earlier ones do not — no prefix rule holds.
+    const thinkLast: ChatTemplateFn = (messages, { addGenerationPrompt }) =>
+      messages.map((m, i) => `<|${m.role}|>${m.role === 'assistant' && i === messages.length - 1 ? '<think></think>' : ''}${m.content}<|end|>\n`).join('') +
+      (addGenerationPrompt ? '<|assistant|>' : '');
     const history: ChatMessage[] = [{ role: 'user', content: 'Q' }, { role: 'assistant', content: 'A' }];
-    expect(() => chatFormat({ render: unstable }).observation('O', { history, endedWithStopToken: false })).toThrow(InvalidInputError);
+    expect(chatFormat({ render: thinkLast }).observation('O', { history, endedWithStopToken: false })).toBe('<|end|>\n<|user|>O<|end|>\n<|assistant|>');
+  });
+
+  it('chat: rejects templates that drop or repeat the assistant content, and histories not ending with an action', () => {
+    const history: ChatMessage[] = [{ role: 'user', content: 'Q' }, { role: 'assistant', content: 'A' }];
+    const drops: ChatTemplateFn = (messages) => messages.filter((m) => m.role !== 'assistant').map((m) => m.content).join('|');
+    const twice: ChatTemplateFn = (messages) => messages.map((m) => (m.role === 'assistant' ? m.content + m.content : m.content)).join('|');
+    expect(() => chatFormat({ render: drops }).observation('O', { history, endedWithStopToken: false })).toThrow(/verbatim/);
+    expect(() => chatFormat({ render: twice }).observation('O', { history, endedWithStopToken: false })).toThrow(/twice/);
     expect(() => chatFormat({ render: chatml }).observation('O', { history: [history[0]], endedWithStopToken: false })).toThrow(/must end with the assistant action/);
+  });
+
+  it('chat: tool results as user turns for templates without a tool role', () => {
+    const f = chatFormat({ render: chatml, toolResults: 'user' });
+    const history: ChatMessage[] = [{ role: 'user', content: 'Q' }, { role: 'assistant', content: 'A' }];
+    expect(f.toolResult('calc', '4', { history, endedWithStopToken: false })).toBe('<|end|>\n<|user|>```tool_output\n4\n```<|end|>\n<|assistant|>');
+    // Earlier tool messages of the history reach the template as the same user turns.
+    const seen: ChatMessage[][] = [];
+    const spy: ChatTemplateFn = (messages, o) => (seen.push([...messages]), chatml(messages, o));
+    const later: ChatMessage[] = [...history, { role: 'tool', content: '4', name: 'calc' }, { role: 'assistant', content: 'B' }];
+    expect(chatFormat({ render: spy, toolResults: 'user', endOfTurn: '<|end|>' }).observation('O', { history: later, endedWithStopToken: true }))
+      .toBe('\n<|user|>O<|end|>\n<|assistant|>');
+    expect(seen[0].map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+    expect(seen[0][2].content).toBe('```tool_output\n4\n```');
   });
 });
 

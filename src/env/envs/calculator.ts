@@ -79,6 +79,8 @@ export function calculatorTool(onCall: () => void = () => {}): Tool {
   return {
     name: 'calculator',
     description: 'evaluates arithmetic with + - * / and parentheses',
+    // One string property: a native call's `expression` reaches `call` as the text itself.
+    parameters: { type: 'object', properties: { expression: { type: 'string', description: 'e.g. 37*48' } }, required: ['expression'] },
     call(args: string) {
       onCall();
       return formatNumber(evaluateArithmetic(args)); // ArithmeticError → "error: …" for the agent

@@ -55,6 +55,9 @@ function pickTemplate(raw: unknown, name: string): string | undefined {
   return undefined;
 }
 
+/** Placeholder specials that tokenizers reserve for later use (never trained). */
+const UNUSED_TOKEN = /^(<unused\d+>|<\|reserved_special_token_\d+\|>)$/;
+
 export class HfTokenizer implements Tokenizer {
   readonly vocabSize: number;
   readonly bosId?: number;
@@ -144,6 +147,21 @@ export class HfTokenizer implements Tokenizer {
     }
     if (ids.length === 0) return '';
     return this.#impl.decode([...ids], { skip_special_tokens: true, clean_up_tokenization_spaces: this.#cleanUp });
+  }
+
+  /**
+   * Ids a policy should never sample: holes in [0, vocabSize) (no token) and the placeholder
+   * specials tokenizers reserve without training them — Gemma's `<unusedN>`, Llama 3's
+   * `<|reserved_special_token_N|>`. Sampling one would emit text the model never saw (and that
+   * `decode` drops). See tokenizerVocabMask (model/sample_fn.ts).
+   */
+  unusedIds(): number[] {
+    const out: number[] = [];
+    for (let id = 0; id < this.vocabSize; id++) {
+      const t = this.#impl.id_to_token(id);
+      if (t === undefined || UNUSED_TOKEN.test(t)) out.push(id);
+    }
+    return out;
   }
 
   tokenToId(token: string): number | undefined {

@@ -1,0 +1,6 @@
+// Chromium suite: the sampler's vocabulary mask (kernel and generate's vocabMask) on SwiftShader.
+import { it } from 'vitest';
+import { vocabMaskCases } from '../shared/cases/vocab_mask.ts';
+import { registerCases } from '../shared/register.ts';
+
+registerCases(vocabMaskCases, it);
