@@ -12,7 +12,7 @@
  * `--self-check` keeps the old device check (one kernel against its CPU reference) and nothing else.
  */
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import process from 'node:process';
 import { WebtinkerError } from '../errors.ts';
 import { acquireGpu, type GpuContext } from '../gpu/device.ts';
@@ -48,7 +48,10 @@ async function writeWeights(dir: string, r: JobResult): Promise<string[]> {
   await writeFile(file, writeSafetensors(specs.map((s) => ({ name: s.name, shape: s.shape, dtype: 'F32' as const, data: tensors[s.name] })), { metadata: meta }));
   const files = [file];
   if (lora) {
-    const peft = exportPeftAdapter(cfg, lora, tensors, `webtinker/${cfg.name ?? cfg.family}-${r.env}-sft`);
+    // base_model_name_or_path must be something PEFT can load: the base folder written beside the
+    // adapter (a warm-started base), else the model's own name (a Hub id for a pretrained model).
+    const baseRef = r.trained.base ? resolve(join(dir, 'base')) : (cfg.name ?? cfg.family);
+    const peft = exportPeftAdapter(cfg, lora, tensors, baseRef);
     const pdir = join(dir, 'peft');
     await mkdir(pdir, { recursive: true });
     await writeFile(join(pdir, 'adapter_config.json'), JSON.stringify(peft.adapterConfig, null, 2) + '\n');
