@@ -9,7 +9,9 @@
  * undisturbed job's metrics (timings aside) and adapter bytes, bitwise.
  */
 import { assert } from 'chai';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connectFleet, openStore } from '../../src/fleet/connect.ts';
@@ -37,6 +39,15 @@ function startWorker(url: string, name: string): Worker {
   const w: Worker = { name, proc, log: '' };
   proc.stderr!.on('data', (d) => (w.log += String(d)));
   return w;
+}
+
+/** Run `npm run fleet -- ARGS` (the Deno entry) to its end. */
+function fleetCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(Deno.execPath(), ['run', '--allow-read', '--allow-write', '--allow-env', '--allow-net', '--allow-sys', CLI, ...args], { env: { ...Deno.env.toObject(), NO_COLOR: '1' } }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
 }
 
 function signal(w: Worker, sig: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT'): void {
@@ -107,6 +118,32 @@ Deno.test('fleet: jobs on a work queue, dead letters, and jobs surviving a kille
       const adapter = await new AdapterStore(store).load('alone');
       assert.strictEqual(adapter.meta.rank, 8);
       assert.isAbove(adapter.tensors.length, 0);
+    });
+
+    await t.step('the commands: status and watch replay a finished job, fetch writes its run folder, bad flags are refused', async () => {
+      const st = await fleetCli(['status', '--nats', server.url, 'alone']);
+      assert.strictEqual(st.code, 0, st.stderr);
+      assert.match(st.stdout, /state\s+done/);
+      const list = await fleetCli(['status', '--nats', server.url]);
+      assert.match(list.stdout, /alone\s+done/);
+      assert.match(list.stdout, /bad\s+dead/);
+      const w = await fleetCli(['watch', '--nats', server.url, 'alone']);
+      assert.strictEqual(w.code, 0, w.stderr);
+      assert.match(w.stderr, /started on [ABC] \(delivery 1\)/);
+      assert.match(w.stdout, /model\s+tiny-gpt2/);
+      assert.strictEqual((await fleetCli(['watch', '--nats', server.url, 'bad'])).code, 1, 'a dead job is not a success');
+      const out = await Deno.makeTempDir({ prefix: 'wt-fetch-' });
+      const f = await fleetCli(['fetch', '--nats', server.url, 'alone', '--out', out]);
+      assert.strictEqual(f.code, 0, f.stderr);
+      assert.strictEqual(await readFile(join(out, 'metrics.jsonl'), 'utf8'), foldEvents(await history('alone')).metrics);
+      for (const file of ['summary.json', 'adapter.safetensors', 'peft/adapter_model.safetensors', 'base/model.safetensors', 'curve.svg', 'run.json']) {
+        assert.isAbove((await Deno.stat(join(out, file))).size, 0, file);
+      }
+      assert.deepEqual(JSON.parse(await readFile(join(out, 'run.json'), 'utf8')).settings, makeJob(train).settings);
+      await Deno.remove(out, { recursive: true });
+      const bad = await fleetCli(['submit', '--nats', server.url, '--json', 'x.json']);
+      assert.strictEqual(bad.code, 2);
+      assert.match(bad.stderr, /--json: is about local outputs/);
     });
 
     const alone = foldEvents(await history('alone'));
