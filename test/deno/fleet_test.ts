@@ -23,7 +23,8 @@ import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
 import { startNatsServer } from './nats_server.ts';
 
 const CLI = fileURLToPath(new URL('../../src/fleet/cli.ts', import.meta.url));
-const FLAGS = { model: 'tiny-gpt2', steps: 2, warmstartSteps: 16, groups: 2, groupSize: 2, evalEpisodes: 0, seed: 3 };
+const TRAIN = fileURLToPath(new URL('../../src/cli/train.ts', import.meta.url));
+const FLAGS = { model: 'tiny-gpt2', steps: 2, warmstartSteps: 16, groups: 2, groupSize: 2, evalEpisodes: 0, seed: 3, checkpointEvery: 4 };
 const train = trainOptionsOf(FLAGS);
 /** Time measurements differ between runs; everything else in a metrics line must not. */
 const TIMING = new Set(['trainSeconds', 'sampleSeconds', 'tokensPerSecond']);
@@ -140,7 +141,16 @@ Deno.test('fleet: jobs on a work queue, dead letters, and jobs surviving a kille
         assert.isAbove((await Deno.stat(join(out, file))).size, 0, file);
       }
       assert.deepEqual(JSON.parse(await readFile(join(out, 'run.json'), 'utf8')).settings, makeJob(train).settings);
+      // The same job run alone with `npm run train`: the same metrics (timings aside) and adapter file, byte for byte.
+      const local = await Deno.makeTempDir({ prefix: 'wt-train-' });
+      const flags = ['--model', 'tiny-gpt2', '--steps', '2', '--warmstart-steps', '16', '--groups', '2', '--group-size', '2', '--eval-episodes', '0', '--seed', '3', '--checkpoint-every', '4'];
+      const r = await new Promise<string>((resolve, reject) => execFile(Deno.execPath(), ['run', '--allow-read', '--allow-write', '--allow-env', TRAIN, ...flags, '--out', local, '-q'], (err, _o, e) => (err ? reject(new Error(String(e))) : resolve(String(e)))));
+      assert.strictEqual(r, '');
+      assert.deepEqual(withoutTimings(await readFile(join(out, 'metrics.jsonl'), 'utf8')), withoutTimings(await readFile(join(local, 'metrics.jsonl'), 'utf8')));
+      assert.deepEqual(await readFile(join(out, 'adapter.safetensors')), await readFile(join(local, 'adapter.safetensors')));
+      assert.deepEqual(await readFile(join(out, 'base/model.safetensors')), await readFile(join(local, 'base/model.safetensors')));
       await Deno.remove(out, { recursive: true });
+      await Deno.remove(local, { recursive: true });
       const bad = await fleetCli(['submit', '--nats', server.url, '--json', 'x.json']);
       assert.strictEqual(bad.code, 2);
       assert.match(bad.stderr, /--json: is about local outputs/);
