@@ -5,7 +5,7 @@ import { adapterStoreCases, checkpointStoreCases } from '../shared/cases/adapter
 import { connectFleet, openStore } from '../../src/fleet/connect.ts';
 import { decodeKey, encodeKey, FencedError, type NatsKv } from '../../src/fleet/nats_kv.ts';
 import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
-import { startNatsServer } from './nats_server.ts';
+import { startNatsServer } from '../shared/nats_server.ts';
 
 Deno.test('fleet store: the NATS KvStore against the store contract, and its fencing', async (t) => {
   const server = await startNatsServer();

@@ -20,7 +20,7 @@ import { type FleetEvent, foldEvents, replayEvents } from '../../src/fleet/event
 import { DEAD_STREAM, EVENTS_STREAM, ensureFleet, JOBS_STREAM, JOBS_SUBJECT, makeJob, trainOptionsOf } from '../../src/fleet/jobs.ts';
 import { loadResult } from '../../src/fleet/results.ts';
 import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
-import { startNatsServer } from './nats_server.ts';
+import { startNatsServer } from '../shared/nats_server.ts';
 
 const CLI = fileURLToPath(new URL('../../src/fleet/cli.ts', import.meta.url));
 const TRAIN = fileURLToPath(new URL('../../src/cli/train.ts', import.meta.url));

@@ -1,6 +1,6 @@
 /**
- * Starts Debian's nats-server for a test: JetStream on, loopback only, a free port, a temporary
- * store folder; stopped by its PID. A missing nats-server fails the test, naming the package —
+ * Starts Debian's nats-server for a Deno test or the fleet benchmark (Deno only): JetStream on,
+ * loopback only, a free port, a temporary store folder; stopped by its PID. A missing nats-server fails the test, naming the package —
  * `.ci/run` installs it (apt-get install nats-server); the suite never skips the fleet silently.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
