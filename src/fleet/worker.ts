@@ -15,7 +15,7 @@
  * Endings: done — the result stored, a `done` event, then the ack; a ConfigError (bad settings,
  * can never succeed) — dead-lettered at once and the message termed; any other error — nak for
  * another attempt, dead-lettered at the last (max_deliver); a host lost on the last attempt is
- * dead-lettered from the server's MAX_DELIVERIES advisory. Cancel: `wt.cancel.<id>` stops the
+ * dead-lettered from the server's MAX_DELIVERIES advisory (dead_letter.ts). Cancel: `wt.cancel.<id>` stops the
  * job at its next step (the message is termed).
  */
 import { jetstream, type JetStreamClient, jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
@@ -32,9 +32,10 @@ import { CheckpointStore } from '../runtime/store/checkpoint_store.ts';
 import { jobOptionsFrom } from '../cli/train.ts';
 import { metricsLine } from '../cli/report.ts';
 import { type FleetEventBody, lastEvent, publishEvent } from './events.ts';
-import { CANCEL_SUBJECT, DEAD_SUBJECT, ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, QUEUE_DEFAULTS, type QueueSettings, validateJob } from './jobs.ts';
+import { CANCEL_SUBJECT, ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, QUEUE_DEFAULTS, type QueueSettings, validateJob } from './jobs.ts';
 import { FencedError, type NatsKv } from './nats_kv.ts';
 import { API_TIMEOUT_MS, openStore } from './connect.ts';
+import { deadLetter, watchExhausted } from './dead_letter.ts';
 import { LeaseKeeper } from './lease.ts';
 import { saveResult } from './results.ts';
 
@@ -93,9 +94,7 @@ export class FleetWorker {
     this.#store = await openStore(this.nc);
     this.#lease = new LeaseKeeper([this.url], this.queue.ackWaitMs);
     await this.#lease.ready();
-    this.#advisories = this.nc.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${JOBS_STREAM}.${JOBS_CONSUMER}`, {
-      callback: (_e, m) => void this.#exhausted(m.json<{ stream_seq: number; deliveries: number }>()).catch((e) => this.log(`dead-letter from advisory failed: ${(e as Error).message}`)),
-    });
+    this.#advisories = watchExhausted(this.nc, this.#js, this.#jsm, this.name, this.log);
     this.#loop = this.#pull();
   }
 
@@ -174,20 +173,10 @@ export class FleetWorker {
     await publishEvent(this.#js, id, body);
   }
 
-  async #dead(m: JsMsg | null, id: string, epoch: number, reason: string): Promise<void> {
+  async #dead(m: JsMsg, id: string, epoch: number, reason: string): Promise<void> {
     this.log(`${id}: dead-lettered (${reason})`);
-    await this.#js.publish(`${DEAD_SUBJECT}.${id}`, JSON.stringify({ job: id, reason, epoch, host: this.name, at: new Date().toISOString() }), { msgID: `dead-${id}` });
-    await this.#event(id, { type: 'dead', reason, epoch });
-    m?.term(reason);
-  }
-
-  /** The server gave up on a job (its host died on every attempt): dead-letter it and drop it from the queue. */
-  async #exhausted(a: { stream_seq: number; deliveries: number }): Promise<void> {
-    const sm = await this.#jsm.streams.getMessage(JOBS_STREAM, { seq: a.stream_seq }).catch(() => null);
-    if (!sm) return;
-    const id = sm.subject.split('.').at(-1)!;
-    await this.#dead(null, id, a.deliveries, `no attempt finished: its host was lost on each of ${a.deliveries} deliveries`);
-    await this.#jsm.streams.deleteMessage(JOBS_STREAM, a.stream_seq).catch(() => {});
+    await deadLetter(this.#js, { job: id, reason, epoch, host: this.name });
+    m.term(reason);
   }
 
   async #run(m: JsMsg, job: FleetJob, options: ReturnType<typeof validateJob>['options'], epoch: number, aborted: Promise<never>): Promise<void> {
