@@ -35,7 +35,7 @@ export function watchExhausted(nc: NatsConnection, js: JetStreamClient, jsm: Jet
         const sm = await jsm.streams.getMessage(JOBS_STREAM, { seq: a.stream_seq }).catch(() => null);
         if (!sm) return; // another worker handled it
         const job = sm.subject.split('.').at(-1)!;
-        const reason = `no attempt finished: its host was lost on each of ${a.deliveries} deliveries`;
+        const reason = `delivered ${a.deliveries} times without finishing: its hosts were lost, or none had room for it`;
         log(`${job}: dead-lettered (${reason})`);
         await deadLetter(js, { job, reason, epoch: a.deliveries, host });
         await jsm.streams.deleteMessage(JOBS_STREAM, a.stream_seq).catch(() => {});

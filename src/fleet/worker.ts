@@ -162,9 +162,11 @@ export class FleetWorker {
     let abort: (e: Error) => void = () => {};
     const aborted = new Promise<never>((_r, rej) => (abort = rej));
     aborted.catch(() => {});
-    this.#running.set(job.id, { bytes: job.memoryBytes, abort });
+    // By delivery: a job redelivered here while its older delivery still runs (to be fenced out) is another entry.
+    const key = `${job.id}#${epoch}`;
+    this.#running.set(key, { bytes: job.memoryBytes, abort });
     void this.#run(m, job, options, epoch, aborted).finally(() => {
-      this.#running.delete(job.id);
+      this.#running.delete(key);
       this.#wake?.();
     });
   }
@@ -183,17 +185,27 @@ export class FleetWorker {
     const id = job.id;
     // The ack subject (JsMsgImpl's reply; the JsMsg type does not declare it).
     const reply = (m as JsMsg & { reply?: string }).reply;
-    if (reply) this.#lease.hold(id, reply);
+    const leaseKey = `${id}#${epoch}`;
+    if (reply) this.#lease.hold(leaseKey, reply);
     let cancelled = false;
     const cancelSub = this.nc.subscribe(`${CANCEL_SUBJECT}.${id}`, { callback: () => { cancelled = true; } });
     const store = this.#store.withEpoch(epoch);
     const where = { host: this.name, epoch };
     let source: LocalServiceSource | null = null;
+    // Events go out in order, without holding up the steps; one that cannot be stored (after
+    // publishEvent's retries) fails the job at its next step, so the attempt is retried from its
+    // checkpoint and the replayed metrics never miss a line.
     let events = Promise.resolve();
-    const emit = (b: FleetEventBody) => (events = events.then(() => this.#event(id, b)).catch((e) => this.log(`${id}: event lost: ${(e as Error).message}`)));
+    let eventError: unknown = null;
+    const emit = (b: FleetEventBody) => (events = events.then(() => this.#event(id, b)).catch((e) => void (eventError ??= e)));
     try {
       const last = await lastEvent(this.#jsm, id);
       if (last?.type === 'cancel' || last?.type === 'cancelled') throw new JobCancelledError(id);
+      if (last?.type === 'done') {
+        // An earlier delivery finished (result stored, `done` published) but its ack was lost.
+        await m.ackAck();
+        return;
+      }
       await store.claim(manifestsOf(id));
       const checkpoints = new JobCheckpointer(new CheckpointStore<StoredJobState>(store, { keepLast: 2 }), id);
       const from = await checkpoints.latest();
@@ -204,14 +216,15 @@ export class FleetWorker {
       source = new LocalServiceSource(ctx, (c) => new LocalService(c, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 }), { label: `fleet ${id}` });
       const check = () => {
         if (cancelled) throw new JobCancelledError(id);
+        if (eventError !== null) throw eventError;
       };
       const run = runTrainingRecovering(source, {
         ...jobOptionsFrom(options),
         checkpoint: {
           ...checkpoints.checkpointing(job.checkpointEvery, from),
           save: async (c) => {
-            check();
             await events; // the step events a checkpoint covers are stored before it
+            check();
             await checkpoints.save(c);
             emit({ type: 'checkpoint', ...where, phase: c.phase, step: c.step });
           },
@@ -225,6 +238,7 @@ export class FleetWorker {
       run.catch(() => {}); // when aborted, the run fails later, as its device is destroyed
       const result = await Promise.race([aborted, run]);
       await events;
+      check();
       const summary = summaryOf(result);
       const adapterVersion = await saveResult(store, id, result, summary);
       await this.#event(id, { type: 'done', ...where, summary: encodeNonFinite(summary) as JobSummary, adapterVersion });
@@ -235,7 +249,7 @@ export class FleetWorker {
       await events;
       await this.#ended(m, id, epoch, e);
     } finally {
-      this.#lease.release(id);
+      this.#lease.release(leaseKey);
       cancelSub.unsubscribe();
       await source?.close().catch(() => {});
     }
