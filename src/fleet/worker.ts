@@ -5,8 +5,9 @@
  * adapter and the result in the NATS KvStore, fenced by the message's delivery count (its epoch).
  *
  * Admission: the worker asks the consumer for a job only while it has a free slot; a job whose
- * estimated GPU bytes exceed this host's budget, or what is free of it now, is handed back (nak
- * with a delay) for another host. While a job runs, an in-progress ack every third of the ack
+ * estimated GPU bytes exceed this host's whole budget is handed back (nak with a delay) for
+ * another host; one that fits the budget but not what is free now is kept, its lease renewed,
+ * until running jobs end (the worker pulls nothing else meanwhile). While a job runs, an in-progress ack every third of the ack
  * wait, sent from a thread of its own (lease.ts), extends its lease. A job whose host dies (no ack for an ack wait) is redelivered to any
  * worker and resumes from its last checkpoint; the new owner first claims the job's manifests
  * with its epoch, so the old host, if it comes back, is refused at its next write and abandons
@@ -73,6 +74,8 @@ export class FleetWorker {
   #loop: Promise<void> | null = null;
   #advisories: Subscription | null = null;
   #wake: (() => void) | null = null;
+  /** Waiting for a running job to end (room for a job held back by its memory). */
+  #roomWaiters: (() => void)[] = [];
   #lease!: LeaseKeeper;
 
   constructor(nc: NatsConnection, o: WorkerOptions) {
@@ -103,6 +106,7 @@ export class FleetWorker {
     this.#stopped = true;
     for (const r of this.#running.values()) r.abort(new WorkerStopping());
     this.#wake?.();
+    for (const r of this.#roomWaiters.splice(0)) r();
     this.#advisories?.unsubscribe();
     await this.#loop;
     while (this.#running.size > 0) await new Promise((r) => setTimeout(r, 50));
@@ -154,10 +158,24 @@ export class FleetWorker {
       await this.#dead(m, id, epoch, `bad job: ${(e as Error).message}`);
       return;
     }
-    if (job.memoryBytes > this.free) {
-      this.log(`${job.id}: needs ~${(job.memoryBytes / 2 ** 20).toFixed(1)} MiB, ${this.free === Infinity ? '' : `${(this.free / 2 ** 20).toFixed(1)} MiB `}free here; handed back`);
+    const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+    if (job.memoryBytes > this.budget) {
+      // It can never run here: another host may have room (each hand-back counts as a delivery).
+      this.log(`${job.id}: needs ~${mib(job.memoryBytes)}, more than this host's ${mib(this.budget)}; handed back`);
       m.nak(1000);
       return;
+    }
+    if (job.memoryBytes > this.free) {
+      // It fits once running jobs end: keep it (its lease renewed, no delivery spent), pull nothing else meanwhile.
+      const reply = (m as JsMsg & { reply?: string }).reply;
+      if (reply) this.#lease.hold(`${job.id}#${epoch}`, reply);
+      this.log(`${job.id}: needs ~${mib(job.memoryBytes)}, ${mib(this.free)} free here; waiting for room`);
+      while (job.memoryBytes > this.free && !this.#stopped) await new Promise<void>((r) => this.#roomWaiters.push(r));
+      if (this.#stopped) {
+        this.#lease.release(`${job.id}#${epoch}`);
+        m.nak();
+        return;
+      }
     }
     let abort: (e: Error) => void = () => {};
     const aborted = new Promise<never>((_r, rej) => (abort = rej));
@@ -168,6 +186,7 @@ export class FleetWorker {
     void this.#run(m, job, options, epoch, aborted).finally(() => {
       this.#running.delete(key);
       this.#wake?.();
+      for (const r of this.#roomWaiters.splice(0)) r();
     });
   }
 
