@@ -14,7 +14,9 @@
  * with the new owner's epoch as it takes the job over, so a host that was presumed dead and comes
  * back (SIGSTOP, then SIGCONT) is refused at its next manifest write, even before the new owner
  * has saved anything. A stale writer may leave blobs of a version it never commits: they are
- * orphans, which VersionedRecords removes at the next save. Each binary write makes a new object
+ * orphans, which VersionedRecords removes at the next save. A deleted key keeps no epoch: a stale
+ * writer may recreate one (an old version's blob, or a checkpoint the finished job cleared) —
+ * garbage nothing reads, never a change to what the owner committed. Each binary write makes a new object
  * (named by key, epoch and a nonce), so two writers never share an object; the one an entry no
  * longer points to is deleted after the entry moved on.
  */
