@@ -29,9 +29,6 @@ export const EVENTS_SUBJECT = 'wt.events';
 export const DEAD_STREAM = 'WT_DEAD';
 export const DEAD_SUBJECT = 'wt.dead';
 export const CANCEL_SUBJECT = 'wt.cancel';
-/** KV bucket of manifests and job results; Object Store of tensors. */
-export const STORE_BUCKET = 'wt_store';
-export const BLOB_BUCKET = 'wt_blobs';
 
 const FORMAT = 'webtinker-fleet-job/1';
 const PRIORITIES: readonly PriorityClass[] = ['interactive', 'normal', 'background'];
