@@ -9,7 +9,7 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { publishEvent } from './events.ts';
-import { DEAD_SUBJECT, JOBS_CONSUMER, JOBS_STREAM } from './jobs.ts';
+import { DEAD_SUBJECT, JOBS_CONSUMER, JOBS_STREAM } from './streams.ts';
 
 export interface DeadLetter {
   readonly job: string;

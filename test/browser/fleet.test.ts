@@ -1,10 +1,13 @@
-// Browser suite: the fleet from a page — the NATS KvStore over WebSocket (the suite's
-// nats-server, started by scripts/vitest-setup.ts) passes the store contract cases in Chromium,
-// and a fleet adapter downloads into IndexedDB.
+// Browser suite: the fleet from a page, over WebSocket to the suite's nats-server (started by
+// scripts/vitest-setup.ts) — the NATS KvStore passes the store contract cases in Chromium, a
+// fleet adapter downloads into IndexedDB, and a job's events replay and fold as a watcher sees them.
 import { assert } from 'chai';
 import { afterAll, describe, inject, it } from 'vitest';
 import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connectFleetWs, downloadAdapter, openStore } from '../../src/fleet/browser.ts';
+import { type FleetEvent, foldEvents, publishEvent, replayEvents } from '../../src/fleet/events.ts';
+import { ensureFleet } from '../../src/fleet/streams.ts';
 import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
 import { IdbKv } from '../../src/runtime/store/idb_kv.ts';
 import { adapterStoreCases, checkpointStoreCases } from '../shared/cases/adapter_store.ts';
@@ -45,5 +48,29 @@ describe('the fleet store from a page (WebSocket)', () => {
     assert.deepEqual(meta.metrics, { successAfter: 0.5 });
     const back = await new AdapterStore(local).load('job-7');
     assert.deepEqual([...back.tensors[0].data], [...tensors[0].data]);
+  });
+
+  it('a job\'s events replay from its start and fold into one run, a resumed one cut back to its checkpoint', async () => {
+    const c = await connection();
+    const js = jetstream(c);
+    const jsm = await jetstreamManager(c);
+    await ensureFleet(jsm);
+    const line = (step: number) => JSON.stringify({ phase: 'sft', step, loss: step / 10 });
+    await publishEvent(js, 'page-job', { type: 'started', host: 'A', epoch: 1, from: null });
+    for (const s of [0, 1, 2]) await publishEvent(js, 'page-job', { type: 'step', host: 'A', epoch: 1, line: line(s) });
+    await publishEvent(js, 'page-job', { type: 'started', host: 'B', epoch: 2, from: { phase: 'sft', step: 2 } });
+    await publishEvent(js, 'page-job', { type: 'step', host: 'A', epoch: 1, line: line(3) }); // the old host, fenced out
+    for (const s of [2, 3]) await publishEvent(js, 'page-job', { type: 'step', host: 'B', epoch: 2, line: line(s) });
+    const seen: FleetEvent[] = [];
+    await replayEvents(js, jsm, 'page-job', (e) => seen.push(e));
+    assert.strictEqual(seen.length, 8);
+    const f = foldEvents(seen);
+    assert.include(f, { state: 'running', host: 'B', epoch: 2, starts: 2 });
+    assert.deepEqual(f.metrics.trim().split('\n').map((l) => JSON.parse(l).step), [0, 1, 2, 3]);
+    // A watcher following the job sees it end.
+    const followed = replayEvents(js, jsm, 'page-job', (e) => seen.push(e), { follow: true });
+    await publishEvent(js, 'page-job', { type: 'cancelled', host: 'B', epoch: 2 });
+    await followed;
+    assert.strictEqual(seen.at(-1)?.type, 'cancelled');
   });
 });
