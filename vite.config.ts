@@ -20,7 +20,7 @@ export default defineConfig({
       },
       {
         // Pre-bundle what the browser tests import, so Vite does not discover it mid-run and reload.
-        optimizeDeps: { include: ['comlink', 'idb-keyval', 'chai', '@tensorflow/tfjs'] },
+        optimizeDeps: { include: ['comlink', 'idb-keyval', 'chai', '@tensorflow/tfjs', '@nats-io/nats-core', '@nats-io/jetstream', '@nats-io/kv', '@nats-io/obj'] },
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],

@@ -115,3 +115,13 @@ export function learningCurveSvg(curves: { title: string; reward: readonly numbe
     ],
   });
 }
+
+/** The metrics.jsonl lines of the steps a checkpoint covers (the ones after it will be written again). */
+export function metricsBefore(jsonl: string, at: { readonly phase: 'sft' | 'rl'; readonly step: number }): string {
+  const keep = jsonl.split('\n').filter((line) => {
+    if (line.trim() === '') return false;
+    const m = JSON.parse(line) as { phase: 'sft' | 'rl'; step: number };
+    return m.phase === at.phase ? m.step < at.step : m.phase === 'sft' && at.phase === 'rl';
+  });
+  return keep.map((l) => `${l}\n`).join('');
+}

@@ -84,15 +84,9 @@ function checkRunSettings(file: string, x: unknown): RunSettings {
   return o as unknown as RunSettings;
 }
 
-/** The metrics.jsonl lines of the steps a checkpoint covers (the ones after it will be written again). */
-export function metricsBefore(jsonl: string, at: Pick<JobCheckpoint, 'phase' | 'step'>): string {
-  const keep = jsonl.split('\n').filter((line) => {
-    if (line.trim() === '') return false;
-    const m = JSON.parse(line) as { phase: 'sft' | 'rl'; step: number };
-    return m.phase === at.phase ? m.step < at.step : m.phase === 'sft' && at.phase === 'rl';
-  });
-  return keep.map((l) => `${l}\n`).join('');
-}
+import { metricsBefore } from './report.ts';
+
+export { metricsBefore };
 
 /**
  * Opens the run folder's checkpoints. A fresh run writes run.json, empties metrics.jsonl and drops

@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors.ts';
 import { FLAGS as TRAIN_FLAGS, parseTrainArgs, type TrainOptions } from '../cli/args.ts';
 import type { PriorityClass } from '../runtime/scheduler.ts';
-import { QUEUE_DEFAULTS, type QueueSettings } from './jobs.ts';
+import { QUEUE_DEFAULTS, type QueueSettings } from './streams.ts';
 
 export const COMMANDS = ['worker', 'submit', 'status', 'watch', 'cancel', 'fetch'] as const;
 export type Command = (typeof COMMANDS)[number];

@@ -12,8 +12,9 @@
  */
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { JobSummary } from '../runtime/rl_job.ts';
-import { metricsBefore } from '../cli/resume.ts';
-import { EVENTS_STREAM, EVENTS_SUBJECT, type FleetJob } from './jobs.ts';
+import { metricsBefore } from '../cli/report.ts';
+import type { FleetJob } from './jobs.ts';
+import { EVENTS_STREAM, EVENTS_SUBJECT } from './streams.ts';
 
 export type Where = { readonly phase: 'sft' | 'rl'; readonly step: number };
 

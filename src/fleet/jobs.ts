@@ -1,18 +1,15 @@
 /**
- * Fleet jobs and the JetStream resources they live in. A job is the plain, validated settings of
- * `npm run train` (exactly what a run folder's run.json holds) plus scheduler fields — kind,
- * priority class, weight, estimated GPU bytes — as one JSON message on the `WT_JOBS` work-queue
- * stream, published with the job id as its `Nats-Msg-Id`, so a resubmission inside the stream's
- * duplicate window is dropped by the server. Every host's worker pulls from one durable consumer
- * (`workers`); its ack wait is the lease a worker extends with in-progress acks, its max_deliver
- * the attempts before a job goes to the dead-letter stream.
+ * Fleet jobs. A job is the plain, validated settings of `npm run train` (exactly what a run
+ * folder's run.json holds) plus scheduler fields — kind, priority class, weight, estimated GPU
+ * bytes — as one JSON message on the `WT_JOBS` work-queue stream (streams.ts, re-exported here),
+ * published with the job id as its `Nats-Msg-Id`, so a resubmission inside the stream's duplicate
+ * window is dropped by the server.
  *
  * Settings are validated by turning them back into `npm run train` flags and parsing those
  * (parseTrainArgs), so a fleet job is refused for exactly the reasons a local run would be, with a
  * ConfigError naming the flag — at submit, and again by the worker (a message may come from any
  * client): a job that fails there can never succeed and is dead-lettered at once.
  */
-import { AckPolicy, type JetStreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { ConfigError } from '../errors.ts';
 import { estimateTrainingMemory } from '../model/memory.ts';
 import type { PriorityClass } from '../runtime/scheduler.ts';
@@ -21,17 +18,7 @@ import { parseTrainArgs, type TrainOptions } from '../cli/args.ts';
 import { jobOptionsFrom } from '../cli/train.ts';
 import { type RunSettings, settingsOf } from '../cli/resume.ts';
 
-export const JOBS_STREAM = 'WT_JOBS';
-export const JOBS_SUBJECT = 'wt.jobs';
-export const JOBS_CONSUMER = 'workers';
-export const EVENTS_STREAM = 'WT_EVENTS';
-export const EVENTS_SUBJECT = 'wt.events';
-export const DEAD_STREAM = 'WT_DEAD';
-export const DEAD_SUBJECT = 'wt.dead';
-export const CANCEL_SUBJECT = 'wt.cancel';
-/** KV bucket of manifests and job results; Object Store of tensors. */
-export const STORE_BUCKET = 'wt_store';
-export const BLOB_BUCKET = 'wt_blobs';
+export * from './streams.ts';
 
 const FORMAT = 'webtinker-fleet-job/1';
 const PRIORITIES: readonly PriorityClass[] = ['interactive', 'normal', 'background'];
@@ -53,14 +40,6 @@ export interface FleetJob {
   readonly memoryBytes: number;
   readonly submittedAt: string;
 }
-
-/** The queue's timing: the lease (ack wait) and the attempts before dead-lettering. */
-export interface QueueSettings {
-  readonly ackWaitMs: number;
-  readonly maxDeliver: number;
-}
-
-export const QUEUE_DEFAULTS: QueueSettings = { ackWaitMs: 30_000, maxDeliver: 5 };
 
 const FLAG_OF: Record<string, string> = {
   env: 'env', algo: 'algo', steps: 'steps', seed: 'seed', model: 'model', loraRank: 'lora-rank', loraTargets: 'lora-targets',
@@ -154,40 +133,4 @@ export function validateJob(raw: unknown): { job: FleetJob; options: TrainOption
   const options = trainOptionsOf(j.settings);
   if (j.kind !== kindOf(options)) throw new ConfigError('job.kind', `the settings make a ${kindOf(options)} job, the message says ${JSON.stringify(j.kind)}`);
   return { job: j as FleetJob, options: { ...options, checkpointEvery: j.checkpointEvery! } };
-}
-
-/**
- * Create the streams and the shared consumer when missing; idempotent, run by every command.
- * With `q` (a worker's settings) an existing consumer's ack wait and max_deliver are set to it.
- */
-export async function ensureFleet(jsm: JetStreamManager, q?: QueueSettings): Promise<void> {
-  const streams: { name: string; subjects: string[]; retention: RetentionPolicy; duplicate_window?: number }[] = [
-    { name: JOBS_STREAM, subjects: [`${JOBS_SUBJECT}.>`], retention: RetentionPolicy.Workqueue, duplicate_window: 120e9 },
-    { name: EVENTS_STREAM, subjects: [`${EVENTS_SUBJECT}.>`], retention: RetentionPolicy.Limits },
-    // Dead letters are deduplicated by job id: several workers may notice the same exhausted job.
-    { name: DEAD_STREAM, subjects: [`${DEAD_SUBJECT}.>`], retention: RetentionPolicy.Limits, duplicate_window: 120e9 },
-  ];
-  for (const s of streams) {
-    try {
-      await jsm.streams.info(s.name);
-    } catch {
-      await jsm.streams.add({ ...s, storage: StorageType.File }).catch(async (e) => {
-        // Another host created it in between.
-        if (!/already in use|exists/i.test(String((e as Error).message))) throw e;
-      });
-    }
-  }
-  const want = q ?? QUEUE_DEFAULTS;
-  const consumer = { durable_name: JOBS_CONSUMER, ack_policy: AckPolicy.Explicit, ack_wait: want.ackWaitMs * 1e6, max_deliver: want.maxDeliver, max_ack_pending: -1 };
-  try {
-    const info = await jsm.consumers.info(JOBS_STREAM, JOBS_CONSUMER);
-    if (q && (info.config.ack_wait !== consumer.ack_wait || info.config.max_deliver !== consumer.max_deliver)) {
-      await jsm.consumers.update(JOBS_STREAM, JOBS_CONSUMER, { ack_wait: consumer.ack_wait, max_deliver: consumer.max_deliver });
-    }
-  } catch (e) {
-    if (!/not found|10014/i.test(String((e as Error).message))) throw e;
-    await jsm.consumers.add(JOBS_STREAM, consumer).catch((e) => {
-      if (!/already in use|exists/i.test(String((e as Error).message))) throw e;
-    });
-  }
 }

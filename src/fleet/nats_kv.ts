@@ -17,8 +17,9 @@
  * entry's epoch can guard, so a claim also stamps the record's fence (`<prefix>/<name>/.fence`,
  * hidden from `keys`): every write under the record checks the fence first, and a create checks
  * it again after it landed and takes its key back when a newer owner claimed in between — so a
- * stale host's version either happened before the takeover or does not exist. A stale writer may leave blobs of a version it never commits: they are
- * orphans, which VersionedRecords removes at the next save. Each binary write makes a new object
+ * stale host's version either happened before the takeover or does not exist. A stale writer
+ * may leave blobs of a version it never commits: they are orphans, which VersionedRecords
+ * removes at the next save. Each binary write makes a new object
  * (named by key, epoch and a nonce), so two writers never share an object; the one an entry no
  * longer points to is deleted after the entry moved on.
  */
@@ -100,6 +101,8 @@ function isCasConflict(e: unknown): boolean {
 let nonce = 0;
 /** Last segment of a record's fence key. */
 const FENCE = '.fence';
+/** Object uploads in flight per setMany. */
+const UPLOADS = 8;
 
 export interface NatsKvOptions {
   /** The writer's epoch (a job's delivery count); 0 for a plain client. */
@@ -192,26 +195,49 @@ export class NatsKv implements KvStore {
     if (old && 'obj' in old) await this.objects.delete(old.obj).catch(() => {});
   }
 
+  /** A new object with these bytes; its entry envelope. */
+  async #upload(key: string, v: ArrayBuffer | ArrayBufferView): Promise<Envelope> {
+    const name = `${key}#${this.epoch}#${Date.now().toString(36)}-${(nonce++).toString(36)}`;
+    // A copy: the client may hold the array while it sends chunks, and the caller may mutate it.
+    const info = await this.objects.putBlob({ name }, bytesOf(v).slice());
+    return { e: this.epoch, obj: name, size: info.size, digest: info.digest };
+  }
+
+  /**
+   * Uploads every binary value first, UPLOADS at a time (an object is invisible until an entry
+   * points to it), then writes the entries in order, so each key becomes visible in order and only
+   * complete. Objects of entries not written (a failure, a fenced write) are deleted.
+   */
   async setMany(entries: readonly (readonly [string, KvValue])[]): Promise<void> {
-    for (const [key, v] of entries) {
-      encodeKey(key);
-      let env: Envelope;
-      if (v instanceof ArrayBuffer || ArrayBuffer.isView(v)) {
-        const name = `${key}#${this.epoch}#${Date.now().toString(36)}-${(nonce++).toString(36)}`;
-        // A copy: the client may hold the array while it sends chunks, and the caller may mutate it.
-        const info = await this.objects.putBlob({ name }, bytesOf(v).slice());
-        env = { e: this.epoch, obj: name, size: info.size, digest: info.digest };
+    for (const [key] of entries) encodeKey(key);
+    const envs: (Envelope | undefined)[] = new Array(entries.length);
+    let failure: unknown = null;
+    let next = 0;
+    const uploader = async () => {
+      while (failure === null && next < entries.length) {
+        const i = next++;
+        const v = entries[i][1];
+        if (!(v instanceof ArrayBuffer || ArrayBuffer.isView(v))) continue;
         try {
-          await this.#dropObject(await this.#cas(key, env));
+          envs[i] = await this.#upload(entries[i][0], v);
         } catch (e) {
-          await this.objects.delete(name).catch(() => {});
-          throw e;
+          failure ??= e;
         }
-      } else {
+      }
+    };
+    await Promise.all(Array.from({ length: UPLOADS }, uploader));
+    let done = 0;
+    try {
+      if (failure !== null) throw failure;
+      for (; done < entries.length; done++) {
+        const [key, v] = entries[done];
         // JSON, as the file backend stores it (job checkpoints tag non-finite numbers themselves).
-        env = { e: this.epoch, v: v === undefined ? null : JSON.parse(JSON.stringify(v)) };
+        const env = envs[done] ?? { e: this.epoch, v: v === undefined ? null : JSON.parse(JSON.stringify(v)) };
         await this.#dropObject(await this.#cas(key, env));
       }
+    } catch (e) {
+      for (const env of envs.slice(done)) await this.#dropObject(env ?? null);
+      throw e;
     }
   }
 

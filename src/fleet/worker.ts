@@ -5,8 +5,9 @@
  * adapter and the result in the NATS KvStore, fenced by the message's delivery count (its epoch).
  *
  * Admission: the worker asks the consumer for a job only while it has a free slot; a job whose
- * estimated GPU bytes exceed this host's budget, or what is free of it now, is handed back (nak
- * with a delay) for another host. While a job runs, an in-progress ack every third of the ack
+ * estimated GPU bytes exceed this host's whole budget is handed back (nak with a delay) for
+ * another host; one that fits the budget but not what is free now is kept, its lease renewed,
+ * until running jobs end (the worker pulls nothing else meanwhile). While a job runs, an in-progress ack every third of the ack
  * wait, sent from a thread of its own (lease.ts), extends its lease. A job whose host dies (no ack for an ack wait) is redelivered to any
  * worker and resumes from its last checkpoint; the new owner first claims the job's manifests
  * with its epoch, so the old host, if it comes back, is refused at its next write and abandons
@@ -15,7 +16,7 @@
  * Endings: done — the result stored, a `done` event, then the ack; a ConfigError (bad settings,
  * can never succeed) — dead-lettered at once and the message termed; any other error — nak for
  * another attempt, dead-lettered at the last (max_deliver); a host lost on the last attempt is
- * dead-lettered from the server's MAX_DELIVERIES advisory. Cancel: `wt.cancel.<id>` stops the
+ * dead-lettered from the server's MAX_DELIVERIES advisory (dead_letter.ts). Cancel: `wt.cancel.<id>` stops the
  * job at its next step (the message is termed).
  */
 import { jetstream, type JetStreamClient, jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
@@ -32,9 +33,10 @@ import { CheckpointStore } from '../runtime/store/checkpoint_store.ts';
 import { jobOptionsFrom } from '../cli/train.ts';
 import { metricsLine } from '../cli/report.ts';
 import { type FleetEventBody, lastEvent, publishEvent } from './events.ts';
-import { CANCEL_SUBJECT, DEAD_SUBJECT, ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, QUEUE_DEFAULTS, type QueueSettings, validateJob } from './jobs.ts';
+import { CANCEL_SUBJECT, ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, QUEUE_DEFAULTS, type QueueSettings, validateJob } from './jobs.ts';
 import { FencedError, type NatsKv } from './nats_kv.ts';
 import { API_TIMEOUT_MS, openStore } from './connect.ts';
+import { deadLetter, watchExhausted } from './dead_letter.ts';
 import { LeaseKeeper } from './lease.ts';
 import { saveResult } from './results.ts';
 
@@ -72,6 +74,8 @@ export class FleetWorker {
   #loop: Promise<void> | null = null;
   #advisories: Subscription | null = null;
   #wake: (() => void) | null = null;
+  /** Waiting for a running job to end (room for a job held back by its memory). */
+  #roomWaiters: (() => void)[] = [];
   #lease!: LeaseKeeper;
 
   constructor(nc: NatsConnection, o: WorkerOptions) {
@@ -93,9 +97,7 @@ export class FleetWorker {
     this.#store = await openStore(this.nc);
     this.#lease = new LeaseKeeper([this.url], this.queue.ackWaitMs);
     await this.#lease.ready();
-    this.#advisories = this.nc.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${JOBS_STREAM}.${JOBS_CONSUMER}`, {
-      callback: (_e, m) => void this.#exhausted(m.json<{ stream_seq: number; deliveries: number }>()).catch((e) => this.log(`dead-letter from advisory failed: ${(e as Error).message}`)),
-    });
+    this.#advisories = watchExhausted(this.nc, this.#js, this.#jsm, this.name, this.log);
     this.#loop = this.#pull();
   }
 
@@ -104,6 +106,7 @@ export class FleetWorker {
     this.#stopped = true;
     for (const r of this.#running.values()) r.abort(new WorkerStopping());
     this.#wake?.();
+    for (const r of this.#roomWaiters.splice(0)) r();
     this.#advisories?.unsubscribe();
     await this.#loop;
     while (this.#running.size > 0) await new Promise((r) => setTimeout(r, 50));
@@ -155,18 +158,35 @@ export class FleetWorker {
       await this.#dead(m, id, epoch, `bad job: ${(e as Error).message}`);
       return;
     }
-    if (job.memoryBytes > this.free) {
-      this.log(`${job.id}: needs ~${(job.memoryBytes / 2 ** 20).toFixed(1)} MiB, ${this.free === Infinity ? '' : `${(this.free / 2 ** 20).toFixed(1)} MiB `}free here; handed back`);
+    const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+    if (job.memoryBytes > this.budget) {
+      // It can never run here: another host may have room (each hand-back counts as a delivery).
+      this.log(`${job.id}: needs ~${mib(job.memoryBytes)}, more than this host's ${mib(this.budget)}; handed back`);
       m.nak(1000);
       return;
+    }
+    if (job.memoryBytes > this.free) {
+      // It fits once running jobs end: keep it (its lease renewed, no delivery spent), pull nothing else meanwhile.
+      const reply = (m as JsMsg & { reply?: string }).reply;
+      if (reply) this.#lease.hold(`${job.id}#${epoch}`, reply);
+      this.log(`${job.id}: needs ~${mib(job.memoryBytes)}, ${mib(this.free)} free here; waiting for room`);
+      while (job.memoryBytes > this.free && !this.#stopped) await new Promise<void>((r) => this.#roomWaiters.push(r));
+      if (this.#stopped) {
+        this.#lease.release(`${job.id}#${epoch}`);
+        m.nak();
+        return;
+      }
     }
     let abort: (e: Error) => void = () => {};
     const aborted = new Promise<never>((_r, rej) => (abort = rej));
     aborted.catch(() => {});
-    this.#running.set(job.id, { bytes: job.memoryBytes, abort });
+    // By delivery: a job redelivered here while its older delivery still runs (to be fenced out) is another entry.
+    const key = `${job.id}#${epoch}`;
+    this.#running.set(key, { bytes: job.memoryBytes, abort });
     void this.#run(m, job, options, epoch, aborted).finally(() => {
-      this.#running.delete(job.id);
+      this.#running.delete(key);
       this.#wake?.();
+      for (const r of this.#roomWaiters.splice(0)) r();
     });
   }
 
@@ -174,37 +194,37 @@ export class FleetWorker {
     await publishEvent(this.#js, id, body);
   }
 
-  async #dead(m: JsMsg | null, id: string, epoch: number, reason: string): Promise<void> {
+  async #dead(m: JsMsg, id: string, epoch: number, reason: string): Promise<void> {
     this.log(`${id}: dead-lettered (${reason})`);
-    await this.#js.publish(`${DEAD_SUBJECT}.${id}`, JSON.stringify({ job: id, reason, epoch, host: this.name, at: new Date().toISOString() }), { msgID: `dead-${id}` });
-    await this.#event(id, { type: 'dead', reason, epoch });
-    m?.term(reason);
-  }
-
-  /** The server gave up on a job (its host died on every attempt): dead-letter it and drop it from the queue. */
-  async #exhausted(a: { stream_seq: number; deliveries: number }): Promise<void> {
-    const sm = await this.#jsm.streams.getMessage(JOBS_STREAM, { seq: a.stream_seq }).catch(() => null);
-    if (!sm) return;
-    const id = sm.subject.split('.').at(-1)!;
-    await this.#dead(null, id, a.deliveries, `no attempt finished: its host was lost on each of ${a.deliveries} deliveries`);
-    await this.#jsm.streams.deleteMessage(JOBS_STREAM, a.stream_seq).catch(() => {});
+    await deadLetter(this.#js, { job: id, reason, epoch, host: this.name });
+    m.term(reason);
   }
 
   async #run(m: JsMsg, job: FleetJob, options: ReturnType<typeof validateJob>['options'], epoch: number, aborted: Promise<never>): Promise<void> {
     const id = job.id;
     // The ack subject (JsMsgImpl's reply; the JsMsg type does not declare it).
     const reply = (m as JsMsg & { reply?: string }).reply;
-    if (reply) this.#lease.hold(id, reply);
+    const leaseKey = `${id}#${epoch}`;
+    if (reply) this.#lease.hold(leaseKey, reply);
     let cancelled = false;
     const cancelSub = this.nc.subscribe(`${CANCEL_SUBJECT}.${id}`, { callback: () => { cancelled = true; } });
     const store = this.#store.withEpoch(epoch);
     const where = { host: this.name, epoch };
     let source: LocalServiceSource | null = null;
+    // Events go out in order, without holding up the steps; one that cannot be stored (after
+    // publishEvent's retries) fails the job at its next step, so the attempt is retried from its
+    // checkpoint and the replayed metrics never miss a line.
     let events = Promise.resolve();
-    const emit = (b: FleetEventBody) => (events = events.then(() => this.#event(id, b)).catch((e) => this.log(`${id}: event lost: ${(e as Error).message}`)));
+    let eventError: unknown = null;
+    const emit = (b: FleetEventBody) => (events = events.then(() => this.#event(id, b)).catch((e) => void (eventError ??= e)));
     try {
       const last = await lastEvent(this.#jsm, id);
       if (last?.type === 'cancel' || last?.type === 'cancelled') throw new JobCancelledError(id);
+      if (last?.type === 'done') {
+        // An earlier delivery finished (result stored, `done` published) but its ack was lost.
+        await m.ackAck();
+        return;
+      }
       await store.claim(manifestsOf(id));
       const checkpoints = new JobCheckpointer(new CheckpointStore<StoredJobState>(store, { keepLast: 2 }), id);
       const from = await checkpoints.latest();
@@ -215,14 +235,15 @@ export class FleetWorker {
       source = new LocalServiceSource(ctx, (c) => new LocalService(c, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 }), { label: `fleet ${id}` });
       const check = () => {
         if (cancelled) throw new JobCancelledError(id);
+        if (eventError !== null) throw eventError;
       };
       const run = runTrainingRecovering(source, {
         ...jobOptionsFrom(options),
         checkpoint: {
           ...checkpoints.checkpointing(job.checkpointEvery, from),
           save: async (c) => {
-            check();
             await events; // the step events a checkpoint covers are stored before it
+            check();
             await checkpoints.save(c);
             emit({ type: 'checkpoint', ...where, phase: c.phase, step: c.step });
           },
@@ -236,6 +257,7 @@ export class FleetWorker {
       run.catch(() => {}); // when aborted, the run fails later, as its device is destroyed
       const result = await Promise.race([aborted, run]);
       await events;
+      check();
       const summary = summaryOf(result);
       const adapterVersion = await saveResult(store, id, result, summary);
       await this.#event(id, { type: 'done', ...where, summary: encodeNonFinite(summary) as JobSummary, adapterVersion });
@@ -246,7 +268,7 @@ export class FleetWorker {
       await events;
       await this.#ended(m, id, epoch, e);
     } finally {
-      this.#lease.release(id);
+      this.#lease.release(leaseKey);
       cancelSub.unsubscribe();
       await source?.close().catch(() => {});
     }

@@ -5,10 +5,10 @@
 import { parseArgs } from 'node:util';
 
 /** Every benchmark part, in the order BENCHMARKS.md lists them. */
-export const PARTS = ['kernels', 'model', 'scheduler', 'algorithms', 'paper'] as const;
+export const PARTS = ['kernels', 'model', 'scheduler', 'algorithms', 'paper', 'fleet'] as const;
 export type Part = (typeof PARTS)[number];
 /** The parts that have code today; `--only` of another fails with "part X is not implemented yet". */
-export const IMPLEMENTED_PARTS: readonly Part[] = ['kernels', 'model', 'scheduler', 'algorithms', 'paper'];
+export const IMPLEMENTED_PARTS: readonly Part[] = ['kernels', 'model', 'scheduler', 'algorithms', 'paper', 'fleet'];
 
 export const DEFAULT_MARKDOWN = 'BENCHMARKS.md';
 

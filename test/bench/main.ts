@@ -5,7 +5,8 @@
  * LoRA vs full memory of the whole engine beside the tfjs reference model and jax-js), scheduler (the runtime's scheduler
  * with the engine in the GPU worker), algorithms (issue 5's guess-number run of grpo, ppo, rloo and
  * dpo from one warm start), and paper (issue 8: LoRA vs full-parameter RL, reproducibility across
- * runs, resumes and adapters, two agents learning nim at once).
+ * runs, resumes and adapters, two agents learning nim at once), and fleet (issue 21: jobs on NATS
+ * JetStream — failover after a SIGKILL, checkpoint MB/s, queue overhead, 1 vs 2 workers).
  * Prints a table per part, writes the JSON when asked, and regenerates the sections of the parts
  * that ran in BENCHMARKS.md (a `--quick` smoke run writes it only when `--markdown` names a file),
  * with a part's figures beside it (BENCHMARKS.<figure>.svg).
@@ -25,6 +26,7 @@ import { runPaper } from './paper.ts';
 import { paperFigures, paperJson, paperMarkdown } from './paper_report.ts';
 import { PAPER_QUICK, PAPER_RUN } from './paper_settings.ts';
 import { runScheduler, schedulerMarkdown } from './scheduler.ts';
+import { FLEET_QUICK, FLEET_RUN, fleetMarkdown, runFleet } from './fleet.ts';
 import { JaxPeer } from './peers/jax.ts';
 import { TfjsPeer } from './peers/tfjs.ts';
 
@@ -145,6 +147,12 @@ async function main(args: BenchArgs): Promise<number> {
         Object.assign(json, paperJson(rep));
         for (const [suffix, svg] of paperFigures(rep)) figures.set(suffix, svg);
         sectionMakers.set('paper', () => paperMarkdown(rep, measuredLine(run), args.quick, figureName));
+      } else if (part === 'fleet') {
+        const rep = await runFleet(args.quick ? FLEET_QUICK : FLEET_RUN, log);
+        json.fleet = rep.figures;
+        json.fleet_settings = rep.settings;
+        json.fleet_targets = rep.targets;
+        sectionMakers.set('fleet', () => fleetMarkdown(rep, measuredLine(run), args.quick));
       } else {
         throw new Error(`part ${part} is not implemented yet`);
       }

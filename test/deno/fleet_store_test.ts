@@ -3,9 +3,9 @@
 import { assert } from 'chai';
 import { adapterStoreCases, checkpointStoreCases } from '../shared/cases/adapter_store.ts';
 import { connectFleet, openStore } from '../../src/fleet/connect.ts';
-import { decodeKey, encodeKey, FencedError, type NatsKv } from '../../src/fleet/nats_kv.ts';
+import { decodeKey, encodeKey, FencedError, NatsKv } from '../../src/fleet/nats_kv.ts';
 import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
-import { startNatsServer } from './nats_server.ts';
+import { startNatsServer } from '../shared/nats_server.ts';
 
 Deno.test('fleet store: the NATS KvStore against the store contract, and its fencing', async (t) => {
   const server = await startNatsServer();
@@ -80,6 +80,24 @@ Deno.test('fleet store: the NATS KvStore against the store contract, and its fen
       // A plain client (epoch 0) cannot overwrite the owner's keys either, but reads them.
       try {
         await base.delMany(['adapters/job/manifest']);
+        assert.fail('expected a FencedError');
+      } catch (e) {
+        assert.instanceOf(e, FencedError);
+      }
+    });
+
+    await t.step('concurrent writers of one key all land (compare-and-set retried); an older epoch is refused', async () => {
+      const base = await fresh();
+      const a = base.withEpoch(3);
+      const b = new NatsKv(base.kv, base.objects, { epoch: 3 });
+      const writes = Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).setMany([['k/x', { i }], ['k/bytes', new Uint8Array([i])]]));
+      await Promise.all(writes);
+      assert.include([...Array(12).keys()], (await base.get<{ i: number }>('k/x'))!.i);
+      const objects: string[] = [];
+      for (const o of await base.objects.list()) objects.push(o.name);
+      assert.strictEqual(objects.length, 1, 'every replaced object is deleted');
+      try {
+        await base.withEpoch(2).setMany([['k/x', { i: -1 }]]);
         assert.fail('expected a FencedError');
       } catch (e) {
         assert.instanceOf(e, FencedError);

@@ -9,7 +9,9 @@
  * undisturbed job's metrics (timings aside) and adapter bytes, bitwise.
  */
 import { assert } from 'chai';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connectFleet, openStore } from '../../src/fleet/connect.ts';
@@ -18,10 +20,11 @@ import { type FleetEvent, foldEvents, replayEvents } from '../../src/fleet/event
 import { DEAD_STREAM, EVENTS_STREAM, ensureFleet, JOBS_STREAM, JOBS_SUBJECT, makeJob, trainOptionsOf } from '../../src/fleet/jobs.ts';
 import { loadResult } from '../../src/fleet/results.ts';
 import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
-import { startNatsServer } from './nats_server.ts';
+import { startNatsServer } from '../shared/nats_server.ts';
 
 const CLI = fileURLToPath(new URL('../../src/fleet/cli.ts', import.meta.url));
-const FLAGS = { model: 'tiny-gpt2', steps: 2, warmstartSteps: 16, groups: 2, groupSize: 2, evalEpisodes: 0, seed: 3 };
+const TRAIN = fileURLToPath(new URL('../../src/cli/train.ts', import.meta.url));
+const FLAGS = { model: 'tiny-gpt2', steps: 2, warmstartSteps: 16, groups: 2, groupSize: 2, evalEpisodes: 0, seed: 3, checkpointEvery: 4 };
 const train = trainOptionsOf(FLAGS);
 /** Time measurements differ between runs; everything else in a metrics line must not. */
 const TIMING = new Set(['trainSeconds', 'sampleSeconds', 'tokensPerSecond']);
@@ -37,6 +40,15 @@ function startWorker(url: string, name: string): Worker {
   const w: Worker = { name, proc, log: '' };
   proc.stderr!.on('data', (d) => (w.log += String(d)));
   return w;
+}
+
+/** Run `npm run fleet -- ARGS` (the Deno entry) to its end. */
+function fleetCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(Deno.execPath(), ['run', '--allow-read', '--allow-write', '--allow-env', '--allow-net', '--allow-sys', CLI, ...args], { env: { ...Deno.env.toObject(), NO_COLOR: '1' } }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
 }
 
 function signal(w: Worker, sig: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT'): void {
@@ -107,6 +119,41 @@ Deno.test('fleet: jobs on a work queue, dead letters, and jobs surviving a kille
       const adapter = await new AdapterStore(store).load('alone');
       assert.strictEqual(adapter.meta.rank, 8);
       assert.isAbove(adapter.tensors.length, 0);
+    });
+
+    await t.step('the commands: status and watch replay a finished job, fetch writes its run folder, bad flags are refused', async () => {
+      const st = await fleetCli(['status', '--nats', server.url, 'alone']);
+      assert.strictEqual(st.code, 0, st.stderr);
+      assert.match(st.stdout, /state\s+done/);
+      const list = await fleetCli(['status', '--nats', server.url]);
+      assert.match(list.stdout, /alone\s+done/);
+      assert.match(list.stdout, /bad\s+dead/);
+      const w = await fleetCli(['watch', '--nats', server.url, 'alone']);
+      assert.strictEqual(w.code, 0, w.stderr);
+      assert.match(w.stderr, /started on [ABC] \(delivery 1\)/);
+      assert.match(w.stdout, /model\s+tiny-gpt2/);
+      assert.strictEqual((await fleetCli(['watch', '--nats', server.url, 'bad'])).code, 1, 'a dead job is not a success');
+      const out = await Deno.makeTempDir({ prefix: 'wt-fetch-' });
+      const f = await fleetCli(['fetch', '--nats', server.url, 'alone', '--out', out]);
+      assert.strictEqual(f.code, 0, f.stderr);
+      assert.strictEqual(await readFile(join(out, 'metrics.jsonl'), 'utf8'), foldEvents(await history('alone')).metrics);
+      for (const file of ['summary.json', 'adapter.safetensors', 'peft/adapter_model.safetensors', 'base/model.safetensors', 'curve.svg', 'run.json']) {
+        assert.isAbove((await Deno.stat(join(out, file))).size, 0, file);
+      }
+      assert.deepEqual(JSON.parse(await readFile(join(out, 'run.json'), 'utf8')).settings, makeJob(train).settings);
+      // The same job run alone with `npm run train`: the same metrics (timings aside) and adapter file, byte for byte.
+      const local = await Deno.makeTempDir({ prefix: 'wt-train-' });
+      const flags = ['--model', 'tiny-gpt2', '--steps', '2', '--warmstart-steps', '16', '--groups', '2', '--group-size', '2', '--eval-episodes', '0', '--seed', '3', '--checkpoint-every', '4'];
+      const r = await new Promise<string>((resolve, reject) => execFile(Deno.execPath(), ['run', '--allow-read', '--allow-write', '--allow-env', TRAIN, ...flags, '--out', local, '-q'], (err, _o, e) => (err ? reject(new Error(String(e))) : resolve(String(e)))));
+      assert.strictEqual(r, '');
+      assert.deepEqual(withoutTimings(await readFile(join(out, 'metrics.jsonl'), 'utf8')), withoutTimings(await readFile(join(local, 'metrics.jsonl'), 'utf8')));
+      assert.deepEqual(await readFile(join(out, 'adapter.safetensors')), await readFile(join(local, 'adapter.safetensors')));
+      assert.deepEqual(await readFile(join(out, 'base/model.safetensors')), await readFile(join(local, 'base/model.safetensors')));
+      await Deno.remove(out, { recursive: true });
+      await Deno.remove(local, { recursive: true });
+      const bad = await fleetCli(['submit', '--nats', server.url, '--json', 'x.json']);
+      assert.strictEqual(bad.code, 2);
+      assert.match(bad.stderr, /--json: is about local outputs/);
     });
 
     const alone = foldEvents(await history('alone'));

@@ -1,20 +1,28 @@
 /**
- * Starts Debian's nats-server for a test: JetStream on, loopback only, a free port, a temporary
- * store folder; stopped by its PID. A missing nats-server fails the test, naming the package —
- * `.ci/run` installs it (apt-get install nats-server); the suite never skips the fleet silently.
+ * Starts Debian's nats-server for a test or the fleet benchmark (Deno, and Node for the browser
+ * suite's global setup): JetStream on, loopback only, free ports, a temporary store folder, and
+ * with `websocket` a WebSocket listener for browsers; stopped by its PID. A missing nats-server
+ * fails, naming the package — `.ci/run` installs it (apt-get install nats-server); the suites
+ * never skip the fleet silently.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 export interface NatsServer {
   readonly url: string;
   readonly port: number;
+  /** ws://127.0.0.1:PORT when started with `websocket`. */
+  readonly wsUrl?: string;
   readonly pid: number;
   readonly dir: string;
   stop(): Promise<void>;
 }
 
-function findNatsServer(): string {
+/** The nats-server on PATH, or an Error naming the package. */
+export function findNatsServer(): string {
   try {
     return execFileSync('sh', ['-c', 'command -v nats-server'], { encoding: 'utf8' }).trim();
   } catch {
@@ -42,15 +50,22 @@ async function accepts(port: number): Promise<boolean> {
   });
 }
 
-export async function startNatsServer(): Promise<NatsServer> {
+export async function startNatsServer(opts: { websocket?: boolean } = {}): Promise<NatsServer> {
   const bin = findNatsServer();
-  const dir = await Deno.makeTempDir({ prefix: 'wt-nats-' });
+  const dir = await mkdtemp(join(tmpdir(), 'wt-nats-'));
   const port = await freePort();
-  const child: ChildProcess = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const wsPort = opts.websocket ? await freePort() : 0;
+  const conf = join(dir, 'nats.conf');
+  await writeFile(conf, [
+    `listen: "127.0.0.1:${port}"`,
+    `jetstream { store_dir: "${join(dir, 'js')}" }`,
+    ...(opts.websocket ? [`websocket { listen: "127.0.0.1:${wsPort}", no_tls: true }`] : []),
+  ].join('\n') + '\n');
+  const child: ChildProcess = spawn(bin, ['-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr!.on('data', (d) => (log += String(d)));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  for (let i = 0; !(await accepts(port)); i++) {
+  for (let i = 0; !(await accepts(port)) || (opts.websocket && !(await accepts(wsPort))); i++) {
     if (child.exitCode !== null || i > 200) {
       child.kill('SIGKILL');
       throw new Error(`nats-server did not start on port ${port}:\n${log}`);
@@ -60,12 +75,13 @@ export async function startNatsServer(): Promise<NatsServer> {
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    ...(opts.websocket ? { wsUrl: `ws://127.0.0.1:${wsPort}` } : {}),
     pid: child.pid!,
     dir,
     async stop() {
       if (child.exitCode === null) process.kill(child.pid!, 'SIGKILL');
       await exited;
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      await rm(dir, { recursive: true, force: true });
     },
   };
 }
