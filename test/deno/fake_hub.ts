@@ -60,16 +60,22 @@ export class FakeHub {
   /** The CDN's origin: another port, so another origin, as huggingface.co and its CDN are. */
   cdnUrl = '';
 
+  /**
+   * `cdnHost`: the host name redirects to the CDN use. huggingface_hub ≥ 1.x follows a redirect to
+   * the same host name (any port), so its interop check names the CDN 'localhost' (→ 127.0.0.1).
+   */
+  constructor(readonly cdnHost = '127.0.0.1') {}
+
   async start(): Promise<void> {
     const serve = async () => {
       const ready = Promise.withResolvers<void>();
       const s = Deno.serve({ hostname: '127.0.0.1', port: 0, signal: this.#ac.signal, onListen: () => ready.resolve() }, (req) => this.#handle(req));
       await ready.promise;
       this.#servers.push(s);
-      return `http://127.0.0.1:${(s.addr as Deno.NetAddr).port}`;
+      return (s.addr as Deno.NetAddr).port;
     };
-    this.url = await serve();
-    this.cdnUrl = await serve();
+    this.url = `http://127.0.0.1:${await serve()}`;
+    this.cdnUrl = `http://${this.cdnHost}:${await serve()}`;
   }
 
   async stop(): Promise<void> {
