@@ -12,7 +12,7 @@
  *   GET /cdn/<sha256>: the bytes, with Range (206 + Content-Range)
  *
  * Faults for tests: `dropOnce` (a sha256 whose next full-body GET sends half the body, then the
- * connection is cut), `corrupt` (a sha256 served with other bytes of the same length). Every
+ * connection is cut), `holdOnce` (half the body, then nothing until stop()), `corrupt` (a sha256 served with other bytes of the same length). Every
  * request is logged (method, path, Range) so tests can check what was asked.
  */
 import { createHash } from 'node:crypto';
@@ -52,6 +52,9 @@ export class FakeHub {
   readonly log: LoggedRequest[] = [];
   readonly dropOnce = new Set<string>();
   readonly corrupt = new Set<string>();
+  /** A sha256 whose next full-body GET sends half the body, then stalls until stop(). */
+  readonly holdOnce = new Set<string>();
+  readonly #released = Promise.withResolvers<void>();
   readonly #blobs = new Map<string, Uint8Array>();
   #servers: Deno.HttpServer[] = [];
   #ac = new AbortController();
@@ -69,7 +72,7 @@ export class FakeHub {
   async start(): Promise<void> {
     const serve = async () => {
       const ready = Promise.withResolvers<void>();
-      const s = Deno.serve({ hostname: '127.0.0.1', port: 0, signal: this.#ac.signal, onListen: () => ready.resolve() }, (req) => this.#handle(req));
+      const s = Deno.serve({ hostname: '127.0.0.1', port: 0, signal: this.#ac.signal, onListen: () => ready.resolve(), onError: () => new Response(null, { status: 500 }) }, (req) => this.#handle(req));
       await ready.promise;
       this.#servers.push(s);
       return (s.addr as Deno.NetAddr).port;
@@ -79,6 +82,7 @@ export class FakeHub {
   }
 
   async stop(): Promise<void> {
+    this.#released.resolve();
     this.#ac.abort();
     await Promise.all(this.#servers.map((s) => s.finished));
   }
@@ -141,6 +145,20 @@ export class FakeHub {
     if (range) headers['content-range'] = `bytes ${from}-${bytes.byteLength - 1}/${bytes.byteLength}`;
     const status = range ? 206 : 200;
     if (req.method === 'HEAD') return new Response(null, { status, headers });
+    if (!range && this.holdOnce.delete(sha)) {
+      const half = part.slice(0, part.byteLength >> 1);
+      const released = this.#released.promise;
+      const stream = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(half);
+        },
+        async pull(c) {
+          await released;
+          c.close();
+        },
+      });
+      return new Response(stream, { status, headers });
+    }
     if (!range && this.dropOnce.delete(sha)) {
       // Half the body, then the connection is cut: the client sees an error mid-stream.
       const half = part.slice(0, part.byteLength >> 1);

@@ -159,6 +159,27 @@ Deno.test('hub: a partial .incomplete file left by an earlier run is resumed, no
   });
 });
 
+Deno.test('hub: an aborted download is a typed error; the next load resumes from the partial file', async () => {
+  await withHub(async (hub, cacheDir) => {
+    const files = await qwen3Twin();
+    hub.commit(REPO, files);
+    const sha = sha256(files['model.safetensors']);
+    hub.holdOnce.add(sha);
+    const ac = new AbortController();
+    const onProgress = (e: { file: string; loaded: number }) => {
+      if (e.file === 'model.safetensors' && e.loaded > 0) ac.abort();
+    };
+    await rejectsHub(load(REPO, { endpoint: hub.url, cacheDir, signal: ac.signal, onProgress }), 'aborted');
+    const partial = join(cacheDir, 'models--tiny-org--qwen3-twin', 'blobs', `${sha}.incomplete`);
+    const kept = (await stat(partial)).size;
+    assert.ok(kept > 0 && kept < files['model.safetensors'].byteLength, `kept ${kept}`);
+    const p = await load(REPO, { endpoint: hub.url, cacheDir });
+    await sameWeights(p);
+    await p.close();
+    assert.equal(hub.log.filter((r) => r.path === `/cdn/${sha}`).at(-1)?.range, `bytes=${kept}-`);
+  });
+});
+
 Deno.test('hub: corrupted bytes are caught and nothing is left in the cache as complete', async () => {
   await withHub(async (hub, cacheDir) => {
     const files = await qwen3Twin();
