@@ -239,6 +239,18 @@ async function walk(dir: string, prefix = ''): Promise<string[]> {
   return out.sort();
 }
 
+/** Is `path` an existing folder? */
+export async function isFolder(path: string): Promise<boolean> {
+  return stat(path).then((s) => s.isDirectory(), () => false);
+}
+
+/** A file of a local folder in the Hub layout, or undefined when absent. */
+export async function openFolderFile(dir: string, file: string): Promise<ByteSource | undefined> {
+  const path = join(dir, ...file.split('/'));
+  if (!(await stat(path).then((s) => s.isFile(), () => false))) return undefined;
+  return openFileSource(path, `${dir}/${file}`);
+}
+
 /** Where a snapshot link points, for tests (undefined for a copied file). */
 export async function linkTarget(path: string): Promise<string | undefined> {
   return (await lstat(path)).isSymbolicLink() ? readlink(path) : undefined;

@@ -8,5 +8,6 @@ export { hubCacheFor, loadPretrained } from './pretrained.ts';
 export type { HubProgress, LoadPretrainedOptions, Pretrained } from './pretrained.ts';
 export type { GenerationConfig } from './generation_config.ts';
 export type { CachedModel, HubCache } from './cache.ts';
+export type { CacheOptions } from './list.ts';
 export { BrowserHubCache } from './browser_cache.ts';
 export { deleteCachedModel, listCachedModels } from './list.ts';

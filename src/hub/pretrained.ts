@@ -122,12 +122,7 @@ export async function hubCacheFor(opts: { cache?: HubCache; cacheDir?: string } 
 /** Is `x` an existing folder (Deno/Node only)? */
 async function isFolder(x: string): Promise<boolean> {
   if (!hasFileSystem()) return false;
-  const { stat } = await import('node:fs/promises');
-  try {
-    return (await stat(x)).isDirectory();
-  } catch {
-    return false;
-  }
+  return (await import('./fs_cache.ts')).isFolder(x);
 }
 
 /** Loads config, tokenizer, generation config and (checked, unread) weights from a Hub repo or a folder. */
@@ -139,18 +134,12 @@ export async function loadPretrained(repoOrDir: string, opts: LoadPretrainedOpti
 }
 
 async function folderOpener(dir: string): Promise<Opener> {
-  const { join } = await import('node:path');
-  const { openFileSource } = await import('../model/bytes_fs.ts');
-  const { stat } = await import('node:fs/promises');
+  const { openFolderFile } = await import('./fs_cache.ts');
   const open = async (file: string, optional: boolean) => {
     checkRepoFile(dir, file);
-    const path = join(dir, ...file.split('/'));
-    const ok = await stat(path).then((s) => s.isFile(), () => false);
-    if (!ok) {
-      if (optional) return undefined;
-      throw new HubError('not-found', dir, `no file "${file}" in the folder`, { file });
-    }
-    return openFileSource(path, `${dir}/${file}`);
+    const src = await openFolderFile(dir, file);
+    if (!src && !optional) throw new HubError('not-found', dir, `no file "${file}" in the folder`, { file });
+    return src;
   };
   return Object.assign(open, { absent: (file: string, message: string) => new HubError('not-found', dir, message, { file }) });
 }
