@@ -195,6 +195,7 @@ async function hubOpener(repo: string, opts: LoadPretrainedOptions): Promise<Hub
     await cache.fetchFile(req, file, meta, { onProgress: (loaded, total) => opts.onProgress?.({ file, loaded, total }) });
     const src = await cache.open(repo, commit, file);
     if (!src) throw new HubError('cache', repo, `downloaded, but not found in ${cache.location} afterwards`, { file, cacheDir: cache.location });
+    opts.onProgress?.({ file, loaded: src.size, total: src.size }); // also for a file the cache already held
     return src;
   };
   const absent = (file: string, message: string) => (offline ? notCached(file) : new HubError('not-found', repo, message, { file }));
