@@ -9,6 +9,10 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile, symlink } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { importHfWeights } from '../../src/model/weight_names.ts';
+import { acquireGpu } from '../../src/gpu/device.ts';
+import { BaseModel } from '../../src/model/base_model.ts';
+import { generate } from '../../src/model/generate.ts';
+import { loadGolden } from '../shared/goldens.ts';
 import { openSafetensors } from '../../src/model/safetensors.ts';
 import { BrowserHubCache } from '../../src/hub/browser_cache.ts';
 import { HubError } from '../../src/hub/errors.ts';
@@ -357,6 +361,30 @@ Deno.test('hub: the Cache Storage cache (browsers) downloads, verifies, lists an
       await rejectsHub(load(REPO, { cache, offline: true }), 'offline-not-cached', 'model.safetensors');
     } finally {
       await caches.delete(name);
+    }
+  });
+});
+
+Deno.test('hub: a model loaded through the fake Hub decodes the greedy tokens transformers wrote', async () => {
+  await withHub(async (hub, cacheDir) => {
+    hub.commit(REPO, await qwen3Twin());
+    const p = await load(REPO, { endpoint: hub.url, cacheDir });
+    const ctx = await acquireGpu({ label: 'hub_test' });
+    const g = await loadGolden('qwen3');
+    try {
+      const model = BaseModel.upload(ctx, p.config, await importHfWeights(p.config, p.weights), { source: p.repo });
+      try {
+        const G = g.greedy.length / g.B;
+        const prompts = Array.from({ length: g.B }, (_, b) => Array.from(g.inputIds.subarray(b * g.T, b * g.T + 5)));
+        const r = await generate(ctx, model, null, prompts, { maxTokens: G, temperature: 0, seed: 0 });
+        for (let b = 0; b < g.B; b++) assert.deepEqual(r.tokens[b], Array.from(g.greedy.subarray(b * G, (b + 1) * G)), `row ${b}`);
+      } finally {
+        model.release();
+      }
+    } finally {
+      await g.close();
+      await p.close();
+      ctx.destroy();
     }
   });
 });
