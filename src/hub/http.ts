@@ -100,8 +100,8 @@ export function statusError(req: HubRequest, file: string, res: Response): HubEr
 /**
  * HEAD on the resolve URL. Relative redirects (a renamed repo) are followed; an absolute one (the
  * CDN) is read, not followed, as Python does. A browser cannot read a redirect's headers (an
- * opaque redirect): there the request is repeated following redirects, and what the final
- * response carries is used.
+ * opaque redirect, which is what LFS files give): there the Hub's paths-info API tells the blob's
+ * sha256 and size (pathsInfoMetadata).
  */
 export async function fileMetadata(req: HubRequest, file: string): Promise<FileMetadata> {
   checkRepoFile(req.repo, file);
@@ -111,10 +111,10 @@ export async function fileMetadata(req: HubRequest, file: string): Promise<FileM
   for (let hop = 0; hop < 8; hop++) {
     try {
       res = await f(url, { method: 'HEAD', redirect: 'manual', signal: req.signal, headers: { ...authFor(req, url), 'Accept-Encoding': 'identity' } });
-      if (res.type === 'opaqueredirect') res = await f(url, { method: 'HEAD', signal: req.signal, headers: authFor(req, url) });
     } catch (e) {
       throw networkError(req, file, e);
     }
+    if (res.type === 'opaqueredirect') return pathsInfoMetadata(req, file);
     const loc = res.headers.get('location');
     if (res.status >= 300 && res.status < 400 && loc && !/^[a-z][a-z0-9+.-]*:/i.test(loc) && !loc.startsWith('//')) {
       url = new URL(loc, url).href; // relative: the Hub moved the repo
@@ -135,6 +135,43 @@ export async function fileMetadata(req: HubRequest, file: string): Promise<FileM
   }
   const location = redirect ? res.headers.get('location') : null;
   return { commit, etag, size, url: location ? new URL(location, url).href : url };
+}
+
+/**
+ * A browser's view of an LFS file: `POST {endpoint}/api/models/{repo}/paths-info/{revision}`
+ * (what @huggingface/hub's pathsInfo asks) gives its sha256 (lfs.oid) and size; the bytes are then
+ * fetched from the resolve URL, the browser following the redirect (and dropping the token at the
+ * other origin). The commit is the revision itself: the loader asks every file after config.json
+ * at the commit config.json resolved to.
+ */
+async function pathsInfoMetadata(req: HubRequest, file: string): Promise<FileMetadata> {
+  const f = req.fetch ?? globalThis.fetch;
+  if (!COMMIT_RE.test(req.revision)) {
+    throw new HubError('http', req.repo, `is stored behind a redirect whose headers a browser cannot read; ask for it at a commit sha, not "${req.revision}"`, { file });
+  }
+  const api = `${req.endpoint.replace(/\/+$/, '')}/api/models/${req.repo}/paths-info/${encodeURIComponent(req.revision)}`;
+  let res: Response;
+  try {
+    res = await f(api, { method: 'POST', signal: req.signal, headers: { ...authFor(req, api), 'Content-Type': 'application/json', Accept: 'application/json' }, body: JSON.stringify({ paths: [file], expand: false }) });
+  } catch (e) {
+    throw networkError(req, file, e);
+  }
+  if (!res.ok) throw statusError(req, file, res);
+  let entries: unknown;
+  try {
+    entries = await res.json();
+  } catch (e) {
+    throw new HubError('http', req.repo, `paths-info answered with invalid JSON: ${(e as Error)?.message ?? e}`, { file });
+  }
+  type Entry = { path?: unknown; type?: unknown; oid?: unknown; size?: unknown; lfs?: { oid?: unknown; size?: unknown } };
+  const entry = Array.isArray(entries) ? (entries as Entry[]).find((x) => x?.path === file && x?.type === 'file') : undefined;
+  if (!entry) throw new HubError('not-found', req.repo, `no file "${file}" at revision "${req.revision}"`, { file, status: 404 });
+  const etag = entry.lfs?.oid ?? entry.oid;
+  const size = entry.lfs?.size ?? entry.size;
+  if (typeof etag !== 'string' || typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) {
+    throw new HubError('http', req.repo, 'paths-info lacks the file\'s oid or size', { file });
+  }
+  return { commit: req.revision, etag, size, url: resolveUrl(req, file) };
 }
 
 /** Where downloaded bytes go: a file being appended to, or chunks in memory. */

@@ -10,6 +10,7 @@
  *     gated repo without the right Bearer token → 401, X-Error-Code: GatedRepo
  *     unknown repo / revision / file → 404, X-Error-Code RepoNotFound / RevisionNotFound / EntryNotFound
  *   GET /cdn/<sha256>: the bytes, with Range (206 + Content-Range)
+ *   POST /api/models/{repo}/paths-info/{revision} {"paths": [...]}: [{type, path, oid, size, lfs?}]
  *
  * Faults for tests: `dropOnce` (a sha256 whose next full-body GET sends half the body, then the
  * connection is cut), `holdOnce` (half the body, then nothing until stop()), `corrupt` (a sha256 served with other bytes of the same length). Every
@@ -98,11 +99,13 @@ export class FakeHub {
     return sha;
   }
 
-  #handle(req: Request): Response {
+  #handle(req: Request): Response | Promise<Response> {
     const url = new URL(req.url);
     this.log.push({ method: req.method, path: decodeURIComponent(url.pathname), range: req.headers.get('range'), auth: req.headers.get('authorization') });
     const cdn = /^\/cdn\/([0-9a-f]{64})$/.exec(url.pathname);
     if (cdn) return this.#serveBlob(req, cdn[1]);
+    const info = /^\/api\/models\/([^/]+(?:\/[^/]+)?)\/paths-info\/([^/]+)$/.exec(url.pathname);
+    if (info && req.method === 'POST') return this.#pathsInfo(req, info[1], decodeURIComponent(info[2]));
     const m = /^\/([^/]+(?:\/[^/]+)?)\/resolve\/([^/]+)\/(.+)$/.exec(url.pathname);
     if (!m) return new Response('not found', { status: 404 });
     const [, repoId, rev, path] = [m[0], m[1], decodeURIComponent(m[2]), decodeURIComponent(m[3])];
@@ -127,6 +130,23 @@ export class FakeHub {
     }
     const headers = { etag: `"${gitSha1(body)}"`, 'x-repo-commit': commit, 'content-length': String(body.byteLength) };
     return new Response(req.method === 'HEAD' ? null : body.slice(), { status: 200, headers });
+  }
+
+  /** POST /api/models/{repo}/paths-info/{revision} {paths}: what the Hub's API says of each path. */
+  async #pathsInfo(req: Request, repoId: string, rev: string): Promise<Response> {
+    const repo = this.repos.get(repoId);
+    const err = (status: number, code: string) => new Response(null, { status, headers: { 'x-error-code': code } });
+    if (!repo) return err(404, 'RepoNotFound');
+    if (repo.gatedToken && req.headers.get('authorization') !== `Bearer ${repo.gatedToken}`) return err(401, 'GatedRepo');
+    const files = repo.commits.get(repo.commits.has(rev) ? rev : repo.refs.get(rev) ?? '');
+    if (!files) return err(404, 'RevisionNotFound');
+    const { paths } = await req.json() as { paths: string[] };
+    const out = paths.filter((p) => files.has(p)).map((p) => {
+      const b = files.get(p)!;
+      const lfs = p.endsWith('.safetensors') ? { oid: sha256(b), size: b.byteLength, pointerSize: 134 } : undefined;
+      return { type: 'file', path: p, oid: gitSha1(b), size: b.byteLength, ...(lfs ? { lfs } : {}) };
+    });
+    return Response.json(out);
   }
 
   #serveBlob(req: Request, sha: string): Response {

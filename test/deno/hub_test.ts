@@ -388,3 +388,41 @@ Deno.test('hub: a model loaded through the fake Hub decodes the greedy tokens tr
     }
   });
 });
+
+/** fetch as a page sees it: a redirect asked for with redirect 'manual' is opaque (no status, no headers). */
+const browserFetch: typeof fetch = async (input, init) => {
+  const res = await fetch(input, init);
+  if (init?.redirect !== 'manual' || res.status < 300 || res.status >= 400) return res;
+  await res.body?.cancel();
+  const opaque = new Response(null, { status: 200 });
+  Object.defineProperty(opaque, 'type', { value: 'opaqueredirect' });
+  Object.defineProperty(opaque, 'status', { value: 0 });
+  Object.defineProperty(opaque, 'ok', { value: false });
+  return opaque;
+};
+
+Deno.test('hub: where redirects are opaque (browsers), LFS files are described by the paths-info API', async () => {
+  await withHub(async (hub) => {
+    const files = await qwen3ShardedTwin();
+    const commit = hub.commit(REPO, files);
+    hub.repos.get(REPO)!.gatedToken = 'hf_browser';
+    const name = `webtinker-hub-test-${crypto.randomUUID()}`;
+    const cache = new BrowserHubCache(name);
+    try {
+      const p = await load(REPO, { endpoint: hub.url, cache, fetch: browserFetch, token: 'hf_browser' });
+      assert.equal(p.commit, commit);
+      await sameWeights(p);
+      await p.close();
+      const infos = hub.log.filter((r) => r.path.startsWith(`/api/models/${REPO}/paths-info/${commit}`));
+      assert.equal(infos.length, 2); // one per shard; the JSON files answer the HEAD directly
+      assert.ok(infos.every((r) => r.method === 'POST' && r.auth === 'Bearer hf_browser'));
+      // A corrupted shard is caught by the sha256 paths-info reported.
+      const shard = 'model-00002-of-00002.safetensors';
+      hub.corrupt.add(sha256(files[shard]));
+      await deleteCachedModel(REPO, { cache });
+      await rejectsHub(load(REPO, { endpoint: hub.url, cache, fetch: browserFetch, token: 'hf_browser' }), 'integrity', shard);
+    } finally {
+      await caches.delete(name);
+    }
+  });
+});
