@@ -95,6 +95,10 @@ export class BrowserHubCache implements HubCache {
     await (await this.#cache()).put(key(repo, 'no_exist', commit, file), new Response(''));
   }
 
+  async isMissing(repo: string, commit: string, file: string): Promise<boolean> {
+    return (await (await this.#cache()).match(key(repo, 'no_exist', commit, file))) !== undefined;
+  }
+
   async fetchFile(req: HubRequest, file: string, meta: FileMetadata, opts: FetchIntoOptions = {}): Promise<void> {
     const cache = await this.#cache();
     const pointerKey = key(req.repo, 'snapshots', meta.commit, file);

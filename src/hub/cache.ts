@@ -33,6 +33,8 @@ export interface HubCache {
   open(repo: string, commit: string, file: string): Promise<ByteSource | undefined>;
   /** Remembers that a file does not exist at a commit (so offline loads skip optional files). */
   markMissing(repo: string, commit: string, file: string): Promise<void>;
+  /** Whether markMissing recorded this file as absent at this commit. */
+  isMissing(repo: string, commit: string, file: string): Promise<boolean>;
   /** Makes the snapshot file present: from a blob already held, else downloaded (resumed, verified). */
   fetchFile(req: HubRequest, file: string, meta: FileMetadata, opts?: FetchIntoOptions): Promise<void>;
   /** The snapshot folder of a commit, where files are plain paths (undefined in browsers). */

@@ -12,7 +12,9 @@
  *
  * A blob is renamed into place only after its digest matched its etag, so a corrupted download
  * never looks complete (the .incomplete file is deleted: resuming it would only repeat the error).
- * Not done: Python's .locks/ (two processes downloading the same blob at once may both write it).
+ * Within a process one download per blob runs at a time; across processes Python's .locks/ are
+ * not taken (two processes downloading the same blob at once may both append to its .incomplete
+ * file — the digest check then refuses the result, and a retry succeeds).
  * Imported lazily by the loader, so browser bundles never load node:fs.
  */
 import { createHash } from 'node:crypto';
@@ -84,6 +86,9 @@ class FileSink implements DownloadSink {
   }
 }
 
+/** Downloads in progress in this process, by blob path. */
+const inflight = new Map<string, Promise<void>>();
+
 export class FsHubCache implements HubCache {
   readonly location: string;
   constructor(location: string = hubCacheDir()) {
@@ -136,7 +141,25 @@ export class FsHubCache implements HubCache {
     });
   }
 
+  async isMissing(repo: string, commit: string, file: string): Promise<boolean> {
+    return exists(join(this.repoFolder(repo), '.no_exist', commit, ...file.split('/')));
+  }
+
   async fetchFile(req: HubRequest, file: string, meta: FileMetadata, opts: FetchIntoOptions = {}): Promise<void> {
+    // One download per blob in this process: a second load of the same file waits for the first
+    // rather than appending to the same .incomplete file.
+    const blobKey = join(this.repoFolder(req.repo), 'blobs', meta.etag);
+    for (let busy = inflight.get(blobKey); busy; busy = inflight.get(blobKey)) await busy.catch(() => {});
+    const work = this.#fetchFile(req, file, meta, opts);
+    inflight.set(blobKey, work);
+    try {
+      await work;
+    } finally {
+      if (inflight.get(blobKey) === work) inflight.delete(blobKey);
+    }
+  }
+
+  async #fetchFile(req: HubRequest, file: string, meta: FileMetadata, opts: FetchIntoOptions): Promise<void> {
     const pointer = this.#pointer(req.repo, meta.commit, file);
     if (await exists(pointer)) return;
     const blob = join(this.repoFolder(req.repo), 'blobs', meta.etag);

@@ -185,6 +185,7 @@ async function hubOpener(repo: string, opts: LoadPretrainedOptions): Promise<Hub
       if (e instanceof HubError && e.kind === 'network') {
         const cached = await fromCache(file, optional).catch(() => undefined);
         if (cached) return cached;
+        if (optional && commit && (await cache.isMissing(repo, commit, file))) return undefined;
       }
       throw e;
     }

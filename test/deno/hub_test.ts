@@ -105,8 +105,12 @@ Deno.test('hub: download into the HF cache layout, then reload offline with no s
     assert.equal(q.commit, commit);
     await sameWeights(q);
     await q.close();
-    // HF_HUB_OFFLINE=1 does the same, the server being gone.
+    // Online but the Hub unreachable: the cached snapshot of the ref's commit is used, as Python does.
     await hub.stop();
+    const s = await load(REPO, { cacheDir, endpoint: hub.url });
+    assert.equal(s.commit, commit);
+    await s.close();
+    // HF_HUB_OFFLINE=1 reads the cache without asking.
     Deno.env.set('HF_HUB_OFFLINE', '1');
     try {
       const r = await load(REPO, { cacheDir, endpoint: hub.url });
@@ -181,6 +185,19 @@ Deno.test('hub: an aborted download is a typed error; the next load resumes from
     await sameWeights(p);
     await p.close();
     assert.equal(hub.log.filter((r) => r.path === `/cdn/${sha}`).at(-1)?.range, `bytes=${kept}-`);
+  });
+});
+
+Deno.test('hub: two loads of one repo at once download each blob once', async () => {
+  await withHub(async (hub, cacheDir) => {
+    const files = await qwen3Twin();
+    hub.commit(REPO, files);
+    const [a, b] = await Promise.all([load(REPO, { endpoint: hub.url, cacheDir }), load(REPO, { endpoint: hub.url, cacheDir })]);
+    await sameWeights(a);
+    await sameWeights(b);
+    await Promise.all([a.close(), b.close()]);
+    const sha = sha256(files['model.safetensors']);
+    assert.equal(hub.log.filter((r) => r.method === 'GET' && r.path === `/cdn/${sha}`).length, 1);
   });
 });
 
