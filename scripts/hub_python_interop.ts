@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadPretrained } from '../src/hub/pretrained.ts';
 import { FakeHub } from '../test/deno/fake_hub.ts';
-import { qwen3Twin } from '../test/deno/hub_twin.ts';
+import { qwen3Twin } from '../test/shared/hub_twin.ts';
 
 const REPO = 'tiny-org/qwen3-twin';
 const PY = `

@@ -18,7 +18,7 @@ import { initParameters } from '../../src/model/init.ts';
 import { writeSafetensors } from '../../src/model/safetensors_write.ts';
 import { exportHfWeights, importHfWeights, readHfImport } from '../../src/model/weight_names.ts';
 import { FakeHub } from '../deno/fake_hub.ts';
-import { tokenizerFiles } from '../deno/hub_twin.ts';
+import { tokenizerFiles } from '../shared/hub_twin.ts';
 
 const MB = 2 ** 20;
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});

@@ -20,7 +20,7 @@ import { linkTarget } from '../../src/hub/fs_cache.ts';
 import { deleteCachedModel, listCachedModels } from '../../src/hub/list.ts';
 import { loadPretrained, type LoadPretrainedOptions, type Pretrained } from '../../src/hub/pretrained.ts';
 import { FakeHub, gitSha1, sha256 } from './fake_hub.ts';
-import { CHATML, qwen3ShardedTwin, qwen3Twin } from './hub_twin.ts';
+import { CHATML, qwen3ShardedTwin, qwen3Twin } from '../shared/hub_twin.ts';
 
 const REPO = 'tiny-org/qwen3-twin';
 const noNetwork: typeof fetch = () => Promise.reject(new Error('this test must not reach the network'));

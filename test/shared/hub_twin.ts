@@ -4,13 +4,24 @@
  * tokenizer written here: GPT-2's byte-level BPE alphabet (ids 0–255), three merges, and Qwen's
  * three special tokens at the config's ids (386 <|endoftext|>, 387 <|im_start|>, 388 <|im_end|>),
  * with a ChatML template in tokenizer_config.json. Also the same weights split into two shards
- * with a model.safetensors.index.json, written as F32 (bf16 → f32 is exact).
+ * with a model.safetensors.index.json, written as F32 (bf16 → f32 is exact). Runs in Deno and
+ * Chromium (the golden files are read through goldenUrl).
  */
-import { readFile } from 'node:fs/promises';
+import { openByteSource } from '../../src/model/bytes.ts';
 import { openSafetensors } from '../../src/model/safetensors.ts';
 import { writeSafetensors } from '../../src/model/safetensors_write.ts';
+import { goldenUrl } from './goldens.ts';
 
-const golden = (f: string) => new URL(`../goldens/qwen3/${f}`, import.meta.url);
+/** A golden file's bytes, in Deno (a file: URL) and in Chromium (Vite serves it). */
+async function readFile(url: URL): Promise<Uint8Array> {
+  const src = await openByteSource(url);
+  try {
+    return (await src.read(0, src.size)).slice();
+  } finally {
+    await src.close();
+  }
+}
+const golden = (f: string) => goldenUrl('qwen3', f);
 const enc = (x: unknown) => new TextEncoder().encode(typeof x === 'string' ? x : JSON.stringify(x, null, 2));
 
 function byteAlphabet(): string[] {
@@ -45,9 +56,9 @@ export function tokenizerFiles(): Record<string, Uint8Array> {
 /** config.json, generation_config.json, model.safetensors, tokenizer files: a complete single-file repo. */
 export async function qwen3Twin(): Promise<Record<string, Uint8Array>> {
   return {
-    'config.json': new Uint8Array(await readFile(golden('config.json'))),
-    'generation_config.json': new Uint8Array(await readFile(golden('generation_config.json'))),
-    'model.safetensors': new Uint8Array(await readFile(golden('model.safetensors'))),
+    'config.json': await readFile(golden('config.json')),
+    'generation_config.json': await readFile(golden('generation_config.json')),
+    'model.safetensors': await readFile(golden('model.safetensors')),
     ...tokenizerFiles(),
   };
 }
