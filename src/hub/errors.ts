@@ -6,8 +6,10 @@
 import { WebtinkerError } from '../errors.ts';
 
 export type HubErrorKind =
-  /** The repo id or a file name is malformed. */
+  /** The repo id is malformed. */
   | 'bad-repo-id'
+  /** The revision is not a branch, tag or commit name (e.g. it has a '..' segment). */
+  | 'bad-revision'
   /** 401/403: the repo is gated or private and no (or a refused) token was sent. */
   | 'gated'
   /** 404: no such repo, revision or file. */

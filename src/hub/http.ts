@@ -50,6 +50,14 @@ export function checkRepoId(repo: string): void {
   }
 }
 
+/** A revision: a branch, tag or commit name, possibly with '/' (refs/pr/1), never '..' or empty segments. */
+export function checkRevision(repo: string, revision: string): void {
+  const parts = typeof revision === 'string' ? revision.split('/') : [''];
+  if (parts.some((p) => p === '' || p === '.' || p === '..') || /[\\\0]/.test(revision) || revision.length > 255) {
+    throw new HubError('bad-revision', repo, `revision ${JSON.stringify(revision)} is not a branch, tag or commit name`);
+  }
+}
+
 /** A file path inside a repo: relative, '/'-separated, no '..' or empty segments. */
 export function checkRepoFile(repo: string, file: string): void {
   const parts = file.split('/');
@@ -126,6 +134,8 @@ export async function fileMetadata(req: HubRequest, file: string): Promise<FileM
   const redirect = res.status >= 300 && res.status < 400;
   if (!res.ok && !redirect) throw statusError(req, file, res);
   const commit = res.headers.get('x-repo-commit') ?? (COMMIT_RE.test(req.revision) ? req.revision : undefined);
+  // The commit names a cache folder: anything but 40 hex digits is refused, never used as a path.
+  if (commit !== undefined && !COMMIT_RE.test(commit)) throw new HubError('http', req.repo, `X-Repo-Commit ${JSON.stringify(commit)} is not a commit sha`, { file });
   const etag = normalizeEtag(res.headers.get('x-linked-etag') ?? res.headers.get('etag'));
   const sizeHeader = res.headers.get('x-linked-size') ?? (redirect ? null : res.headers.get('content-length'));
   const size = sizeHeader !== null && /^\d+$/.test(sizeHeader) ? Number(sizeHeader) : undefined;

@@ -25,7 +25,7 @@ import { type HfImportPlan, planHfImport, shardedSource, type TensorSource } fro
 import type { HubCache } from './cache.ts';
 import { envVar, hasFileSystem, hubEndpoint, hubOffline, hubToken } from './env.ts';
 import { HubError } from './errors.ts';
-import { checkRepoFile, checkRepoId, fileMetadata, type HubRequest } from './http.ts';
+import { checkRepoFile, checkRepoId, checkRevision, fileMetadata, type HubRequest } from './http.ts';
 import { parseGenerationConfig, type GenerationConfig } from './generation_config.ts';
 
 export interface HubProgress {
@@ -154,6 +154,7 @@ interface HubOpener {
 
 async function hubOpener(repo: string, opts: LoadPretrainedOptions): Promise<HubOpener> {
   const revision = opts.revision ?? 'main';
+  checkRevision(repo, revision);
   const cache = await hubCacheFor(opts);
   const offline = opts.offline ?? hubOffline();
   const base: HubRequest = {

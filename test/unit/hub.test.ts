@@ -7,7 +7,7 @@ import { digestFor, etagHashKind } from '../../src/hub/cache.ts';
 import { hubCacheDirFromEnv, hubOffline } from '../../src/hub/env.ts';
 import { HubError } from '../../src/hub/errors.ts';
 import { parseGenerationConfig } from '../../src/hub/generation_config.ts';
-import { checkRepoFile, checkRepoId, type DownloadSink, fetchInto, type FileMetadata, type HubRequest, normalizeEtag, statusError } from '../../src/hub/http.ts';
+import { checkRepoFile, checkRepoId, checkRevision, fileMetadata, type DownloadSink, fetchInto, type FileMetadata, type HubRequest, normalizeEtag, statusError } from '../../src/hub/http.ts';
 import type { HfTokenizer } from '../../src/model/tokenizer/hf.ts';
 
 const saved = { ...process.env };
@@ -57,6 +57,13 @@ describe('names', () => {
     for (const bad of ['', '/etc/passwd', '../x', 'a/../../b', 'a//b', 'a\\b']) expect(() => checkRepoFile('r', bad), bad).toThrow(/not a relative path/);
   });
 
+  it('revisions: branches, tags, refs/pr/N and shas; no traversal', () => {
+    for (const ok of ['main', 'v1.0', 'refs/pr/1', 'a'.repeat(40)]) expect(() => checkRevision('r', ok)).not.toThrow();
+    for (const bad of ['', '../x', 'a/../b', '/main', 'main/', 'a\\b']) {
+      expect(() => checkRevision('r', bad), bad).toThrow(expect.objectContaining({ kind: 'bad-revision' }));
+    }
+  });
+
   it('etags: quotes and W/ removed; the hash they name', async () => {
     expect(normalizeEtag('W/"abc"')).toBe('abc');
     expect(normalizeEtag('"abc"')).toBe('abc');
@@ -71,6 +78,25 @@ describe('names', () => {
 });
 
 const req: HubRequest = { repo: 'org/model', revision: 'main', endpoint: 'https://hub.test' };
+
+describe('fileMetadata', () => {
+  const head = (headers: Record<string, string>, status = 200) => (async () => new Response(null, { status, headers })) as unknown as typeof fetch;
+  it('reads a regular file and an LFS redirect as the Hub sends them', async () => {
+    const c = 'c'.repeat(40);
+    const plain = await fileMetadata({ ...req, fetch: head({ etag: '"' + 'a'.repeat(40) + '"', 'x-repo-commit': c, 'content-length': '12' }) }, 'config.json');
+    expect(plain).toEqual({ commit: c, etag: 'a'.repeat(40), size: 12, url: 'https://hub.test/org/model/resolve/main/config.json' });
+    const lfs = await fileMetadata({ ...req, fetch: head({ location: 'https://cdn.test/x', 'x-linked-etag': '"' + 'b'.repeat(64) + '"', 'x-linked-size': '99', 'x-repo-commit': c, etag: '"zz"' }, 302) }, 'model.safetensors');
+    expect(lfs).toEqual({ commit: c, etag: 'b'.repeat(64), size: 99, url: 'https://cdn.test/x' });
+  });
+  it('refuses a commit header that is not a sha (it would name a folder)', async () => {
+    const e = await fileMetadata({ ...req, fetch: head({ etag: '"x"', 'x-repo-commit': '../../evil', 'content-length': '1' }) }, 'config.json').catch((x) => x);
+    expect([e.kind, e.message]).toEqual(['http', expect.stringContaining('not a commit sha')]);
+  });
+  it('names what a non-Hub answer lacks', async () => {
+    const e = await fileMetadata({ ...req, fetch: head({ 'content-length': '1' }) }, 'config.json').catch((x) => x);
+    expect(e.message).toMatch(/X-Repo-Commit, ETag/);
+  });
+});
 
 describe('status codes → HubError', () => {
   const res = (status: number, code?: string) => new Response(null, { status, headers: code ? { 'x-error-code': code } : {} });
