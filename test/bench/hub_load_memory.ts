@@ -7,6 +7,7 @@
  *   open      — loadPretrained offline: config, tokenizer, safetensors headers only
  *   stream    — readHfImport one tensor at a time, each dropped (what a streaming upload holds)
  *   import    — importHfWeights: every tensor as f32 at once (what BaseModel.upload takes today)
+ * HUB_BENCH_VOCAB=40000 makes the twin 123 MiB (its embedding 78 MiB) to see what grows with size.
  * Run: npx deno run --allow-read --allow-write --allow-env --allow-net=127.0.0.1 --allow-run --v8-flags=--expose-gc test/bench/hub_load_memory.ts
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -54,7 +55,7 @@ const repo = 'bench/qwen3-61m';
 if (Deno.args[0] === '--serve') {
   // The twin is built and served by a process of its own, so its copies are not counted.
   const golden = JSON.parse(await Deno.readTextFile(new URL('../goldens/qwen3/config.json', import.meta.url)));
-  const cfg = configFromHf({ ...golden, hidden_size: 512, intermediate_size: 1408, num_hidden_layers: 4, num_attention_heads: 8, num_key_value_heads: 4, head_dim: 64, vocab_size: 8192 });
+  const cfg = configFromHf({ ...golden, hidden_size: 512, intermediate_size: 1408, num_hidden_layers: 4, num_attention_heads: 8, num_key_value_heads: 4, head_dim: 64, vocab_size: Number(Deno.env.get('HUB_BENCH_VOCAB') ?? 8192) });
   const params = initParameters(cfg, 0);
   const weights = writeSafetensors(exportHfWeights(cfg, params));
   const largest = Math.max(...Object.values(params).map((p) => p.byteLength));
