@@ -22,6 +22,7 @@ import { isJsonObject, parseUntrustedJson } from '../model/json.ts';
 import { openSafetensors, type SafetensorsFile } from '../model/safetensors.ts';
 import { HfTokenizer } from '../model/tokenizer/hf.ts';
 import { type HfImportPlan, planHfImport, shardedSource, type TensorSource } from '../model/weight_names.ts';
+import { BrowserHubCache } from './browser_cache.ts';
 import type { HubCache } from './cache.ts';
 import { envVar, hasFileSystem, hubEndpoint, hubOffline, hubToken } from './env.ts';
 import { HubError } from './errors.ts';
@@ -115,7 +116,6 @@ export async function hubCacheFor(opts: { cache?: HubCache; cacheDir?: string } 
     const { FsHubCache } = await import('./fs_cache.ts');
     return new FsHubCache(opts.cacheDir);
   }
-  const { BrowserHubCache } = await import('./browser_cache.ts');
   return new BrowserHubCache();
 }
 
