@@ -25,7 +25,7 @@ export default defineConfig({
       // The file backends of the stores and weight loaders (node:fs) are imported lazily, under Deno
       // or Node only; their externalized node: imports are never loaded by a page.
       onwarn(warning, warn) {
-        if (/externalized for browser compatibility, imported by ".*\/src\/(runtime\/store\/fs_kv|model\/bytes_fs)\.ts"/.test(warning.message)) return;
+        if (/externalized for browser compatibility, imported by ".*\/src\/(runtime\/store\/fs_kv|model\/bytes_fs|hub\/fs_cache)\.ts"/.test(warning.message)) return;
         warn(warning);
       },
       // Plugin timing notes appear whenever the machine is busy; they are not about this build.

@@ -163,6 +163,10 @@ export {
 export type { LoraConfig, LoraTarget, ModelConfig, PresetName } from './model/mod.ts';
 export type { AdapterWeights, LoraModule, ModelWeights } from './model/weights_view.ts';
 
+// Pretrained checkpoints (src/hub): a Hub repo id or a folder → config, weights, tokenizer; the HF cache.
+export { BrowserHubCache, deleteCachedModel, HubError, listCachedModels, loadPretrained } from './hub/mod.ts';
+export type { CachedModel, CacheOptions, GenerationConfig, HubCache, HubErrorKind, HubProgress, LoadPretrainedOptions, Pretrained } from './hub/mod.ts';
+
 // Kernels' host wrappers (src/ops), for custom models and benchmarks.
 export { add } from './ops/add.ts';
 export { adamw, adamwBiasCorrection, clipScale } from './ops/adamw.ts';
