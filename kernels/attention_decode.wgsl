@@ -10,11 +10,13 @@
 // (D4 = D / 4, NM = ceil(D / 16) mat4x4 chunks, zero-padded past D).
 //
 // Split-K in one pass (flash-decoding without a second launch): one workgroup per (b, h); lane s
-// takes the contiguous key range [j_lo + s·chunk, j_lo + (s+1)·chunk) of the window and runs the online softmax over it one
-// key at a time, keeping q and its accumulator as mat4x4 chunks in registers (indexed by
-// constants only, chunks called out one by one as in attention_fwd.wgsl). The WG partial states (m_s, l_s, acc_s) are merged in
-// workgroup memory after a single barrier, in lane order — a fixed order, so the result is
-// bitwise reproducible. A sequence with n_b = 0 gets zeros.
+// takes the contiguous key range [j_lo + s·chunk, j_lo + (s+1)·chunk) of the window (j_lo =
+// n_b − W, or 0) and runs the online softmax over it one key at a time, keeping q and its
+// accumulator as mat4x4 chunks in registers (indexed by constants only, chunks called out one by
+// one as in attention_fwd.wgsl). The WG partial states (m_s, l_s, acc_s) are merged in workgroup
+// memory after a single barrier, in lane order — a fixed order, so the result is bitwise
+// reproducible. A sequence with n_b = 0 gets zeros. WG · (D + 2) floats of workgroup memory: the
+// host picks WG to fit the device (attentionDecodeSplits).
 // Grid: x = Hq, y = B.
 
 override D4: u32 = 16u;      // head dim / 4 (D ≤ 256)
