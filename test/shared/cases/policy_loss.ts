@@ -10,7 +10,7 @@ import { Recorder } from '../../../src/gpu/recorder.ts';
 import { emptyTensor, Tensor, tensorFrom } from '../../../src/gpu/tensor.ts';
 import { STORAGE_USAGE } from '../../../src/gpu/pool.ts';
 import type { PolicyLossSpec as Spec, Reduction, ValueLossSpec } from '../../../src/algorithms/loss_spec.ts';
-import { type LogitsBlocks, POLICY_STATS, POLICY_STATS_SIZE, policyLoss, policyLossScratchSize, type PolicyLossTuning } from '../../../src/ops/policy_loss.ts';
+import { type LogitsBlocks, POLICY_LOSS_MODES, POLICY_STATS, POLICY_STATS_SIZE, policyLoss, policyLossScratchSize, type PolicyLossTuning } from '../../../src/ops/policy_loss.ts';
 import { policyLossRef, type PolicyLossRefInputs, tokenScales } from '../../../src/ops/policy_loss.ref.ts';
 import { valueLoss } from '../../../src/ops/value_loss.ts';
 import { valueLossRef } from '../../../src/ops/value_loss.ref.ts';
@@ -97,7 +97,8 @@ function specOf(kind: PolicyLossSpec['kind'], aggregation: PolicyLossSpec['aggre
   return specs[kind];
 }
 
-const KINDS = ['cross_entropy', 'importance_sampling', 'ppo', 'grpo'] as const;
+/** Every kind the kernel has (cross_entropy, importance_sampling, ppo, grpo): a new one is tested here unasked. */
+const KINDS = Object.keys(POLICY_LOSS_MODES) as PolicyLossSpec['kind'][];
 const AGGS = ['token_mean', 'sequence_mean', 'sum'] as const;
 /** [N, V]: V = 1, odd sizes, and one V past 4096. */
 const SHAPES: [number, number][] = [[3, 1], [7, 7], [33, 33], [9, 257], [13, 1000], [5, 4099]];
