@@ -3,9 +3,11 @@
  * over a packed batch, with its hyperparameters. One constructor per objective fills defaults and
  * validates (ConfigError); the runtime dispatches on `kind` through a table, never an if-chain.
  *
- * Field names follow kernels/policy_loss.wgsl's PolicyLossSpec (src/ops/policy_loss.ts: kind,
- * clipLow, clipHigh, dualClip, entropyCoef, klBeta, aggregation) and ValueLossSpec (clip, coef),
- * so a spec from here is handed to the kernel as it is.
+ * These are the only spec types: the kernel's host wrapper (src/ops/policy_loss.ts) and its CPU
+ * reference take a `PolicyLossSpec<Reduction>` from here as it is, and the per-token math of each
+ * kind is written once, in loss_terms.ts. The type parameter is the aggregation the spec may name:
+ * users and the CPU path see `Aggregation`; the kernel also takes 'sum', which the trainer uses
+ * with pack.ts's per-step token scales as weights (src/model/train_loss.ts).
  *
  * Aggregation: token_mean = Σ ℓ / (policy tokens in the batch) — DAPO's choice (Yu et al. 2025),
  * every token weighs the same; sequence_mean = mean over sequences of each sequence's token mean —
@@ -14,46 +16,54 @@
 import { ConfigError } from '../errors.ts';
 
 export type Aggregation = 'token_mean' | 'sequence_mean';
+/** What the kernel reduces by: an Aggregation, or 'sum' (Σ w·ℓ, the weights as given). */
+export type Reduction = Aggregation | 'sum';
+
+/** Fields every token-level objective has. */
+interface TokenLoss<A extends Reduction> {
+  readonly aggregation: A;
+  /** Entropy bonus: ℓ −= entropyCoef·H. Absent = 0; the constructors set it for ppo and grpo. */
+  readonly entropyCoef?: number;
+}
 
 /** Supervised fine-tuning: ℓ_t = −log π(y_t). */
-export interface CrossEntropyLoss {
+export interface CrossEntropyLoss<A extends Reduction = Aggregation> extends TokenLoss<A> {
   readonly kind: 'cross_entropy';
-  readonly aggregation: Aggregation;
 }
 
 /** Off-policy policy gradient with the importance ratio: ℓ_t = −ρ_t·A_t, ρ_t = exp(lp_t − old_t). */
-export interface ImportanceSamplingLoss {
+export interface ImportanceSamplingLoss<A extends Reduction = Aggregation> extends TokenLoss<A> {
   readonly kind: 'importance_sampling';
-  readonly aggregation: Aggregation;
 }
 
 /** PPO critic loss: 0.5·max((V−R)², (clip(V, V_old ± clip) − R)²)·coef; clip null = unclipped. */
 export interface ValueLossSpec {
+  /** ε of the clip around the rollout-time value, or null for no clipping. */
   readonly clip: number | null;
+  /** Multiplier of the loss (the value-function coefficient). */
   readonly coef: number;
 }
 
 /** PPO clipped surrogate (Schulman et al. 2017) with asymmetric clip, optional dual clip, entropy bonus. */
-export interface PpoLoss {
+export interface PpoLoss<A extends Reduction = Aggregation> extends TokenLoss<A> {
   readonly kind: 'ppo';
+  /** ε_low: the ratio is clipped below at 1 − clipLow. */
   readonly clipLow: number;
+  /** ε_high: the ratio is clipped above at 1 + clipHigh. */
   readonly clipHigh: number;
-  /** Dual-clip c > 1 (Ye et al. 2020): for A < 0 the objective is at least c·A. */
+  /** Dual-clip c > 1 (Ye et al. 2020): for A < 0 the objective is at least c·A. Off when absent. */
   readonly dualClip?: number;
-  readonly entropyCoef: number;
-  readonly aggregation: Aggregation;
   /** The critic's loss, when PPO trains a value head. */
   readonly value?: ValueLossSpec;
 }
 
 /** GRPO (Shao et al. 2024): the PPO surrogate plus β·KL_k3(π ‖ π_ref) per token. */
-export interface GrpoLoss {
+export interface GrpoLoss<A extends Reduction = Aggregation> extends TokenLoss<A> {
   readonly kind: 'grpo';
   readonly clipLow: number;
   readonly clipHigh: number;
+  readonly dualClip?: number;
   readonly klBeta: number;
-  readonly entropyCoef: number;
-  readonly aggregation: Aggregation;
 }
 
 /** DPO (Rafailov et al. 2023) over (chosen, rejected) pairs of sequence log-prob sums. */
@@ -62,9 +72,9 @@ export interface DpoLoss {
   readonly beta: number;
 }
 
-export type LossSpec = CrossEntropyLoss | ImportanceSamplingLoss | PpoLoss | GrpoLoss | DpoLoss;
 /** The token-level objectives (everything but DPO, which reduces per pair). */
-export type PolicyLossSpec = Exclude<LossSpec, DpoLoss>;
+export type PolicyLossSpec<A extends Reduction = Aggregation> = CrossEntropyLoss<A> | ImportanceSamplingLoss<A> | PpoLoss<A> | GrpoLoss<A>;
+export type LossSpec = PolicyLossSpec | DpoLoss;
 
 function nonNegative(field: string, v: number): number {
   if (!Number.isFinite(v) || v < 0) throw new ConfigError(field, `must be a finite number >= 0, got ${v}`);

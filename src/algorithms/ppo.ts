@@ -13,6 +13,7 @@ import type { Trajectory } from '../env/types.ts';
 import { type GaeOptions, maskedGae } from './advantages.ts';
 import { type Datum, targetMaskT, tokenRewardsT, trajectoryToDatum } from './datum.ts';
 import { aggregationScales } from './losses.ts';
+import { clippedValueLoss } from './loss_terms.ts';
 import type { Aggregation, ValueLossSpec } from './loss_spec.ts';
 
 export interface PpoDatumOptions extends Partial<GaeOptions> {
@@ -55,22 +56,7 @@ export function ppoDatums(trajs: readonly Trajectory[], valuesNT: readonly (read
   });
 }
 
-/**
- * Clipped value loss for one token (PPO as implemented in OpenAI baselines ppo2):
- *   V_c = V_old + clamp(V − V_old, −ε, ε),  ℓ = 0.5·max((V − R)², (V_c − R)²)
- * with dℓ/dV = V − R on the unclipped branch, 0 on the clipped one (V_c is then constant);
- * ties take the unclipped branch (as src/ops/value_loss.ref.ts). ε = null: ℓ = 0.5·(V − R)².
- */
-export function clippedValueLoss(v: number, oldV: number, ret: number, clip: number | null): { loss: number; dv: number; clipped: boolean } {
-  const u = v - ret;
-  if (clip === null) return { loss: 0.5 * u * u, dv: u, clipped: false };
-  const vc = Math.min(Math.max(v, oldV - clip), oldV + clip);
-  const uc = vc - ret;
-  if (uc * uc > u * u) return { loss: 0.5 * uc * uc, dv: 0, clipped: true };
-  return { loss: 0.5 * u * u, dv: u, clipped: false };
-}
-
-/** The critic's loss over sequences: coef · Σ scale·ℓ, with [S][T] d(loss)/dV. */
+/** The critic's loss over sequences: coef · Σ scale·ℓ (ℓ from loss_terms.ts's clippedValueLoss), with [S][T] d(loss)/dV. */
 export function valueLossReference(
   spec: ValueLossSpec,
   inputs: readonly { readonly datum: Datum; readonly valuesT: readonly number[] }[],

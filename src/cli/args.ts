@@ -4,8 +4,8 @@
  * Deno entry point alike. Each flag is documented once, in FLAGS; `--help` prints them.
  *
  * Defaults are the library's (TRAIN_DEFAULTS in src/runtime/train.ts: the zero-config run, sized
- * for a 2-core machine's software WebGPU adapter — about 8–9 minutes there, held-out success
- * 0.52 → 0.87 with seed 0, measured; a GPU runs it in a fraction of the time).
+ * to finish in minutes on a 2-core machine's software WebGPU adapter, so that a first run needs no
+ * GPU; its measured time and held-out success are in the README, from a dated run).
  */
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors.ts';

@@ -189,8 +189,9 @@ export class Recorder {
    * The width is `texelTableWidth(ctx)`. Once the work is submitted the texture goes to the
    * context's TextureCache for a later recording, and its bytes (charged to the recording's pool
    * owner meanwhile) are given back.
-   * Why: on Mesa's llvmpipe a texel fetch costs a fraction of a storage-buffer load (measured
-   * ~10x less per element), so a kernel that reads a large tensor several times reads it here.
+   * Why: on Mesa's llvmpipe a storage-buffer load runs a loop over the SIMD lanes with a bounds
+   * check per component, while a texel fetch is a plain gather, a fraction of the cost per element;
+   * so a kernel that reads a large tensor several times reads it here.
    *
    * Reuse: a table given back with `releaseTexture` is the copy target of a later tempTexture of
    * this recording that fits it (same format, at least as many texel rows; the smallest such),

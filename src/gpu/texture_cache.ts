@@ -1,8 +1,8 @@
 /**
  * Scratch textures kept between recordings (Recorder.tempTexture), as the buffer pool keeps
  * released buffers. On Mesa's llvmpipe a new texture's memory is allocated and faulted in on its
- * first write: a fresh 64 MiB rgba32float texture plus one copy into it cost 52 ms, the same copy
- * into a texture kept from before 14 ms (measured). Recordings that read their operands through
+ * first write, so a copy into a fresh texture costs several times the same copy into a texture
+ * kept from before. Recordings that read their operands through
  * texture copies (every matmul and the policy loss there) make the same sizes step after step, so
  * they take them from here.
  *
@@ -85,9 +85,9 @@ export class TextureCache {
    * The kept texture of `format` with the fewest rows ≥ `height` and at most CACHE_FIT_SLACK times
    * as many (removed from the cache), or null. The bound matters because a texture taken is
    * charged to its taker at its own size: without it a weight's 1-row copy could take a 48-row
-   * scratch texture of an evaluation's activations, and the RL phase of the paper bench's
-   * full-parameter job, whose every step makes a new sampler snapshot, held 65 MiB at its peak
-   * against 41 MiB with fresh textures (measured, calculator on gpt2-100k).
+   * scratch texture of an evaluation's activations, and a job that makes a new sampler snapshot
+   * every step (the paper bench's full-parameter RL phase) would peak well above what fresh
+   * textures cost it.
    */
   take(format: GPUTextureFormat, height: number): CachedTexture | null {
     const t = takeFitting(this.#kept, format, height, CACHE_FIT_SLACK * height);

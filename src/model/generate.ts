@@ -1,7 +1,7 @@
 /**
  * generate — batched text generation on the GPU engine: prefill the prompts into a fresh KV
- * cache, then decode chunks of K steps per submission (Deno pays ~11 ms per submit-and-wait, so
- * the steps of a chunk are recorded into one Recorder and the sampler's ids feed the next step on
+ * cache, then decode chunks of K steps per submission (a submit-and-wait has a fixed cost, large
+ * beside one decode step of a small model, so the steps of a chunk are recorded into one Recorder and the sampler's ids feed the next step on
  * the GPU). After each chunk one u32 readback brings the chunk's tokens and log-probs home, where
  * stop tokens, stop strings (through the `decode` callback) and max tokens end sequences one by
  * one. Finished sequences keep decoding harmlessly until the whole batch is done (their rows of

@@ -32,9 +32,9 @@
  *              copy's (in jobBytes)
  * Logits [N, V] are never built whole: with `device` (or `logitsChunkRows`) Nb is what one storage
  * binding holds (forward.ts logitsBlockRows), else N.
- * Checked against the pool's measured peaks: tiny models in test/shared/cases/trainer.ts (within
- * 1.3×, above), and GPT-2 small at B=1 T=64 on llvmpipe, kept weight copies included (LoRA R=8 on
- * every linear: estimated 1250.7 MiB vs 1241.7 MiB measured; full 3740.6 vs 3725.8 MiB).
+ * Checked against the pool's measured peaks by test/shared/cases/trainer.ts, which requires the
+ * estimate to bound a step's peak from above, within 30% (LoRA, full, recompute + value head,
+ * logits in blocks).
  */
 import { archOf } from './arch.ts';
 import { adapterKind } from '../gpu/adapter_kind.ts';

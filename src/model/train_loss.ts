@@ -5,21 +5,21 @@
  * caller's `head` records each block's logits and, when training, the head's backward from its
  * gradient (forward.ts headLogits, backward.ts headBackward).
  *
- * A LossSpec (src/algorithms/loss_spec.ts) becomes the kernel's spec through one table row per
- * kind. Aggregation is always the kernel's 'sum' with the batch's tokenScaleBT as token weights:
- * pack.ts folds token_mean / sequence_mean over the whole step into those weights, so a
- * micro-batch's loss and gradients are exactly its share of the step's.
+ * The kernel takes the job's LossSpec (src/algorithms/loss_spec.ts) as it is, but with 'sum'
+ * aggregation and the batch's tokenScaleBT as token weights: pack.ts folds token_mean /
+ * sequence_mean over the whole step into those weights, so a micro-batch's loss and gradients are
+ * exactly its share of the step's. What each kind reads from the batch is a row of NEEDS.
  *
  * The value loss kernel divides by the micro-batch's count of weighted tokens; its coefficient is
  * multiplied by that count (known on the host) so it too is Σ tokenScale·ℓ_v·coef (up to the
  * rounding of coef·count/count in f32).
  */
 import { ConfigError } from '../errors.ts';
-import { type LogitsBlocks, POLICY_STATS, POLICY_STATS_SIZE, type PolicyLossSpec as KernelSpec, policyLoss, policyLossScratchSize } from '../ops/policy_loss.ts';
+import { type LogitsBlocks, POLICY_STATS, POLICY_STATS_SIZE, policyLoss, policyLossScratchSize } from '../ops/policy_loss.ts';
 import type { Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { VALUE_STATS, valueLoss } from '../ops/value_loss.ts';
-import type { LossSpec } from '../algorithms/loss_spec.ts';
+import type { LossSpec, PolicyLossSpec } from '../algorithms/loss_spec.ts';
 import type { BatchNeeds, GpuBatch } from './batch.ts';
 import type { Activations } from './forward.ts';
 import { type Arena, view } from './layers.ts';
@@ -27,45 +27,32 @@ import type { StepStats } from './trainer.ts';
 
 type Kind = LossSpec['kind'];
 
-interface LossRow<K extends Kind> {
-  /** The kernel's spec with 'sum' aggregation. */
-  kernel(spec: Extract<LossSpec, { kind: K }>): KernelSpec;
-  needs(spec: Extract<LossSpec, { kind: K }>): BatchNeeds;
-}
-
-const sum = 'sum' as const;
-
-/** One row per loss kind. */
-const LOSSES: { readonly [K in Kind]: LossRow<K> } = {
-  cross_entropy: { kernel: () => ({ kind: 'cross_entropy', aggregation: sum }), needs: () => ({}) },
-  importance_sampling: { kernel: () => ({ kind: 'importance_sampling', aggregation: sum }), needs: () => ({ policy: true }) },
-  ppo: {
-    kernel: (s) => ({ kind: 'ppo', clipLow: s.clipLow, clipHigh: s.clipHigh, ...(s.dualClip === undefined ? {} : { dualClip: s.dualClip }), entropyCoef: s.entropyCoef, aggregation: sum }),
-    needs: (s) => ({ policy: true, ...(s.value ? { value: true, oldValues: s.value.clip !== null } : {}) }),
-  },
-  grpo: {
-    kernel: (s) => ({ kind: 'grpo', clipLow: s.clipLow, clipHigh: s.clipHigh, klBeta: s.klBeta, entropyCoef: s.entropyCoef, aggregation: sum }),
-    needs: () => ({ policy: true, ref: true }),
-  },
-  dpo: {
-    kernel: () => {
-      throw new ConfigError('spec.kind', 'dpo reduces per pair, not per token: compute log-probs (computeLogprobs), then train with importance_sampling');
-    },
-    needs: () => ({}),
+/** The batch inputs each loss kind reads; dpo, which the kernel does not compute, is refused. */
+const NEEDS: { readonly [K in Kind]: (spec: Extract<LossSpec, { kind: K }>) => BatchNeeds } = {
+  cross_entropy: () => ({}),
+  importance_sampling: () => ({ policy: true }),
+  ppo: (s) => ({ policy: true, ...(s.value ? { value: true, oldValues: s.value.clip !== null } : {}) }),
+  grpo: () => ({ policy: true, ref: true }),
+  dpo: () => {
+    throw new ConfigError('spec.kind', 'dpo reduces per pair, not per token: compute log-probs (computeLogprobs), then train with importance_sampling');
   },
 };
 
-function row(spec: LossSpec): LossRow<Kind> {
-  const r = (LOSSES as Record<string, LossRow<Kind>>)[spec?.kind];
-  if (!r) throw new ConfigError('spec.kind', `unknown loss kind "${String(spec?.kind)}"; known: ${Object.keys(LOSSES).join(', ')}`);
-  return r;
+function needsOf(spec: LossSpec): BatchNeeds {
+  const f = (NEEDS as Record<string, (s: LossSpec) => BatchNeeds>)[spec?.kind];
+  if (!f) throw new ConfigError('spec.kind', `unknown loss kind "${String(spec?.kind)}"; known: ${Object.keys(NEEDS).join(', ')}`);
+  return f(spec);
+}
+
+/** The kernel's spec: the job's, summed under pack.ts's token scales (needsOf refused dpo). */
+function kernelSpec(spec: LossSpec): PolicyLossSpec<'sum'> {
+  needsOf(spec);
+  return { ...(spec as PolicyLossSpec), aggregation: 'sum' };
 }
 
 /** The batch inputs the spec reads. A value spec without a value head is an error. */
 export function lossNeeds(spec: LossSpec, hasValueHead: boolean): BatchNeeds {
-  const r = row(spec);
-  r.kernel(spec); // refuses dpo before anything is uploaded
-  const needs = r.needs(spec);
+  const needs = needsOf(spec); // refuses dpo before anything is uploaded
   if (needs.value && !hasValueHead) throw new ConfigError('spec.value', 'a value loss needs a job with a value head (TrainerOptions.valueHead)');
   return needs;
 }
@@ -86,7 +73,6 @@ export interface LossReads {
 export function recordLoss(rec: Recorder, arena: Arena, b: GpuBatch, acts: Activations, spec: LossSpec, needs: BatchNeeds,
   head: Omit<LogitsBlocks, 'rows'>): LossReads {
   const N = b.N;
-  const kernelSpec = row(spec).kernel(spec);
   const a = (shape: number[], label: string) => arena.alloc(shape, 'f32', label);
   const out = {
     dlogits: acts.logits, logprobs: a([N], 'logprobs'), entropy: a([N], 'entropy'), loss: a([N], 'token loss'),
@@ -95,7 +81,7 @@ export function recordLoss(rec: Recorder, arena: Arena, b: GpuBatch, acts: Activ
   policyLoss(rec, out, {
     logits: acts.logits, targets: b.targets, weights: b.weights,
     oldLogprobs: b.oldLogprobs, advantages: b.advantages, refLogprobs: b.refLogprobs,
-  }, kernelSpec, {}, { rows: acts.logits.shape[0], ...head });
+  }, kernelSpec(spec), {}, { rows: acts.logits.shape[0], ...head });
   let dvalues: Tensor | null = null;
   let vstats: Tensor | null = null;
   if (acts.values) {

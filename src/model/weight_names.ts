@@ -154,8 +154,9 @@ function ignorable(cfg: ModelConfig, name: string): boolean {
 
 /**
  * The cheap first look: the checkpoint's highest layer index against cfg.nLayer, from its names
- * alone, before the config's expected entries are built (a config.json claiming 200000 layers over
- * a small file took 54 s and 1.7 GB to refuse that way). Names the first tensor of the first layer
+ * alone, before the config's expected entries are built (for a config.json claiming far more layers
+ * than the file holds, building them first costs time and memory in the claimed size, only to refuse).
+ * Names the first tensor of the first layer
  * the file lacks — the one the full check would have named.
  */
 function checkLayerCount(cfg: ModelConfig, source: TensorSource, prefix: string): void {

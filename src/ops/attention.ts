@@ -78,8 +78,8 @@ export interface AttentionDecodeOptions {
  * shared memory, 8 invocations (one llvmpipe SIMD row), each with a register tile of
  * rows × ceil(D/16) mat4x4 chunks capped at 16 (rows 8 for D ≤ 32, 4 for D = 64, 2 for D = 128,
  * 1 for D > 128): llvmpipe's compile time grows steeply past that (rows 8 at D = 64 run the
- * backward ~25% faster but take ~30 s to compile instead of ~7 s — pass `tuning: { rows: 8 }` for
- * long runs). Real GPUs: tiled, 64 invocations of one row, blocks of up to 16 rows of the other
+ * backward faster but take several times as long to compile — pass `tuning: { rows: 8 }` for
+ * long runs, where the compile is paid once). Real GPUs: tiled, 64 invocations of one row, blocks of up to 16 rows of the other
  * side — fewer where two [bc, D] tiles do not fit maxComputeWorkgroupStorageSize (bc = 7 at
  * D = 256 with WebGPU's minimum 16 KiB); should not even one row fit, the untiled variant.
  */

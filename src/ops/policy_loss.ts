@@ -8,8 +8,11 @@
  *   entropy  [N]     entropy of each row's softmax
  *   loss     [N]     per-token loss ℓ_i including the entropy bonus, 0 where masked
  *   stats    [6]     see POLICY_STATS: total loss, clip fraction, approx KL, KL to ref, entropy, tokens
- * The loss variant is a plain-data `PolicyLossSpec` (what src/algorithms produces); each variant
- * is a row of the MODES table, never a branch here.
+ * The loss variant is a plain-data `PolicyLossSpec` of src/algorithms/loss_spec.ts, the one spec
+ * type from the algorithms to here; each variant is a row of POLICY_LOSS_MODES, never a branch here.
+ * Those rows name the kernel's `const MODE_*` (and AGG_*) and hold their values, which
+ * test/unit/policy_loss_modes.test.ts reads back from kernels/policy_loss.wgsl; the per-token math
+ * the kernel's reference runs is src/algorithms/loss_terms.ts.
  *
  * The main pass has three layouts (PolicyLossTuning.layout): a workgroup per row reducing through
  * workgroup memory (real GPUs); an invocation per row over chunks of four logits with no barrier
@@ -43,37 +46,9 @@ import { type DispatchSpec, grid1d, Params, type Recorder, texelTableWidth } fro
 import type { Tensor } from '../gpu/tensor.ts';
 import { dims, expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, expectShape, LLVMPIPE_LOOP_LIMIT } from '../gpu/checks.ts';
 import { splitRange } from '../gpu/chunks.ts';
+import type { PolicyLossSpec, PpoLoss, Reduction } from '../algorithms/loss_spec.ts';
 
 const KERNEL = 'policy_loss';
-
-export type Aggregation = 'token_mean' | 'sequence_mean' | 'sum';
-
-interface LossCommon {
-  /** token_mean: Σ w·ℓ / #unmasked; sequence_mean: mean over sequences of their token_means; sum: Σ w·ℓ. */
-  aggregation: Aggregation;
-  /** Entropy bonus: ℓ −= entropyCoef · H. Default 0. */
-  entropyCoef?: number;
-}
-
-interface ClipParams {
-  /** ε_low: the ratio is clipped below at 1 − clipLow. */
-  clipLow: number;
-  /** ε_high: the ratio is clipped above at 1 + clipHigh. */
-  clipHigh: number;
-  /** Dual-clip c > 1 (Ye et al. 2020): for A < 0 the objective is at least c·A. Off when absent. */
-  dualClip?: number;
-}
-
-/** Supervised fine-tuning: ℓ = −log p(target), weighted per token. */
-export interface CrossEntropySpec extends LossCommon { kind: 'cross_entropy' }
-/** Off-policy policy gradient: ℓ = −r·A, r = exp(lp − old) with old held constant. */
-export interface ImportanceSamplingSpec extends LossCommon { kind: 'importance_sampling' }
-/** PPO clipped surrogate (Schulman et al. 2017), asymmetric clip, optional dual-clip. */
-export interface PpoSpec extends LossCommon, ClipParams { kind: 'ppo' }
-/** GRPO (Shao et al. 2024): PPO surrogate + β·k3 KL estimate to a reference policy. */
-export interface GrpoSpec extends LossCommon, ClipParams { kind: 'grpo'; klBeta: number }
-
-export type PolicyLossSpec = CrossEntropySpec | ImportanceSamplingSpec | PpoSpec | GrpoSpec;
 
 export interface PolicyLossInputs {
   logits: Tensor; // [N, V] f32
@@ -124,38 +99,48 @@ export const POLICY_STATS_SIZE = 6;
 
 type PerTokenInput = 'oldLogprobs' | 'advantages' | 'refLogprobs';
 
-interface Mode<S extends PolicyLossSpec> {
-  id: number; // MODE_* in the kernel
-  needs: readonly PerTokenInput[];
+interface Mode<S extends PolicyLossSpec<Reduction>> {
+  /** The kernel's `const` of this mode, and its value (checked against the WGSL by a unit test). */
+  readonly wgsl: `MODE_${string}`;
+  readonly id: number;
+  readonly needs: readonly PerTokenInput[];
   /** [ε_low, ε_high, dual-clip c (0 = off), β]. */
-  hyper: (spec: S) => [number, number, number, number];
+  readonly hyper: (spec: S) => [number, number, number, number];
 }
 
-const clip = (s: PpoSpec | GrpoSpec): [number, number, number] => [s.clipLow, s.clipHigh, s.dualClip ?? 0];
+const clip = (s: Pick<PpoLoss, 'clipLow' | 'clipHigh' | 'dualClip'>): [number, number, number] => [s.clipLow, s.clipHigh, s.dualClip ?? 0];
 
-/** One row per loss variant: its kernel mode, the per-token inputs it reads, its hyperparameters. */
-const MODES: { readonly [K in PolicyLossSpec['kind']]: Mode<Extract<PolicyLossSpec, { kind: K }>> } = {
-  cross_entropy: { id: 0, needs: [], hyper: () => [0, 0, 0, 0] },
-  importance_sampling: { id: 1, needs: ['oldLogprobs', 'advantages'], hyper: () => [0, 0, 0, 0] },
-  ppo: { id: 2, needs: ['oldLogprobs', 'advantages'], hyper: (s) => [...clip(s), 0] },
-  grpo: { id: 3, needs: ['oldLogprobs', 'advantages', 'refLogprobs'], hyper: (s) => [...clip(s), s.klBeta] },
+/**
+ * One row per loss variant: its kernel mode, the per-token inputs it reads, its hyperparameters.
+ * The mapped type makes a new kind in loss_spec.ts a compile error here until it has a row.
+ */
+export const POLICY_LOSS_MODES: { readonly [K in PolicyLossSpec<Reduction>['kind']]: Mode<Extract<PolicyLossSpec<Reduction>, { kind: K }>> } = {
+  cross_entropy: { wgsl: 'MODE_CE', id: 0, needs: [], hyper: () => [0, 0, 0, 0] },
+  importance_sampling: { wgsl: 'MODE_IS', id: 1, needs: ['oldLogprobs', 'advantages'], hyper: () => [0, 0, 0, 0] },
+  ppo: { wgsl: 'MODE_PPO', id: 2, needs: ['oldLogprobs', 'advantages'], hyper: (s) => [...clip(s), 0] },
+  grpo: { wgsl: 'MODE_GRPO', id: 3, needs: ['oldLogprobs', 'advantages', 'refLogprobs'], hyper: (s) => [...clip(s), s.klBeta] },
 };
 
-const AGGREGATIONS: Readonly<Record<Aggregation, number>> = { 'token_mean': 0, 'sequence_mean': 1, sum: 2 };
+/** The kernel's AGG_* of each reduction (checked against the WGSL as the modes are). */
+export const POLICY_LOSS_AGGREGATIONS: { readonly [A in Reduction]: { readonly wgsl: `AGG_${string}`; readonly id: number } } = {
+  token_mean: { wgsl: 'AGG_TOKEN_MEAN', id: 0 },
+  sequence_mean: { wgsl: 'AGG_SEQUENCE_MEAN', id: 1 },
+  sum: { wgsl: 'AGG_SUM', id: 2 },
+};
 
 /** Elements of the f32 scratch tensor: 4 per token (scale, old, advantage, ref) + S counts. */
 export function policyLossScratchSize(n: number, numSequences = 1): number {
   return 4 * n + Math.max(1, numSequences);
 }
 
-function modeOf<S extends PolicyLossSpec>(spec: S): Mode<S> {
-  const mode = (MODES as Record<string, Mode<PolicyLossSpec>>)[spec.kind];
-  if (!mode) throw new ConfigError('spec.kind', `unknown policy loss kind "${String(spec.kind)}"; known: ${Object.keys(MODES).join(', ')}`);
+function modeOf<S extends PolicyLossSpec<Reduction>>(spec: S): Mode<S> {
+  const mode = (POLICY_LOSS_MODES as Record<string, Mode<PolicyLossSpec<Reduction>>>)[spec.kind];
+  if (!mode) throw new ConfigError('spec.kind', `unknown policy loss kind "${String(spec.kind)}"; known: ${Object.keys(POLICY_LOSS_MODES).join(', ')}`);
   return mode as Mode<S>;
 }
 
 /** Checks the spec's numbers; returns [ε_low, ε_high, c, β, entropyCoef]. */
-function hyperparameters(spec: PolicyLossSpec): number[] {
+function hyperparameters(spec: PolicyLossSpec<Reduction>): number[] {
   const [lo, hi, c, beta] = modeOf(spec).hyper(spec);
   const ent = spec.entropyCoef ?? 0;
   const finite = (field: string, x: number) => {
@@ -165,8 +150,8 @@ function hyperparameters(spec: PolicyLossSpec): number[] {
   if (lo < 0 || lo >= 1) throw new ConfigError('spec.clipLow', `must be in [0, 1), got ${lo}`);
   if (hi < 0) throw new ConfigError('spec.clipHigh', `must be ≥ 0, got ${hi}`);
   if (c !== 0 && c <= 1) throw new ConfigError('spec.dualClip', `must be > 1 (or absent), got ${c}`);
-  if (!(spec.aggregation in AGGREGATIONS)) {
-    throw new ConfigError('spec.aggregation', `must be one of ${Object.keys(AGGREGATIONS).join(', ')}, got "${spec.aggregation}"`);
+  if (!Object.hasOwn(POLICY_LOSS_AGGREGATIONS, spec.aggregation)) {
+    throw new ConfigError('spec.aggregation', `must be one of ${Object.keys(POLICY_LOSS_AGGREGATIONS).join(', ')}, got "${spec.aggregation}"`);
   }
   return [lo, hi, c, beta, ent];
 }
@@ -235,7 +220,7 @@ function texelView(rec: Recorder, t: Tensor): Tensor | null {
  * `dlogits === inputs.logits` selects the in-place variant.
  */
 export function policyLoss(
-  rec: Recorder, out: PolicyLossOutputs, inputs: PolicyLossInputs, spec: PolicyLossSpec, tuning: PolicyLossTuning = {}, blocks?: LogitsBlocks,
+  rec: Recorder, out: PolicyLossOutputs, inputs: PolicyLossInputs, spec: PolicyLossSpec<Reduction>, tuning: PolicyLossTuning = {}, blocks?: LogitsBlocks,
 ): void {
   const mode = modeOf(spec);
   const [epsLow, epsHigh, dualClip, klBeta, entCoef] = hyperparameters(spec);
@@ -297,7 +282,7 @@ export function policyLoss(
   const perRow = layout !== 'groups';
   const vec4 = v % 4 === 0;
   const params = (rowThreads: number, texWidth: number, r0: number, rows: number) => new Params(16).u32(n).u32(v).u32(s).u32(mode.id)
-    .u32(AGGREGATIONS[spec.aggregation]).u32(rowThreads).f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN)
+    .u32(POLICY_LOSS_AGGREGATIONS[spec.aggregation].id).u32(rowThreads).f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN)
     .u32(texWidth).u32(r0).u32(rows);
   const single = { RWG: 256 }; // prepare and stats: one workgroup over all tokens
   // Binding table of the kernel: 0 logits, 1 targets, 2 scratch, 3 dlogits, 4 logprobs, 5 entropy,

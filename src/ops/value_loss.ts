@@ -5,20 +5,16 @@
  *
  * Writes (=) `dvalues` [N] = dL/dv and `stats` [2] = [L, clip fraction]. `clip: null` drops the
  * clipped term (plain masked MSE, ½(v−R)²). One dispatch of one workgroup; deterministic.
+ * The spec is src/algorithms/loss_spec.ts's ValueLossSpec; the per-token loss the reference runs
+ * is src/algorithms/loss_terms.ts's clippedValueLoss.
  */
 import { ConfigError, ShapeError } from '../errors.ts';
 import { Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectShape } from '../gpu/checks.ts';
+import type { ValueLossSpec } from '../algorithms/loss_spec.ts';
 
 const KERNEL = 'value_loss';
-
-export interface ValueLossSpec {
-  /** ε of the clip around the rollout-time value, or null for no clipping. */
-  clip: number | null;
-  /** Multiplier of the loss (the value-function coefficient). Default 1. */
-  coef?: number;
-}
 
 export interface ValueLossInputs {
   values: Tensor; // [N] f32, the critic's predictions v
@@ -36,7 +32,7 @@ export const VALUE_STATS = { loss: 0, clipFraction: 1 } as const;
 
 /** Clipped value loss and its gradient. Writes (=) `dvalues` and `stats`. */
 export function valueLoss(rec: Recorder, out: ValueLossOutputs, inputs: ValueLossInputs, spec: ValueLossSpec): void {
-  const coef = spec.coef ?? 1;
+  const coef = spec.coef;
   if (!Number.isFinite(coef)) throw new ConfigError('spec.coef', `must be finite, got ${coef}`);
   if (spec.clip !== null && !(Number.isFinite(spec.clip) && spec.clip >= 0)) {
     throw new ConfigError('spec.clip', `must be a finite number ≥ 0 or null, got ${spec.clip}`);

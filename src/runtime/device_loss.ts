@@ -1,8 +1,8 @@
 /**
  * Telling a failure caused by a lost device from any other. A call in flight when the device goes
  * fails with whatever the driver reports first (a validation error of its submission, a rejected
- * buffer map), and the device's `lost` promise settles a little later (~80 ms on llvmpipe after
- * `destroy()`), so a failure that could be the GPU's waits that long for the loss to show.
+ * buffer map), and the device's `lost` promise settles a little later, so a failure that could be
+ * the GPU's waits up to LOSS_GRACE_MS for the loss to show.
  * Errors that cannot come from the GPU (bad input, a missing object) are passed on at once.
  */
 import { ConfigError, GpuValidationError, ReleasedError, WebtinkerError } from '../errors.ts';

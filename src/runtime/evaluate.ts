@@ -87,8 +87,9 @@ export function jobEnv(name: string): JobEnv {
     case 'guess-number':
       // 1–16 in 5 guesses, each answer naming the numbers still possible; demonstrations are exact
       // binary searches half of the time and upward scans otherwise (one strategy per episode), so
-      // RL has to learn that halving pays off. A 2-layer model learns both look-ups in ~100 SFT
-      // steps, where noisy searches (off-midpoint guesses) taught it nothing about the answers.
+      // RL has to learn that halving pays off. Exact searches are look-ups a 2-layer model learns in
+      // its warm start, where noisy searches (off-midpoint guesses) taught it nothing about the
+      // answers.
       return { name, kind: 'single', spec: guessNumberEnv(GUESS_NUMBER_JOB), maxTurns: GUESS_NUMBER_JOB.maxGuesses, maxNewTokens: 24, format: JOB_FORMAT, context: 384 }; // <answer>16</answer>: 19 bytes; demonstrations: median 257, max 316 tokens
     case 'nim':
       // The learner is player 1; player 2 plays uniformly random legal moves.

@@ -18,7 +18,7 @@
  *   with λ = 1 (PPO_LAMBDA; verl's default for outcome rewards): the only reward comes at the end
  *   of an episode, and at λ = 0.95 per token it reaches a decision ~100 tokens earlier (a
  *   guess-number episode's first guess) with weight 0.95^100 ≈ 0.006 — credit left to a critic
- *   that starts from nothing (measured: 60 PPO steps on guess-number did not move the policy);
+ *   that starts from nothing, so the policy gets next to no signal from the outcome;
  * - DPO pairs are made online from each group ranked by reward, the reference is the frozen start
  *   (a fresh adapter on the SFT'd base, B = 0, or an untouched full copy). The engine reduces per
  *   token, so the step computes the policy's log-probs, takes the DPO gradient per token on the

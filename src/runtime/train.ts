@@ -24,10 +24,11 @@ import { type Algo, ALGOS, type JobOptions, type JobResult, runTraining } from '
 /**
  * The zero-config job (what `npm run train` runs with no flags): gpt2-100k (2 layers, C=64, byte
  * tokens) from scratch on `calculator`, a full-parameter SFT warm start on 4096 generated
- * demonstrations (300 steps of 32, cosine learning rate peaking at 1e-2: a model this small learns
- * to copy the expression into the tool call and the tool's result into the answer after ~150–200
- * such steps, measured), then LoRA GRPO (20 steps of 16 tasks × 4 attempts at 5e-3), with 128
- * held-out episodes evaluated after SFT and after RL.
+ * demonstrations (300 steps of 32, cosine learning rate peaking at 1e-2: a model this small needs
+ * the better part of them to learn to copy the expression into the tool call and the tool's result
+ * into the answer, and RL can only choose between strategies the warm start can already carry out),
+ * then LoRA GRPO (20 steps of 16 tasks × 4 attempts at 5e-3), with 128 held-out episodes evaluated
+ * after SFT and after RL. What this run reaches is measured in the README and BENCHMARKS.md.
  */
 export const TRAIN_DEFAULTS = Object.freeze({
   env: 'calculator' as EnvName,

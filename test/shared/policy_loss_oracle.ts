@@ -5,9 +5,10 @@
  * tf.minimum / tf.maximum / tf.where and clipByValue — nothing shared with the kernel or the
  * CPU reference except the per-token scale (weights / normalizer, constants for the gradient).
  */
-import type { PolicyLossSpec } from '../../src/ops/policy_loss.ts';
-import type { ValueLossSpec } from '../../src/ops/value_loss.ts';
+import type { PolicyLossSpec as Spec, Reduction, ValueLossSpec } from '../../src/algorithms/loss_spec.ts';
 import { tf } from '../reference/tf.ts';
+
+type PolicyLossSpec = Spec<Reduction>;
 
 type T1 = tf.Tensor1D;
 interface PerToken {
@@ -90,7 +91,7 @@ export function tfValueLoss(
   return tf.tidy(() => {
     let count = 0;
     for (const w of weights) if (w !== 0) count++;
-    const scale = tf.tensor1d(Float32Array.from(weights, (w) => (count ? ((spec.coef ?? 1) * w) / count : 0)));
+    const scale = tf.tensor1d(Float32Array.from(weights, (w) => (count ? (spec.coef * w) / count : 0)));
     const [vo, r] = [tf.tensor1d(old), tf.tensor1d(returns)];
     const f = (v: T1) => {
       const un = tf.square(tf.sub(v, r));

@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { datumFromSequence, type Datum } from '../../src/algorithms/datum.ts';
 import { crossEntropyLoss, dpoLoss, grpoLoss, importanceSamplingLoss, ppoLoss, valueLossSpec } from '../../src/algorithms/loss_spec.ts';
-import { aggregationScales, clippedSurrogate, grpoTerm, POLICY_TERMS, policyLossReference } from '../../src/algorithms/losses.ts';
-import { clippedValueLoss, ppoDatums, valueLossReference } from '../../src/algorithms/ppo.ts';
+import { clippedSurrogate, clippedValueLoss, grpoTerm, POLICY_TERMS } from '../../src/algorithms/loss_terms.ts';
+import { aggregationScales, policyLossReference } from '../../src/algorithms/losses.ts';
+import { ppoDatums, valueLossReference } from '../../src/algorithms/ppo.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { makeTraj, worked } from './algo_fixtures.ts';
 

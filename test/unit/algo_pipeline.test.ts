@@ -5,16 +5,18 @@ import { EMPTY_BASELINE } from '../../src/algorithms/advantages.ts';
 import type { Datum } from '../../src/algorithms/datum.ts';
 import { dpoDatums, dpoPairsFromGroups } from '../../src/algorithms/dpo.ts';
 import { grpoDatums } from '../../src/algorithms/grpo.ts';
-import { grpoLoss, importanceSamplingLoss, ppoLoss, type PolicyLossSpec } from '../../src/algorithms/loss_spec.ts';
-import { POLICY_TERMS, policyLossReference } from '../../src/algorithms/losses.ts';
+import { datumFromSequence } from '../../src/algorithms/datum.ts';
+import { crossEntropyLoss, grpoLoss, importanceSamplingLoss, ppoLoss, type PolicyLossSpec, valueLossSpec } from '../../src/algorithms/loss_spec.ts';
+import { policyTerm } from '../../src/algorithms/loss_terms.ts';
+import { policyLossReference } from '../../src/algorithms/losses.ts';
 import { packDatums } from '../../src/algorithms/pack.ts';
-import { clippedValueLoss, ppoDatums } from '../../src/algorithms/ppo.ts';
+import { ppoDatums, valueLossReference } from '../../src/algorithms/ppo.ts';
 import { reinforceDatums } from '../../src/algorithms/reinforce.ts';
 import { rlooDatums } from '../../src/algorithms/rloo.ts';
 import { Agent } from '../../src/env/agent.ts';
 import { guessNumberEnv } from '../../src/env/envs/guess_number.ts';
 import { rolloutGroups } from '../../src/env/rollout.ts';
-import { TERMS } from '../../src/ops/policy_loss.ref.ts';
+import { policyLossRef } from '../../src/ops/policy_loss.ref.ts';
 import { valueLossRef } from '../../src/ops/value_loss.ref.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { fakePolicy, tok } from './env_fakes.ts';
@@ -33,8 +35,7 @@ function packedLoss(spec: PolicyLossSpec, datums: readonly Datum[], shift: (t: n
     for (let i = 0; i < b.rows * b.seqLen; i++) {
       if (b.tokenScaleBT[i] === 0) continue;
       const t = i % b.seqLen;
-      const term = (POLICY_TERMS[spec.kind] as (s: PolicyLossSpec, lp: number, old: number, a: number, ref: number) => { loss: number })(
-        spec, b.oldLogprobsBT[i] + shift(t), b.oldLogprobsBT[i], b.advantagesBT[i], b.refLogprobsBT?.[i] ?? 0);
+      const term = policyTerm(spec, b.oldLogprobsBT[i] + shift(t), b.oldLogprobsBT[i], b.advantagesBT[i], b.refLogprobsBT?.[i] ?? 0);
       loss += b.tokenScaleBT[i] * term.loss;
     }
   }
@@ -77,36 +78,99 @@ describe('one RL step on the CPU', () => {
   });
 });
 
+/**
+ * S sequences of odd lengths over a vocabulary of V, about a third of the tokens masked: each as a
+ * datum (this layer) and flattened into the kernel reference's [N] arrays (src/ops).
+ */
+function sequences(rng: Rng, S: number, V: number) {
+  const seqs = Array.from({ length: S }, (_, s) => {
+    const T = 3 + 2 * s;
+    const u = (k: number) => Array.from({ length: T }, () => k * rng.nextFloat());
+    const targetsT = Array.from({ length: T }, () => rng.nextInt(V));
+    const maskT = Array.from({ length: T }, (_, t) => (t === 0 || rng.nextFloat() > 0.35 ? 1 : 0));
+    const [oldT, refT, advT] = [u(-3), u(-3), u(4).map((a) => a - 2)];
+    const logitsTV = Array.from({ length: T * V }, () => 3 * rng.normal());
+    const datum = datumFromSequence(s, [0, ...targetsT], [0, ...maskT], [0, ...oldT], { advantagesT: advT, refLogprobsT: refT });
+    return { datum, T, targetsT, maskT, oldT, refT, advT, logitsTV };
+  });
+  const cat = (f: (x: (typeof seqs)[number]) => number[]) => Float32Array.from(seqs.flatMap(f));
+  const flat = {
+    logits: cat((x) => x.logitsTV), targets: Int32Array.from(seqs.flatMap((x) => x.targetsT)), weights: cat((x) => x.maskT),
+    oldLogprobs: cat((x) => x.oldT), advantages: cat((x) => x.advT), refLogprobs: cat((x) => x.refT),
+    seqIds: Int32Array.from(seqs.flatMap((x, s) => x.maskT.map(() => s))), numSequences: S,
+  };
+  return { seqs, flat };
+}
+
 describe('agreement with the kernel’s CPU reference (src/ops)', () => {
-  it('per-token policy terms match TERMS of policy_loss.ref.ts', () => {
-    const rng = new Rng(11);
-    const specs = [
-      { mine: ppoLoss({ clipLow: 0.2, clipHigh: 0.28, dualClip: 3 }), theirs: { kind: 'ppo', clipLow: 0.2, clipHigh: 0.28, dualClip: 3, aggregation: 'token_mean' } },
-      { mine: grpoLoss({ klBeta: 0.04 }), theirs: { kind: 'grpo', clipLow: 0.2, clipHigh: 0.2, klBeta: 0.04, aggregation: 'sequence_mean' } },
-      { mine: importanceSamplingLoss(), theirs: { kind: 'importance_sampling', aggregation: 'token_mean' } },
-    ] as const;
-    for (let i = 0; i < 500; i++) {
-      const [lp, old, a, ref] = [-3 * rng.nextFloat(), -3 * rng.nextFloat(), 4 * rng.nextFloat() - 2, -3 * rng.nextFloat()];
-      for (const { mine, theirs } of specs) {
-        const m = (POLICY_TERMS[mine.kind] as (s: PolicyLossSpec, ...x: number[]) => { loss: number; g: number })(mine, lp, old, a, ref);
-        const t = (TERMS[theirs.kind] as (s: unknown, ...x: number[]) => { loss: number; g: number })(theirs, lp, old, a, ref);
-        expect(m.loss).toBeCloseTo(t.loss, 12);
-        expect(m.g).toBeCloseTo(t.g, 12);
-      }
+  // Both references run loss_terms.ts's per-token math; what is checked here is everything around
+  // it: the aggregations (aggregationScales vs tokenScales), the entropy bonus, the stats, and the
+  // chain rule from d(loss)/d(lp), d(loss)/dH to the logits.
+  it('policyLossReference over datums and policyLossRef over logits give the same loss, stats and gradients', () => {
+    const V = 7;
+    const { seqs, flat } = sequences(new Rng(11), 5, V);
+    const specs: PolicyLossSpec[] = [
+      ppoLoss({ clipLow: 0.2, clipHigh: 0.28, dualClip: 3, entropyCoef: 0.01 }),
+      grpoLoss({ klBeta: 0.04, entropyCoef: 0.02 }),
+      importanceSamplingLoss({ aggregation: 'sequence_mean' }),
+      crossEntropyLoss(),
+    ];
+    for (const spec of specs) {
+      const theirs = policyLossRef(flat, spec);
+      // The log-probs and entropies the kernel reference saw (f32), per sequence.
+      let i0 = 0;
+      const inputs = seqs.map((x) => {
+        const r = { datum: x.datum, logprobsT: [...theirs.logprobs.subarray(i0, i0 + x.T)], entropyT: [...theirs.entropy.subarray(i0, i0 + x.T)] };
+        i0 += x.T;
+        return r;
+      });
+      const mine = policyLossReference(spec, inputs);
+      const what = `${spec.kind} ${spec.aggregation}`;
+      expect(mine.stats.tokens, what).toBe(theirs.stats[5]);
+      // The kernel reference's stats are f32: equal to ~1e-7 relative.
+      const close = (a: number, b: number, stat: string) => expect(Math.abs(a - b), `${what}: ${stat} ${a} vs ${b}`).toBeLessThan(1e-6 * Math.max(1, Math.abs(b)));
+      close(mine.loss, theirs.stats[0], 'loss');
+      close(mine.stats.clipFraction, theirs.stats[1], 'clip fraction');
+      close(mine.stats.approxKl, theirs.stats[2], 'approx KL');
+      close(mine.stats.refKl, theirs.stats[3], 'ref KL');
+      if (spec.kind === 'ppo') expect(mine.stats.clipFraction, 'some tokens clipped').toBeGreaterThan(0);
+      // dL/dz_j = dL/dlp·(δ_jt − p_j) + dL/dH·dH/dz_j, dH/dz_j = −p_j·(log p_j + H).
+      let i = 0;
+      let worst = 0;
+      seqs.forEach((x, s) => {
+        for (let t = 0; t < x.T; t++, i++) {
+          const z = flat.logits.subarray(i * V, (i + 1) * V);
+          const m = Math.max(...z);
+          const lse = m + Math.log(z.reduce((a, zj) => a + Math.exp(zj - m), 0));
+          const h = theirs.entropy[i];
+          for (let j = 0; j < V; j++) {
+            const lz = z[j] - lse;
+            const pj = Math.exp(lz);
+            const want = mine.dlogprobsST[s][t] * ((j === x.targetsT[t] ? 1 : 0) - pj) - mine.dentropyST[s][t] * pj * (lz + h);
+            worst = Math.max(worst, Math.abs(want - theirs.dlogits[i * V + j]));
+          }
+        }
+      });
+      expect(worst, `${what}: dlogits`).toBeLessThan(1e-6 * Math.max(1, ...theirs.dlogits.map(Math.abs)));
     }
   });
-  it('the clipped value loss matches value_loss.ref.ts', () => {
+
+  it('valueLossReference over datums and valueLossRef give the same loss, clip fraction and gradients', () => {
     const rng = new Rng(12);
-    const n = 64;
-    const [v, old, ret] = [rng.normalArray(n), rng.normalArray(n), rng.normalArray(n)];
-    const w = new Float32Array(n).fill(1);
-    const theirs = valueLossRef(v, old, ret, w, { clip: 0.2, coef: 1 });
-    let loss = 0;
-    for (let i = 0; i < n; i++) {
-      const x = clippedValueLoss(v[i], old[i], ret[i], 0.2);
-      loss += x.loss / n;
-      expect(x.dv / n).toBeCloseTo(theirs.dvalues[i], 6);
-    }
-    expect(loss).toBeCloseTo(theirs.stats[0], 5);
+    const { seqs } = sequences(rng, 4, 3);
+    const spec = valueLossSpec({ clip: 0.2, coef: 0.5 });
+    const withValues = seqs.map((x) => {
+      const returnsT = x.maskT.map(() => rng.normal());
+      const oldValuesT = returnsT.map((r) => r + 0.5 * rng.normal());
+      const valuesT = oldValuesT.map((o) => o + 0.4 * rng.normal());
+      return { datum: { ...x.datum, returnsT, oldValuesT }, valuesT };
+    });
+    const mine = valueLossReference(spec, withValues);
+    const cat = (f: (x: (typeof withValues)[number]) => readonly number[]) => Float32Array.from(withValues.flatMap(f));
+    const theirs = valueLossRef(cat((x) => x.valuesT), cat((x) => x.datum.oldValuesT), cat((x) => x.datum.returnsT), cat((x) => x.datum.lossMaskT), spec);
+    expect(mine.loss).toBeCloseTo(theirs.stats[0], 6);
+    expect(mine.clipFraction).toBeCloseTo(theirs.stats[1], 6);
+    expect(mine.clipFraction, 'some tokens clipped').toBeGreaterThan(0);
+    mine.dvaluesST.flat().forEach((d, i) => expect(d).toBeCloseTo(theirs.dvalues[i], 6));
   });
 });

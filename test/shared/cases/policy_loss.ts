@@ -9,15 +9,19 @@ import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { emptyTensor, Tensor, tensorFrom } from '../../../src/gpu/tensor.ts';
 import { STORAGE_USAGE } from '../../../src/gpu/pool.ts';
-import { type LogitsBlocks, POLICY_STATS, POLICY_STATS_SIZE, policyLoss, type PolicyLossSpec, policyLossScratchSize, type PolicyLossTuning } from '../../../src/ops/policy_loss.ts';
+import type { PolicyLossSpec as Spec, Reduction, ValueLossSpec } from '../../../src/algorithms/loss_spec.ts';
+import { type LogitsBlocks, POLICY_LOSS_MODES, POLICY_STATS, POLICY_STATS_SIZE, policyLoss, policyLossScratchSize, type PolicyLossTuning } from '../../../src/ops/policy_loss.ts';
 import { policyLossRef, type PolicyLossRefInputs, tokenScales } from '../../../src/ops/policy_loss.ref.ts';
-import { valueLoss, type ValueLossSpec } from '../../../src/ops/value_loss.ts';
+import { valueLoss } from '../../../src/ops/value_loss.ts';
 import { valueLossRef } from '../../../src/ops/value_loss.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import { maxAbsDiff, relL2 } from '../../reference/tf.ts';
 import { firstBitDiff } from '../gpu.ts';
 import { tfPolicyLoss, tfValueLoss } from '../policy_loss_oracle.ts';
 import type { GpuCase } from '../register.ts';
+
+/** The kernel's spec: loss_spec.ts's, with every reduction the kernel has. */
+type PolicyLossSpec = Spec<Reduction>;
 
 type Fixture = Required<PolicyLossRefInputs> & { n: number; v: number };
 
@@ -93,7 +97,8 @@ function specOf(kind: PolicyLossSpec['kind'], aggregation: PolicyLossSpec['aggre
   return specs[kind];
 }
 
-const KINDS = ['cross_entropy', 'importance_sampling', 'ppo', 'grpo'] as const;
+/** Every kind the kernel has (cross_entropy, importance_sampling, ppo, grpo): a new one is tested here unasked. */
+const KINDS = Object.keys(POLICY_LOSS_MODES) as PolicyLossSpec['kind'][];
 const AGGS = ['token_mean', 'sequence_mean', 'sum'] as const;
 /** [N, V]: V = 1, odd sizes, and one V past 4096. */
 const SHAPES: [number, number][] = [[3, 1], [7, 7], [33, 33], [9, 257], [13, 1000], [5, 4099]];
@@ -364,7 +369,7 @@ export const valueLossCases: GpuCase[] = [
         const old = Float32Array.from(ret, (r) => r + 0.5 * rng.normal());
         const v = Float32Array.from(old, (x) => x + 0.4 * rng.normal());
         const w = Float32Array.from({ length: n }, (_, i) => (i > 0 && rng.nextFloat() < 0.3 ? 0 : 1));
-        for (const spec of [{ clip: 0.2, coef: 0.5 }, { clip: null }] as ValueLossSpec[]) {
+        for (const spec of [{ clip: 0.2, coef: 0.5 }, { clip: null, coef: 1 }] as ValueLossSpec[]) {
           const what = `N=${n} clip=${spec.clip}`;
           const got = await runValue(ctx, v, old, ret, w, spec);
           const want = valueLossRef(v, old, ret, w, spec);
@@ -391,11 +396,11 @@ export const valueLossCases: GpuCase[] = [
       const s = emptyTensor(ctx, [2], 'f32', { ...o, label: 's' });
       const d = emptyTensor(ctx, [5], 'f32', { ...o, label: 'd' });
       const rec = new Recorder(ctx);
-      assert.throws(() => valueLoss(rec, { dvalues: d, stats: s }, { values: a, oldValues: a, returns: b, weights: a }, { clip: 0.2 }),
+      assert.throws(() => valueLoss(rec, { dvalues: d, stats: s }, { values: a, oldValues: a, returns: b, weights: a }, { clip: 0.2, coef: 1 }),
         ShapeError, /value_loss: returns must have shape \[5\], got Tensor\(b: f32\[6\]\)/);
-      assert.throws(() => valueLoss(rec, { dvalues: d, stats: s }, { values: a, returns: a, weights: a }, { clip: 0.2 }), ShapeError, /needs oldValues \[5\]/);
-      assert.throws(() => valueLoss(rec, { dvalues: a, stats: s }, { values: a, returns: a, weights: a }, { clip: null }), ShapeError, /must not alias/);
-      assert.throws(() => valueLoss(rec, { dvalues: d, stats: s }, { values: a, returns: a, weights: a }, { clip: -1 }), ConfigError);
+      assert.throws(() => valueLoss(rec, { dvalues: d, stats: s }, { values: a, returns: a, weights: a }, { clip: 0.2, coef: 1 }), ShapeError, /needs oldValues \[5\]/);
+      assert.throws(() => valueLoss(rec, { dvalues: a, stats: s }, { values: a, returns: a, weights: a }, { clip: null, coef: 1 }), ShapeError, /must not alias/);
+      assert.throws(() => valueLoss(rec, { dvalues: d, stats: s }, { values: a, returns: a, weights: a }, { clip: -1, coef: 1 }), ConfigError);
       assert.strictEqual(rec.pending, 0);
       for (const t of [a, b, s, d]) t.release();
     },
