@@ -24,7 +24,8 @@ async function readFile(url: URL): Promise<Uint8Array> {
 const golden = (f: string) => goldenUrl('qwen3', f);
 const enc = (x: unknown) => new TextEncoder().encode(typeof x === 'string' ? x : JSON.stringify(x, null, 2));
 
-function byteAlphabet(): string[] {
+/** GPT-2's bytes_to_unicode: printable bytes map to themselves, the rest to U+0100 onwards. */
+export function byteAlphabet(): string[] {
   const keep = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
   const out: string[] = [];
   let n = 0;

@@ -42,3 +42,14 @@ export function randomLora(cfg: ModelConfig, lora: Partial<LoraConfig> & { targe
   for (const s of loraSpecs(cfg, config)) tensors[s.name] = rng.normalArray(numel(s.shape), 0.5 / Math.sqrt(s.shape[1]));
   return { config, tensors };
 }
+
+/** scale·B·A as an [out, in] array, in f64 (a LoRA module's update). */
+export function loraDelta(b: ArrayLike<number>, a: ArrayLike<number>, out: number, inp: number, rank: number, scale: number): Float64Array {
+  const d = new Float64Array(out * inp);
+  for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) {
+    let s = 0;
+    for (let r = 0; r < rank; r++) s += b[o * rank + r] * a[r * inp + i];
+    d[o * inp + i] = scale * s;
+  }
+  return d;
+}

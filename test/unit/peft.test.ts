@@ -10,23 +10,13 @@ import { openSafetensors } from '../../src/model/safetensors.ts';
 import { writeSafetensors } from '../../src/model/safetensors_write.ts';
 import { plainSource } from '../../src/model/weight_names.ts';
 import { Rng } from '../../src/util/rng.ts';
-import { randomLora, randomParams, tinyGpt2, tinyLlama } from './model_fixtures.ts';
+import { loraDelta, randomLora, randomParams, tinyGpt2, tinyLlama } from './model_fixtures.ts';
 
-/** scale·B·A as an [out, in] array. */
-function delta(b: Float32Array, a: Float32Array, out: number, inp: number, rank: number, scale: number): Float64Array {
-  const d = new Float64Array(out * inp);
-  for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) {
-    let s = 0;
-    for (let r = 0; r < rank; r++) s += b[o * rank + r] * a[r * inp + i];
-    d[o * inp + i] = scale * s;
-  }
-  return d;
-}
 
 function ourDelta(cfg: ModelConfig, lora: LoraConfig, t: Record<string, Float32Array>, layer: number, target: LoraTarget): Float64Array {
   const [out, inp] = loraTargetDims(cfg, target);
   const m = moduleName(layer, target);
-  return delta(t[`${m}.lora_b`], t[`${m}.lora_a`], out, inp, lora.rank, lora.alpha / lora.rank);
+  return loraDelta(t[`${m}.lora_b`], t[`${m}.lora_a`], out, inp, lora.rank, lora.alpha / lora.rank);
 }
 
 function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, tol = 1e-6): void {
@@ -74,7 +64,7 @@ describe('PEFT export', () => {
     expect(A.shape).toEqual([4, C]);
     expect(B.shape).toEqual([3 * C, 4]);
     // PEFT's c_attn update (α_c / r_c)·B·A, as [3C out, C in], equals ours on q and v, and 0 on k.
-    const peft = delta(B.data, A.data, 3 * C, C, 4, 10 / 4);
+    const peft = loraDelta(B.data, A.data, 3 * C, C, 4, 10 / 4);
     expectClose(peft.subarray(0, C * C), ourDelta(cfg, lora.config, lora.tensors, 1, 'q'));
     expectClose(peft.subarray(C * C, 2 * C * C), new Float64Array(C * C));
     expectClose(peft.subarray(2 * C * C), ourDelta(cfg, lora.config, lora.tensors, 1, 'v'));
@@ -104,9 +94,9 @@ describe('PEFT import of adapters written elsewhere', () => {
     expect(lora.targets).toEqual(['q', 'k', 'v', 'down']);
     expect(lora.rank).toBe(4);
     for (const l of [0, 1]) {
-      const fused = delta(tensors[`base_model.model.transformer.h.${l}.attn.c_attn.lora_B.weight`].data, tensors[`base_model.model.transformer.h.${l}.attn.c_attn.lora_A.weight`].data, 3 * C, C, 4, 8 / Math.sqrt(4));
+      const fused = loraDelta(tensors[`base_model.model.transformer.h.${l}.attn.c_attn.lora_B.weight`].data, tensors[`base_model.model.transformer.h.${l}.attn.c_attn.lora_A.weight`].data, 3 * C, C, 4, 8 / Math.sqrt(4));
       ['q', 'k', 'v'].forEach((t, j) => expectClose(ourDelta(cfg, lora, ours, l, t as LoraTarget), fused.subarray(j * C * C, (j + 1) * C * C), 1e-5));
-      const down = delta(tensors[`base_model.model.transformer.h.${l}.mlp.c_proj.lora_B.weight`].data, tensors[`base_model.model.transformer.h.${l}.mlp.c_proj.lora_A.weight`].data, C, cfg.dFF, 2, 3 / Math.sqrt(2));
+      const down = loraDelta(tensors[`base_model.model.transformer.h.${l}.mlp.c_proj.lora_B.weight`].data, tensors[`base_model.model.transformer.h.${l}.mlp.c_proj.lora_A.weight`].data, C, cfg.dFF, 2, 3 / Math.sqrt(2));
       expectClose(ourDelta(cfg, lora, ours, l, 'down'), down, 1e-5);
     }
   });

@@ -13,7 +13,7 @@ import { importPeftAdapter } from '../../src/model/peft.ts';
 import { PEFT_DEFAULT_TARGETS, parsePeftConfig } from '../../src/model/peft_config.ts';
 import { plainSource } from '../../src/model/weight_names.ts';
 import { Rng } from '../../src/util/rng.ts';
-import { tinyGpt2, tinyLlama } from './model_fixtures.ts';
+import { loraDelta, tinyGpt2, tinyLlama } from './model_fixtures.ts';
 
 interface Golden {
   label: string;
@@ -40,22 +40,12 @@ function hfModules(family: 'gpt2' | 'llama', nLayer: number): string[] {
 }
 const layerOf = (module: string) => Number(/\.(\d+)\./.exec(module)![1]);
 
-/** scale·B·A, [out, in], in f64. */
-function delta(b: ArrayLike<number>, a: ArrayLike<number>, out: number, inp: number, rank: number, scale: number): Float64Array {
-  const d = new Float64Array(out * inp);
-  for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) {
-    let s = 0;
-    for (let r = 0; r < rank; r++) s += b[o * rank + r] * a[r * inp + i];
-    d[o * inp + i] = scale * s;
-  }
-  return d;
-}
 
 function ourDelta(cfg: ModelConfig, lora: LoraConfig, t: Record<string, Float32Array>, layer: number, target: LoraTarget): Float64Array {
   const [out, inp] = loraTargetDims(cfg, target);
   const m = moduleName(layer, target);
   if (!lora.targets.includes(target)) return new Float64Array(out * inp);
-  return delta(t[`${m}.lora_b`], t[`${m}.lora_a`], out, inp, lora.rank, lora.alpha / lora.rank);
+  return loraDelta(t[`${m}.lora_b`], t[`${m}.lora_a`], out, inp, lora.rank, lora.alpha / lora.rank);
 }
 
 function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -80,7 +70,7 @@ describe(`PEFT import against PEFT ${goldens.peft} itself`, () => {
         const b = rng.normalArray(out * r, 0.5);
         file[`base_model.model.${module}.lora_A.weight`] = { shape: [r, inp], data: a };
         file[`base_model.model.${module}.lora_B.weight`] = { shape: [out, r], data: b };
-        const d = delta(b, a, out, inp, r, scale);
+        const d = loraDelta(b, a, out, inp, r, scale);
         let row = 0;
         for (const t of ts) {
           const rows = loraTargetDims(cfg, t)[0];

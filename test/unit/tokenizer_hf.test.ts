@@ -1,5 +1,6 @@
 // The Hugging Face tokenizer adapter on a tiny byte-level BPE tokenizer.json written here (GPT-2's
 // byte-to-unicode alphabet, five merges, three special tokens) and a ChatML chat template.
+import { byteAlphabet } from '../shared/hub_twin.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,14 +9,6 @@ import { describe, expect, it } from 'vitest';
 import { HfTokenizer, loadHfTokenizer } from '../../src/model/tokenizer/hf.ts';
 import { TokenizerError } from '../../src/model/tokenizer/tokenizer.ts';
 
-/** GPT-2's bytes_to_unicode: printable bytes map to themselves, the rest to U+0100 onwards. */
-function byteAlphabet(): string[] {
-  const keep = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-  const out: string[] = [];
-  let n = 0;
-  for (let b = 0; b < 256; b++) out.push(keep(b) ? String.fromCharCode(b) : String.fromCharCode(256 + n++));
-  return out;
-}
 
 const alphabet = byteAlphabet();
 const vocab: Record<string, number> = {};
