@@ -71,6 +71,8 @@ export interface LoadRaw {
   warm: ServiceMemory;
   /** Pool samples during the loaded window. */
   samples: { t: number; liveBytes: number; cachedBytes: number }[];
+  /** The pool at the largest sample (which owners hold the transient bytes). */
+  peak: ServiceMemory;
   after: ServiceMemory;
   admission: AdmissionProbe[];
   deviceLosses: number;
@@ -154,12 +156,14 @@ export async function runSchedulerLoad(service: WorkerService, o: LoadOptions): 
   const mismatched: string[] = [];
   const latenciesMs: number[] = [];
   const samples: LoadRaw['samples'] = [];
+  let peak = warm;
   let callersDone = false;
   const t0 = performance.now();
   const sampling = (async () => {
     while (!callersDone) {
       const m = await service.memory();
       samples.push({ t: performance.now() - t0, liveBytes: m.liveBytes, cachedBytes: m.cachedBytes });
+      if (m.liveBytes > peak.liveBytes) peak = m;
       await sleep(Math.max(50, o.durationMs / 100));
     }
   })();
@@ -210,7 +214,7 @@ export async function runSchedulerLoad(service: WorkerService, o: LoadOptions): 
   await service.releaseModel(modelId);
   return {
     requestIds: all.map((r) => r.id), answers, mismatched, latenciesMs, aloneMs, windowMs,
-    trainingSteps: { a: steps.a - steps0.a, b: steps.b - steps0.b }, warm, samples, after, admission, deviceLosses,
+    trainingSteps: { a: steps.a - steps0.a, b: steps.b - steps0.b }, warm, samples, peak, after, admission, deviceLosses,
   };
 }
 

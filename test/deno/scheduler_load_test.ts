@@ -37,6 +37,7 @@ Deno.test({
       assert.isAbove(r.samples.length, 0);
       const peak = Math.max(...r.samples.map((s) => s.liveBytes));
       console.log(`pool live: warm ${r.warm.liveBytes} B, peak sampled ${peak} B, after ${r.after.liveBytes} B (cached ${r.after.cachedBytes} B)`);
+      console.log(`owners grown at the sampled peak: ${JSON.stringify(ownerGrowth(r.warm, r.peak))}`);
       assert.deepEqual(ownerGrowth(r.warm, r.after), {});
       assert.isAtMost(r.after.liveBytes, r.warm.liveBytes);
       // Admission: refused outright, before the worker allocated anything; no device loss.

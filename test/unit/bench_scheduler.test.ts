@@ -32,6 +32,7 @@ const loadRaw: LoadRaw = {
   trainingSteps: { a: 6, b: 3 },
   warm: mem(1000, { 'model:m': 600, 'job:a': 200, 'job:b': 200 }),
   samples: [{ t: 0, liveBytes: 1200, cachedBytes: 0 }, { t: 10, liveBytes: 1100, cachedBytes: 100 }],
+  peak: mem(1200, { 'model:m': 600, 'job:a': 200, 'job:b': 200, 'sampler:s': 200 }),
   after: mem(1000, { 'model:m': 600, 'job:a': 200, 'job:b': 200, 'sampler:s': 0 }),
   admission: [{ what: 'big job', error: 'AdmissionError', message: 'budget', ownersAfter: [] }],
   deviceLosses: 0,
