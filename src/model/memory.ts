@@ -210,6 +210,14 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
 }
 
 /**
+ * Bytes of a base's kept weight texture copies on `device` (0 where the matmul reads no textures):
+ * what its LoRA jobs' steps and its samplers keep, once, whatever the number of jobs on it.
+ */
+export function baseKeptTexelBytes(cfg: ModelConfig, device?: TrainingMemoryDevice, baseBytes = 4): number {
+  return device?.textureReads ? keptWeightTexels(cfg, baseBytes, device.maxStorageBufferBindingSize, device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT) : 0;
+}
+
+/**
  * Bytes of the weight texture copies a training step keeps (Recorder.texels) of at least
  * KEPT_TEXELS_MIN_ELEMENTS, in the order the step makes them, each while it fits under `limit`:
  * every block linear whole (half the texel bytes for an f16 base, `baseBytes` 2); the head [V, C]

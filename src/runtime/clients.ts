@@ -144,7 +144,7 @@ export interface ServiceClient {
    */
   deviceTime?(clientId: string): { jobMs: number; totalMs: number } | undefined;
   /** Pool accounting of the device. */
-  memory(): Promise<{ liveBytes: number; peakLiveBytes: number; owners: Record<string, OwnerStats> }>;
+  memory(): Promise<{ liveBytes: number; peakLiveBytes: number; cachedBytes: number; owners: Record<string, OwnerStats> }>;
   close(): Promise<void>;
 }
 

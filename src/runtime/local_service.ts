@@ -220,7 +220,7 @@ export class LocalService implements ServiceClient {
 
   memory() {
     const s = this.ctx.pool.stats();
-    return Promise.resolve({ liveBytes: s.liveBytes, peakLiveBytes: s.peakLiveBytes, owners: s.owners });
+    return Promise.resolve({ liveBytes: s.liveBytes, peakLiveBytes: s.peakLiveBytes, cachedBytes: s.cachedBytes, owners: s.owners });
   }
 
   close(): Promise<void> {

@@ -98,6 +98,8 @@ export interface TrainingJobInfo {
 export interface ServiceMemory {
   liveBytes: number;
   peakLiveBytes: number;
+  /** Released buffers the pool keeps for reuse (not live; at most its cache limit). */
+  cachedBytes: number;
   owners: Record<string, OwnerStats>;
 }
 

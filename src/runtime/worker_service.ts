@@ -20,7 +20,8 @@
  *   - an inference client (createInferenceClient) is such a sampler over a base, its requests
  *     naming published adapter versions (adapter_registry.ts).
  *   - each resident base model is a job `model:<id>` of kind 'inference', class 'normal', holding
- *     the base's bytes (every parameter at f32: an upper bound for f16 storage) for as long as it
+ *     the base's bytes (every parameter at f32: an upper bound for f16 storage; on llvmpipe with
+ *     the texture copies of its weights kept for the matmul, baseKeptTexelBytes) for as long as it
  *     is loaded; its upload and host copies are its quanta. N LoRA jobs on it then reserve
  *     base + N × job bytes, as the pool shows them using (multi-LoRA on a shared base).
  * Pause, resume, reprioritize and cancel go through the scheduler (`service.scheduler`, or the
@@ -48,7 +49,7 @@
  */
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
-import { adapterMemoryDevice, estimateTrainingMemory } from '../model/memory.ts';
+import { adapterMemoryDevice, baseKeptTexelBytes, estimateTrainingMemory } from '../model/memory.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
 import type { RegistryStats } from './adapter_registry.ts';
 import {
@@ -286,7 +287,10 @@ export class WorkerService implements ServiceClient {
   async #createModelNow(cfg: ModelConfig, opts: CreateModelOptions, id: string): Promise<string> {
     if (this.#models.has(id)) throw new JobStateError(`a model "${id}" exists already`);
     const o = { schedId: `model:${id}`, epoch: this.#epoch, kind: 'model' as const, closed: false, tail: Promise.resolve(), cfg, recipe: { ...opts, id } };
-    await this.scheduler.submit({ id: o.schedId, kind: 'inference', priority: 'normal', memoryBytes: 4 * countParameters(cfg) });
+    // Its bytes: every parameter at f32, and on llvmpipe the texture copies of its weights that its
+    // jobs' and samplers' matmuls keep (kept_texels.ts) — once per base, so admitted with it.
+    const kept = baseKeptTexelBytes(cfg, adapterMemoryDevice(this.adapter));
+    await this.scheduler.submit({ id: o.schedId, kind: 'inference', priority: 'normal', memoryBytes: 4 * countParameters(cfg) + kept });
     this.#models.set(id, o);
     try {
       await this.quantum(o, id, 'createModel', (api) => api.createModel(cfg, { ...opts, id }));

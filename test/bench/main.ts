@@ -134,6 +134,7 @@ async function main(args: BenchArgs): Promise<number> {
         json.scheduler = rep.scheduler;
         json.scheduler_details = rep.details;
         json.scheduler_targets = rep.targets;
+        json.scheduler_load = rep.load;
         sectionMakers.set('scheduler', () => schedulerMarkdown(rep, measuredLine(run), args.quick));
       } else if (part === 'algorithms') {
         const rep = await runAlgorithms(args.quick ? ALGORITHMS_QUICK : ALGORITHMS_RUN, log);
