@@ -160,7 +160,8 @@ function ignorable(cfg: ModelConfig, name: string): boolean {
  * the file lacks — the one the full check would have named.
  */
 function checkLayerCount(cfg: ModelConfig, source: TensorSource, prefix: string): void {
-  const block = cfg.family === 'gpt2' ? 'h' : 'layers';
+  const hf = archOf(cfg).hf;
+  const block = hf.layers;
   const re = new RegExp(`^${prefix.replaceAll('.', '\\.')}${block}\\.(\\d+)\\.`);
   let top = -1;
   for (const n of source.names()) {
@@ -168,7 +169,7 @@ function checkLayerCount(cfg: ModelConfig, source: TensorSource, prefix: string)
     if (m) top = Math.max(top, Number(m[1]));
   }
   if (top + 1 < cfg.nLayer) {
-    const first = `${prefix}${block}.${top + 1}.${cfg.family === 'gpt2' ? 'ln_1' : 'input_layernorm'}.weight`;
+    const first = `${prefix}${block}.${top + 1}.${hf.norms.attn_norm}.weight`;
     throw new WeightsError('missing', source.name, first, `is missing: the config has ${cfg.nLayer} layers, the checkpoint's highest layer index is ${top}`);
   }
 }
