@@ -26,7 +26,7 @@ import { WorkerService, type WorkerTrainingClient } from '../../src/runtime/work
 import { Rng } from '../../src/util/rng.ts';
 import { fmtBytes, fmtNum } from './harness.ts';
 import { markdownTable } from './markdown.ts';
-import { runSchedulerLoad } from './scheduler_load.ts';
+import { runSchedulerLoad, trainingLoops } from './scheduler_load.ts';
 import { type LoadFigures, loadFigures, loadMarkdown } from './scheduler_load_report.ts';
 
 /** The JSON fields issue 6 names. */
@@ -181,18 +181,11 @@ export async function runScheduler(o: { quick: boolean; log: (s: string) => void
     o.log(`interactive alone: p95 ${fmtNum(percentile(alone, 0.95))} ms over ${K}`);
 
     // 3. The same under two training jobs weighted 2:1.
-    let stop = false;
-    const steps = { a: 0, b: 0 };
-    const loop = async (j: WorkerTrainingClient, key: 'a' | 'b') => {
-      while (!stop) {
-        await j.forwardBackward(batch, crossEntropyLoss());
-        await j.optimStep({ lr: 1e-3 });
-        steps[key]++;
-      }
-    };
+    const training = trainingLoops(a, b, batch);
+    const steps = training.steps;
     const quanta: { t: number; jobId: string; ms: number; label: string }[] = [];
     const off = service.scheduler.on((e) => e.type === 'quantum' && quanta.push({ t: performance.now(), jobId: e.jobId, ms: e.deviceMs, label: e.label ?? '' }));
-    const loops = [loop(a, 'a'), loop(b, 'b')];
+    const loops = training.start();
     while (steps.a < 2 || steps.b < 1) await sleep(20);
     const t0 = performance.now();
     const busy0 = service.scheduler.busyMs;
@@ -207,7 +200,7 @@ export async function runScheduler(o: { quick: boolean; log: (s: string) => void
     const t1 = performance.now();
     const busy1 = service.scheduler.busyMs;
     const dev1 = { a: service.scheduler.stats(a.id).deviceMs, b: service.scheduler.stats(b.id).deviceMs };
-    stop = true;
+    training.stop();
     await Promise.all(loops);
     off();
     const trainingQuanta = quanta.filter((q) => q.t >= t0 && q.t <= t1 && (q.jobId === a.id || q.jobId === b.id));

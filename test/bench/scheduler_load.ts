@@ -83,6 +83,32 @@ const HUGE_BATCH = 64;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/**
+ * Two training jobs stepping (forward/backward on `batch`, then an optimizer step) until
+ * `stop()`; `steps` counts each one's steps. `start()` (again) returns the loops to await.
+ */
+export function trainingLoops(a: WorkerTrainingClient, b: WorkerTrainingClient, batch: PackedBatch) {
+  const steps = { a: 0, b: 0 };
+  let stopped = false;
+  const loop = async (j: WorkerTrainingClient, key: 'a' | 'b') => {
+    while (!stopped) {
+      await j.forwardBackward(batch, crossEntropyLoss());
+      await j.optimStep({ lr: 1e-3 });
+      steps[key]++;
+    }
+  };
+  return {
+    steps,
+    start: () => {
+      stopped = false;
+      return [loop(a, 'a'), loop(b, 'b')];
+    },
+    stop: () => {
+      stopped = true;
+    },
+  };
+}
+
 /** Run the load on `service` (its budget decides admission; see the probes). */
 export async function runSchedulerLoad(service: WorkerService, o: LoadOptions): Promise<LoadRaw> {
   const log = o.log ?? (() => {});
@@ -132,23 +158,15 @@ export async function runSchedulerLoad(service: WorkerService, o: LoadOptions): 
 
   // Warm-up: both jobs make two steps (their moments exist, every kernel and kept weight copy is
   // made), then stop; the pool, read with nothing in flight, is the level the run must come back to.
-  let stop = false;
-  const steps = { a: 0, b: 0 };
-  const loop = async (j: WorkerTrainingClient, key: 'a' | 'b') => {
-    while (!stop) {
-      await j.forwardBackward(batch, crossEntropyLoss());
-      await j.optimStep({ lr: 1e-3 });
-      steps[key]++;
-    }
-  };
-  let loops = [loop(a, 'a'), loop(b, 'b')];
+  const training = trainingLoops(a, b, batch);
+  const steps = training.steps;
+  let loops = training.start();
   while ((steps.a < 2 || steps.b < 2) && deviceLosses === 0) await sleep(20);
-  stop = true;
+  training.stop();
   await Promise.all(loops);
   const warm = await service.memory();
   const steps0 = { ...steps };
-  stop = false;
-  loops = [loop(a, 'a'), loop(b, 'b')];
+  loops = training.start();
   log(`load: warm, live ${warm.liveBytes} B`);
 
   // The loaded window: callers, a pool sampler, and the admission probes partway.
@@ -204,7 +222,7 @@ export async function runSchedulerLoad(service: WorkerService, o: LoadOptions): 
   const windowMs = performance.now() - t0;
   callersDone = true;
   await sampling;
-  stop = true;
+  training.stop();
   await Promise.all(loops);
   const after = await service.memory();
   log(`load: window ${(windowMs / 1000).toFixed(1)} s, steps a ${steps.a - steps0.a} b ${steps.b - steps0.b}, live after ${after.liveBytes} B`);
