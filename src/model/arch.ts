@@ -43,6 +43,18 @@ export interface HfNames {
   /** model_type and architectures of an exported config.json. */
   readonly modelType: string;
   readonly architecture: string;
+  /**
+   * Writing config.json: the model_type and architecture a config with q/k/v biases only is
+   * written as (Qwen2 is the llama record with them), and whether the family's config has
+   * `attention_bias` / `mlp_bias` keys and marks sliding layers by `use_sliding_window`
+   * (Qwen) rather than by `layer_types` alone (Gemma).
+   */
+  readonly qkvBiasOnly?: { readonly modelType: string; readonly architecture: string };
+  readonly attentionBiasKey: boolean;
+  readonly mlpBiasKey: boolean;
+  readonly useSlidingWindowKey: boolean;
+  /** The config carries the softmax scale as query_pre_attn_scalar (Gemma; read with a default of 256). */
+  readonly queryPreAttnScalarKey: boolean;
 }
 
 export interface ArchRecord {
@@ -79,7 +91,7 @@ export const ARCHS: Readonly<Record<ModelFamily, ArchRecord>> = Object.freeze({
       norms: { attn_norm: 'ln_1', mlp_norm: 'ln_2' },
       linears: { q: 'attn.c_attn', k: 'attn.c_attn', v: 'attn.c_attn', o: 'attn.c_proj', up: 'mlp.c_fc', down: 'mlp.c_proj' },
       conv1d: true, ignorable: /^(transformer\.)?h\.\d+\.attn\.(bias|masked_bias)$/, peftDefaultTargets: ['c_attn'],
-      modelType: 'gpt2', architecture: 'GPT2LMHeadModel',
+      modelType: 'gpt2', architecture: 'GPT2LMHeadModel', attentionBiasKey: false, mlpBiasKey: false, useSlidingWindowKey: false, queryPreAttnScalarKey: false,
     },
   },
   // Llama 2/3.x, SmolLM2 and Qwen2/2.5 (Qwen2 is this record with q/k/v biases).
@@ -89,7 +101,8 @@ export const ARCHS: Readonly<Record<ModelFamily, ArchRecord>> = Object.freeze({
       prefix: 'model.', embed: 'embed_tokens', layers: 'layers', finalNorm: 'norm',
       norms: { attn_norm: 'input_layernorm', mlp_norm: 'post_attention_layernorm' },
       linears: LLAMA_LINEARS, conv1d: false, ignorable: ROTARY_BUFFER, peftDefaultTargets: ['q_proj', 'v_proj'],
-      modelType: 'llama', architecture: 'LlamaForCausalLM',
+      modelType: 'llama', architecture: 'LlamaForCausalLM', qkvBiasOnly: { modelType: 'qwen2', architecture: 'Qwen2ForCausalLM' },
+      attentionBiasKey: true, mlpBiasKey: true, useSlidingWindowKey: true, queryPreAttnScalarKey: false,
     },
   },
   qwen3: {
@@ -98,7 +111,7 @@ export const ARCHS: Readonly<Record<ModelFamily, ArchRecord>> = Object.freeze({
       prefix: 'model.', embed: 'embed_tokens', layers: 'layers', finalNorm: 'norm',
       norms: { attn_norm: 'input_layernorm', 'attn.q_norm': 'self_attn.q_norm', 'attn.k_norm': 'self_attn.k_norm', mlp_norm: 'post_attention_layernorm' },
       linears: LLAMA_LINEARS, conv1d: false, ignorable: ROTARY_BUFFER, peftDefaultTargets: ['q_proj', 'v_proj'],
-      modelType: 'qwen3', architecture: 'Qwen3ForCausalLM',
+      modelType: 'qwen3', architecture: 'Qwen3ForCausalLM', attentionBiasKey: true, mlpBiasKey: false, useSlidingWindowKey: true, queryPreAttnScalarKey: false,
     },
   },
   // Gemma 3 text (gemma3_text: 270M, 1B): note that HF's post_attention_layernorm is the norm on
@@ -112,7 +125,7 @@ export const ARCHS: Readonly<Record<ModelFamily, ArchRecord>> = Object.freeze({
         attn_post_norm: 'post_attention_layernorm', mlp_norm: 'pre_feedforward_layernorm', mlp_post_norm: 'post_feedforward_layernorm',
       },
       linears: LLAMA_LINEARS, conv1d: false, ignorable: ROTARY_BUFFER, peftDefaultTargets: ['q_proj', 'v_proj'],
-      modelType: 'gemma3_text', architecture: 'Gemma3ForCausalLM',
+      modelType: 'gemma3_text', architecture: 'Gemma3ForCausalLM', attentionBiasKey: true, mlpBiasKey: false, useSlidingWindowKey: false, queryPreAttnScalarKey: true,
     },
   },
 });

@@ -254,7 +254,7 @@ function validate(r: Reader, c: Record<string, unknown>): ModelConfig {
     return validateConfig(c);
   } catch (e) {
     if (!(e instanceof ModelConfigError)) throw e;
-    const key = OUR_TO_HF[c.family === 'gpt2' ? 'gpt2' : 'rope'][e.field] ?? e.field;
+    const key = OUR_TO_HF[ARCHS[c.family as ModelFamily].positions === 'learned' ? 'gpt2' : 'rope'][e.field] ?? e.field;
     throw new ModelConfigError(key, `${r.file}: ${key}: ${e.message}`);
   }
 }
@@ -294,33 +294,35 @@ export function configFromHf(input: unknown, opts: HfConfigOptions = {}): ModelC
  * o biases together in `attention_bias`).
  */
 export function configToHf(cfg: ModelConfig): Record<string, unknown> {
-  if (cfg.family === 'gpt2') {
+  const arch = ARCHS[cfg.family];
+  const hf = arch.hf;
+  if (arch.positions === 'learned') {
     return {
-      model_type: 'gpt2', architectures: [ARCHS.gpt2.hf.architecture], vocab_size: cfg.vocabSize, n_embd: cfg.dModel, n_layer: cfg.nLayer,
+      model_type: hf.modelType, architectures: [hf.architecture], vocab_size: cfg.vocabSize, n_embd: cfg.dModel, n_layer: cfg.nLayer,
       n_head: cfg.nHead, n_inner: cfg.dFF, n_positions: cfg.maxSeqLen, n_ctx: cfg.maxSeqLen, layer_norm_epsilon: cfg.normEps,
       activation_function: 'gelu_new', tie_word_embeddings: cfg.tieEmbeddings, torch_dtype: 'float32',
     };
   }
-  const qwen2 = cfg.family === 'llama' && cfg.qkvBias && !cfg.oBias && !cfg.mlpBias;
-  if (!qwen2 && cfg.qkvBias !== cfg.oBias) {
-    throw new ModelConfigError('oBias', `a ${cfg.family} config.json has one attention_bias for q, k, v and o: qkvBias and oBias must agree${cfg.family === 'llama' ? ' (or qkvBias alone, which is qwen2)' : ''}`);
+  const alias = hf.qkvBiasOnly && cfg.qkvBias && !cfg.oBias && !cfg.mlpBias ? hf.qkvBiasOnly : null;
+  if (!alias && cfg.qkvBias !== cfg.oBias) {
+    throw new ModelConfigError('oBias', `a ${hf.modelType} config.json has one attention_bias for q, k, v and o: qkvBias and oBias must agree${hf.qkvBiasOnly ? ` (or qkvBias alone, which is ${hf.qkvBiasOnly.modelType})` : ''}`);
   }
-  if (cfg.family !== 'llama' && cfg.mlpBias) throw new ModelConfigError('mlpBias', `${cfg.family} has no MLP biases`);
-  const hf = ARCHS[cfg.family].hf;
+  if (!hf.mlpBiasKey && cfg.mlpBias) throw new ModelConfigError('mlpBias', `${hf.modelType} has no MLP biases`);
   const rope = cfg.rope?.type === 'llama3'
     ? { rope_type: 'llama3', factor: cfg.rope.factor, low_freq_factor: cfg.rope.lowFreqFactor, high_freq_factor: cfg.rope.highFreqFactor, original_max_position_embeddings: cfg.rope.originalMaxPositions }
     : cfg.rope ? { rope_type: 'linear', factor: cfg.rope.factor } : null;
-  const gemma = cfg.family === 'gemma3';
   return {
-    model_type: qwen2 ? 'qwen2' : hf.modelType, architectures: [qwen2 ? 'Qwen2ForCausalLM' : hf.architecture],
+    model_type: alias?.modelType ?? hf.modelType, architectures: [alias?.architecture ?? hf.architecture],
     vocab_size: cfg.vocabSize, hidden_size: cfg.dModel, num_hidden_layers: cfg.nLayer, num_attention_heads: cfg.nHead,
     num_key_value_heads: cfg.nKvHead, head_dim: cfg.headDim, intermediate_size: cfg.dFF, max_position_embeddings: cfg.maxSeqLen,
     rms_norm_eps: cfg.normEps, rope_theta: cfg.ropeTheta, rope_scaling: rope, tie_word_embeddings: cfg.tieEmbeddings,
-    ...(gemma ? { hidden_activation: 'gelu_pytorch_tanh', query_pre_attn_scalar: Math.pow(cfg.attnScale ?? 1 / Math.sqrt(cfg.headDim), -2) } : { hidden_act: 'silu' }),
+    // The MLP's activation key and value follow its kind (GeGLU: Gemma's hidden_activation).
+    ...(arch.mlp === 'geglu' ? { hidden_activation: 'gelu_pytorch_tanh' } : { hidden_act: 'silu' }),
+    ...(hf.queryPreAttnScalarKey ? { query_pre_attn_scalar: Math.pow(cfg.attnScale ?? 1 / Math.sqrt(cfg.headDim), -2) } : {}),
     ...(cfg.layerTypes ? { layer_types: cfg.layerTypes.map((t) => `${t}_attention`), sliding_window: cfg.slidingWindow } : {}),
     ...(cfg.ropeLocalTheta !== undefined ? { rope_local_base_freq: cfg.ropeLocalTheta } : {}),
-    ...(cfg.layerTypes && !gemma ? { use_sliding_window: true } : {}),
-    ...(qwen2 ? {} : { attention_bias: cfg.qkvBias }), ...(cfg.family === 'llama' && !qwen2 ? { mlp_bias: cfg.mlpBias } : {}),
+    ...(cfg.layerTypes && hf.useSlidingWindowKey ? { use_sliding_window: true } : {}),
+    ...(hf.attentionBiasKey && !alias ? { attention_bias: cfg.qkvBias } : {}), ...(hf.mlpBiasKey && !alias ? { mlp_bias: cfg.mlpBias } : {}),
     torch_dtype: 'float32',
   };
 }
