@@ -1,6 +1,7 @@
 // One validation of the whole job (src/runtime/job_config.ts) for train(), jobOptions, runTraining,
 // the CLI and --resume: each case of issue 22 item 4 refused by a ConfigError naming the field,
 // before any GPU work; and random junk never throws anything but a ConfigError.
+import { configError } from './config_error.ts';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,17 +17,6 @@ import { checkJobOptions, JOB_LIMITS, TRAIN_SETTING_KEYS } from '../../src/runti
 import { runTraining } from '../../src/runtime/rl_job.ts';
 import { jobOptions, train } from '../../src/runtime/train.ts';
 
-/** The ConfigError `f` throws (fails the test when it throws nothing, or something else). */
-function configError(f: () => unknown): ConfigError {
-  let err: unknown;
-  try {
-    f();
-  } catch (e) {
-    err = e;
-  }
-  expect(err).toBeInstanceOf(ConfigError);
-  return err as ConfigError;
-}
 
 const fieldOf = (settings: object) => configError(() => jobOptions(settings as never)).field;
 

@@ -1,6 +1,7 @@
 // Tinker-style front doors without a GPU: the sample callable's two forms over a recording engine
 // (how Tinker's arguments map onto SampleRequests and sampler settings), and the checked options
 // of createLoraTrainingClient / createFullTrainingClient.
+import { configError } from './config_error.ts';
 import { describe, expect, it } from 'vitest';
 import type { SampleRequest } from '../../src/env/types.ts';
 import { ConfigError } from '../../src/errors.ts';
@@ -23,15 +24,8 @@ function recording() {
   return { calls, sample: makeSampleCall(engine) };
 }
 
-function configError(f: () => unknown, field: string): void {
-  let err: unknown;
-  try {
-    f();
-  } catch (e) {
-    err = e;
-  }
-  expect(err).toBeInstanceOf(ConfigError);
-  expect((err as ConfigError).field).toBe(field);
+function configErrorOn(f: () => unknown, field: string): void {
+  expect(configError(f).field).toBe(field);
 }
 
 async function rejectsConfig(p: Promise<unknown>, field: string): Promise<void> {
@@ -140,18 +134,18 @@ describe('createLoraTrainingClient / createFullTrainingClient options', () => {
   });
 
   it('names the field at fault', () => {
-    configError(() => loraTrainingOptions('m', gpt2, { rank: 0 }), 'rank');
-    configError(() => loraTrainingOptions('m', gpt2, { rank: 2.5 }), 'rank');
-    configError(() => loraTrainingOptions('m', gpt2, {} as never), 'rank');
-    configError(() => loraTrainingOptions('m', gpt2, { rank: 2, alpha: 0 }), 'alpha');
-    configError(() => loraTrainingOptions('m', gpt2, { rank: 2, targets: [] }), 'targets');
-    configError(() => loraTrainingOptions('m', gpt2, { rank: 2, targets: ['qq' as never] }), 'targets');
-    configError(() => loraTrainingOptions('m', gpt2, { rank: 2, seed: -1 }), 'seed');
-    configError(() => loraTrainingOptions('m', gpt2, { rank: 2, id: '' }), 'id');
-    configError(() => loraTrainingOptions('', gpt2, { rank: 2 }), 'modelId');
-    configError(() => loraTrainingOptions('m', gpt2, { rank: 2, rnak: 3 } as never), 'rnak');
-    configError(() => fullTrainingOptions('m', { valueHead: 1 as never }), 'valueHead');
-    configError(() => fullTrainingOptions('m', { seed: 1.5 }), 'seed');
-    configError(() => fullTrainingOptions('m', { rank: 4 } as never), 'rank');
+    configErrorOn(() => loraTrainingOptions('m', gpt2, { rank: 0 }), 'rank');
+    configErrorOn(() => loraTrainingOptions('m', gpt2, { rank: 2.5 }), 'rank');
+    configErrorOn(() => loraTrainingOptions('m', gpt2, {} as never), 'rank');
+    configErrorOn(() => loraTrainingOptions('m', gpt2, { rank: 2, alpha: 0 }), 'alpha');
+    configErrorOn(() => loraTrainingOptions('m', gpt2, { rank: 2, targets: [] }), 'targets');
+    configErrorOn(() => loraTrainingOptions('m', gpt2, { rank: 2, targets: ['qq' as never] }), 'targets');
+    configErrorOn(() => loraTrainingOptions('m', gpt2, { rank: 2, seed: -1 }), 'seed');
+    configErrorOn(() => loraTrainingOptions('m', gpt2, { rank: 2, id: '' }), 'id');
+    configErrorOn(() => loraTrainingOptions('', gpt2, { rank: 2 }), 'modelId');
+    configErrorOn(() => loraTrainingOptions('m', gpt2, { rank: 2, rnak: 3 } as never), 'rnak');
+    configErrorOn(() => fullTrainingOptions('m', { valueHead: 1 as never }), 'valueHead');
+    configErrorOn(() => fullTrainingOptions('m', { seed: 1.5 }), 'seed');
+    configErrorOn(() => fullTrainingOptions('m', { rank: 4 } as never), 'rank');
   });
 });
