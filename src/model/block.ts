@@ -27,6 +27,7 @@ import type { Tensor } from '../gpu/tensor.ts';
 import { geluForward } from '../ops/gelu.ts';
 import { matmul } from '../ops/matmul.ts';
 import { layernormForward } from '../ops/layernorm.ts';
+import { loraLinearForward } from '../ops/lora_linear.ts';
 import { residualAdd, residualAddInPlace } from '../ops/residual.ts';
 import { rmsnormForward } from '../ops/rmsnorm.ts';
 import { swigluForward } from '../ops/swiglu.ts';
@@ -131,8 +132,7 @@ export function linearForward(rec: Recorder, env: BlockEnv, y: Tensor, x: Tensor
     }
     // Inference shares one scratch of the adapter's rank: a module of rank R uses its first R columns.
     const uR = u.shape[1] === R ? u : view(u, [rows, R], `${u.label}/${m}`);
-    matmul(rec, uR, x, lora.a, { transB: true });
-    matmul(rec, y, x, w, { transB: true, bias, accumulate, activation, lowRank: { u: uR, v: lora.b, transV: true, scale: lora.scale } });
+    loraLinearForward(rec, y, uR, x, w, lora.a, lora.b, { alpha: env.adapter!.lora.alpha, scale: lora.scale, bias, accumulate, activation });
   } else {
     matmul(rec, y, x, w, { transB: true, bias, accumulate, activation });
   }

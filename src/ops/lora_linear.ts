@@ -30,8 +30,14 @@ const SUM_WG = 64;
 export interface LoraLinearOptions {
   /** LoRA α; the low-rank term is scaled by α / R. */
   alpha: number;
+  /** The low-rank term's scale when it is not α / R of this module (an adapter's own per-module scale). */
+  scale?: number;
   /** [Out], forward only. */
   bias?: Tensor | null;
+  /** y += the result instead of y = (inference accumulating straight into the residual stream). */
+  accumulate?: boolean;
+  /** GELU of the result, in the product's epilogue (matmul's `activation`). */
+  activation?: 'gelu';
   /** Matmul tile configuration (default: matmulConfigFor(ctx)). */
   config?: MatmulConfig;
 }
@@ -96,7 +102,8 @@ function expectShape(t: Tensor, name: string, shape: number[], like: string): vo
 }
 
 /**
- * Forward: writes (=) u = x·Aᵀ and y = x·Wᵀ (+ bias) + (α/R)·u·Bᵀ. Two dispatches.
+ * Forward: writes (=) u = x·Aᵀ and y = x·Wᵀ (+ bias) + (α/R)·u·Bᵀ (or y += that with
+ * `accumulate`; GELU of it with `activation`). Two dispatches.
  */
 export function loraLinearForward(rec: Recorder, y: Tensor, u: Tensor, x: Tensor, w: Tensor, a: Tensor, b: Tensor, opts: LoraLinearOptions): void {
   const { N, Out, R } = loraDims(rec.ctx, x, w, a, b, u);
@@ -107,8 +114,8 @@ export function loraLinearForward(rec: Recorder, y: Tensor, u: Tensor, x: Tensor
   const plans: MatmulPlan[] = [
     planMatmul(rec.ctx, u2, x2, a, { ...common, transB: true }),
     planMatmul(rec.ctx, y2, x2, w, {
-      ...common, transB: true, bias: opts.bias ?? undefined,
-      lowRank: { u: u2, v: b, transV: true, scale: opts.alpha / R },
+      ...common, transB: true, bias: opts.bias ?? undefined, accumulate: opts.accumulate, activation: opts.activation,
+      lowRank: { u: u2, v: b, transV: true, scale: opts.scale ?? opts.alpha / R },
     }),
   ];
   for (const p of plans) recordMatmul(rec, p);
