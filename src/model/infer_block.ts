@@ -50,6 +50,7 @@ export function blockScratch(rec: Recorder, cfg: ModelConfig, N: number, adapter
   if (uAll && adapter) {
     for (const tg of blockLinears(cfg)) if (adapter.lora.targets.includes(tg)) u.set(tg, uAll);
   }
+  const act = t([N, F], 'act');
   const acts: BlockActs = {
     ln1: h, n1: stats, ln2: h, n2: stats,
     qRaw: arch.qkNorm ? t([N, Hq * D], 'q_raw') : null, kRaw: arch.qkNorm ? t([N, Hkv * D], 'k_raw') : null,
@@ -57,7 +58,9 @@ export function blockScratch(rec: Recorder, cfg: ModelConfig, N: number, adapter
     q: t([N, Hq * D], 'q'), k: t([N, Hkv * D], 'k'), v: t([N, Hkv * D], 'v'), att: t([N, Hq * D], 'att'), lse,
     attnOut: null, npa: arch.sandwichNorms ? stats : null,
     mid: h, // unused in place: the stream itself is mid
-    h: gated ? t([N, F], 'gate') : t([N, F], 'up_pre'), up: gated ? t([N, F], 'up') : null, act: t([N, F], 'act'),
+    // GELU MLPs write act straight from the up product's epilogue in place (block.ts), so they
+    // never touch h: it shares act's buffer rather than taking another [N, F] scratch.
+    h: gated ? t([N, F], 'gate') : act, up: gated ? t([N, F], 'up') : null, act,
     mlpOut: null, npm: arch.sandwichNorms ? stats : null,
     u,
   };
