@@ -9,7 +9,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors.ts';
-import { LORA_TARGETS, type LoraTarget } from '../model/config.ts';
+import { LORA_TARGETS } from '../model/config.ts';
 import { PRESETS } from '../model/presets.ts';
 import { ALGOS, type Algo } from '../runtime/rl_job.ts';
 import { ENV_NAMES, type EnvName } from '../runtime/evaluate.ts';
@@ -35,15 +35,16 @@ export const FLAGS = {
   algo: { type: 'string', value: 'NAME', help: `algorithm: ${ALGOS.join(' | ')} (default ${DEFAULTS.algo})` },
   steps: { type: 'string', value: 'N', help: `RL steps (sft: SFT steps) (default ${DEFAULTS.steps})` },
   seed: { type: 'string', value: 'N', help: 'seed (u32) fixing every random choice of the run (default 0)' },
-  model: { type: 'string', value: 'PRESET', help: `model preset, from scratch: ${Object.keys(PRESETS).join(', ')} (default ${DEFAULTS.model})` },
+  model: { type: 'string', value: 'NAME', help: `a preset trained from scratch (${Object.keys(PRESETS).join(', ')}; default ${DEFAULTS.model}), or a pretrained model: a Hugging Face repo id (Qwen/Qwen2.5-0.5B-Instruct) or a folder in its layout (./my-model)` },
+  revision: { type: 'string', value: 'REV', help: 'branch, tag or commit of a pretrained --model (default main; the run pins the commit it resolved)' },
   'lora-rank': { type: 'string', value: 'R', help: `LoRA rank of the RL job (default ${DEFAULTS.loraRank}; alpha = 2R)` },
-  'lora-targets': { type: 'string', value: 'LIST', help: `comma-separated LoRA targets of ${LORA_TARGETS.join(',')} (default ${DEFAULTS.loraTargets.join(',')}; gpt2 has no gate)` },
+  'lora-targets': { type: 'string', value: 'LIST', help: `comma-separated LoRA targets: ${LORA_TARGETS.join(',')} or the model's module names (q_proj,v_proj; c_attn) (default ${DEFAULTS.loraTargets.join(',')}; gpt2 has no gate)` },
   full: { type: 'boolean', help: 'full-parameter RL instead of LoRA' },
   groups: { type: 'string', value: 'N', help: `tasks per RL step (default ${DEFAULTS.groups})` },
   'group-size': { type: 'string', value: 'G', help: `attempts per task (default ${DEFAULTS.groupSize})` },
-  lr: { type: 'string', value: 'X', help: `RL learning rate (sft: SFT learning rate) (default ${DEFAULTS.lr})` },
-  'no-warmstart': { type: 'boolean', help: 'start RL from the from-scratch model, without the SFT warm start' },
-  'warmstart-steps': { type: 'string', value: 'N', help: `SFT warm-start steps (default ${DEFAULTS.warmstartSteps})` },
+  lr: { type: 'string', value: 'X', help: `RL learning rate (sft: SFT learning rate) (default from scratch: ${DEFAULTS.lr} LoRA, ${DEFAULTS.fullLr} --full; pretrained: by the model's width, Tinker's rule, e.g. 5.3e-4 LoRA for Qwen2.5-0.5B)` },
+  'no-warmstart': { type: 'boolean', help: 'start RL from the model as it is, without the SFT warm start' },
+  'warmstart-steps': { type: 'string', value: 'N', help: `SFT warm-start steps (default ${DEFAULTS.warmstartSteps} from scratch, none for a pretrained model)` },
   'eval-episodes': { type: 'string', value: 'N', help: `held-out episodes per evaluation, 0 for none (default ${DEFAULTS.evalEpisodes})` },
   json: { type: 'string', value: 'FILE', help: 'write the run summary as JSON to FILE' },
   out: { type: 'string', value: 'DIR', help: 'run folder: metrics.jsonl, checkpoints, adapter, curve.svg (default runs/<env>-<algo>-s<seed>/)' },
@@ -59,15 +60,21 @@ export interface TrainOptions {
   algo: Algo;
   steps: number;
   seed: number;
+  /** A preset, or a pretrained model's Hub repo id or folder. */
   model: string;
+  /** Revision of a pretrained model (a fresh run writes the commit it resolved into run.json). */
+  revision?: string;
   loraRank: number;
-  loraTargets: LoraTarget[];
+  /** Our target names or the model's module names (checked against the model by the job). */
+  loraTargets: string[];
   full: boolean;
   groups: number;
   groupSize: number;
-  lr: number;
+  /** Absent: the default for the model and mode (jobOptions). */
+  lr?: number;
   warmstart: boolean;
-  warmstartSteps: number;
+  /** Absent: the default (300 from scratch, none for a pretrained model). */
+  warmstartSteps?: number;
   evalEpisodes: number;
   json?: string;
   out?: string;
@@ -119,11 +126,14 @@ export function parseTrainArgs(argv: readonly string[]): TrainOptions {
     if (extra.length > 0) throw new ConfigError('--resume', `the run's settings come from its run.json; only ${RESUME_FLAGS.filter((k) => k !== 'resume').map((k) => `--${k}`).join(', ')} may go with it (got ${extra.map((k) => `--${k}`).join(', ')})`);
     if (str('steps') === undefined) throw new ConfigError('--resume', 'needs --steps N: the step to continue the run to');
   }
-  checkFlagCombinations(values);
   const model = str('model') ?? DEFAULTS.model;
-  if (!Object.hasOwn(PRESETS, model)) throw new ConfigError('--model', `unknown preset "${model}" (known: ${Object.keys(PRESETS).join(', ')})`);
+  if (!isPreset(model) && !model.includes('/')) {
+    throw new ConfigError('--model', `unknown preset "${model}" (known: ${Object.keys(PRESETS).join(', ')}); a pretrained model is a Hub repo id (org/name) or a folder path (./name)`);
+  }
+  checkFlagCombinations(values, isPreset(model));
   const targets = str('lora-targets');
-  const loraTargets = targets === undefined ? [...DEFAULTS.loraTargets] : targets.split(',').map((t) => oneOf('--lora-targets', t.trim(), LORA_TARGETS));
+  const loraTargets = targets === undefined ? [...DEFAULTS.loraTargets] : targets.split(',').map((t) => t.trim());
+  if (loraTargets.some((t) => t === '')) throw new ConfigError('--lora-targets', `expected comma-separated names, got "${targets}"`);
   return {
     help: values.help === true,
     env: str('env') === undefined ? DEFAULTS.env : oneOf('--env', str('env')!, ENV_NAMES),
@@ -131,14 +141,15 @@ export function parseTrainArgs(argv: readonly string[]): TrainOptions {
     steps: str('steps') === undefined ? DEFAULTS.steps : count('--steps', str('steps')!, 1),
     seed: str('seed') === undefined ? DEFAULTS.seed : u32('--seed', str('seed')!),
     model,
+    ...(str('revision') !== undefined ? { revision: str('revision') } : {}),
     loraRank: str('lora-rank') === undefined ? DEFAULTS.loraRank : count('--lora-rank', str('lora-rank')!, 1),
     loraTargets,
     full: values.full === true,
     groups: str('groups') === undefined ? DEFAULTS.groups : count('--groups', str('groups')!, 1),
     groupSize: str('group-size') === undefined ? DEFAULTS.groupSize : count('--group-size', str('group-size')!, 2),
-    lr: str('lr') === undefined ? DEFAULTS.lr : positive('--lr', str('lr')!),
+    ...(str('lr') !== undefined ? { lr: positive('--lr', str('lr')!) } : {}),
     warmstart: values['no-warmstart'] !== true,
-    warmstartSteps: str('warmstart-steps') === undefined ? DEFAULTS.warmstartSteps : count('--warmstart-steps', str('warmstart-steps')!, 0),
+    ...(str('warmstart-steps') !== undefined ? { warmstartSteps: count('--warmstart-steps', str('warmstart-steps')!, 0) } : {}),
     evalEpisodes: str('eval-episodes') === undefined ? DEFAULTS.evalEpisodes : count('--eval-episodes', str('eval-episodes')!, 0),
     json: str('json'),
     out: str('out'),
@@ -153,7 +164,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainOptions {
  * Flags that contradict each other, or that the job would ignore: refused by name before anything
  * runs (the job's own settings are checked by job_config.ts once the flags become a job).
  */
-function checkFlagCombinations(values: Record<string, string | boolean | undefined>): void {
+function checkFlagCombinations(values: Record<string, string | boolean | undefined>, fromScratch: boolean): void {
   const given = (k: string) => values[k] !== undefined && values[k] !== false;
   const clash = (a: string, bs: string[], why: string) => {
     const b = bs.find(given);
@@ -161,18 +172,30 @@ function checkFlagCombinations(values: Record<string, string | boolean | undefin
   };
   clash('full', ['lora-rank', 'lora-targets'], 'full-parameter RL has no LoRA');
   clash('no-warmstart', ['warmstart-steps'], 'there is no warm start');
-  if (values.algo === 'sft') {
+  if (fromScratch && given('revision')) throw new ConfigError('--revision', 'goes with a pretrained --model (a Hub repo id), not a preset');
+  if (values.algo === 'sft' && !fromScratch) {
+    // A pretrained SFT job trains a LoRA adapter (or, --full, every weight) for --steps at --lr.
+    const b = ['no-warmstart', 'warmstart-steps'].find(given);
+    if (b !== undefined) throw new ConfigError(`--${b}`, 'cannot go with --algo sft: an SFT job is the SFT itself, with no separate warm start');
+  } else if (values.algo === 'sft') {
     const b = ['full', 'lora-rank', 'lora-targets', 'no-warmstart', 'warmstart-steps'].find(given);
     if (b !== undefined) throw new ConfigError(`--${b}`, 'cannot go with --algo sft: an SFT job trains every parameter for --steps at --lr, with no RL and no separate warm start');
   }
+}
+
+/** Whether `model` names a from-scratch preset (else a pretrained model's repo id or folder). */
+export function isPreset(model: string): boolean {
+  return Object.hasOwn(PRESETS, model);
 }
 
 /** The flags that may go with --resume. */
 const RESUME_FLAGS = ['resume', 'steps', 'json', 'quiet', 'checkpoint-every'];
 
 /** The run folder when --out is not given. */
-export function defaultOutDir(o: Pick<TrainOptions, 'env' | 'algo' | 'seed'>): string {
-  return `runs/${o.env}-${o.algo}-s${o.seed}`;
+export function defaultOutDir(o: Pick<TrainOptions, 'env' | 'algo' | 'seed'> & { model?: string }): string {
+  // A pretrained model's runs are named by it too (its last path part: Qwen2.5-0.5B-Instruct).
+  const m = o.model !== undefined && !isPreset(o.model) ? `-${o.model.split('/').filter(Boolean).at(-1)}` : '';
+  return `runs/${o.env}-${o.algo}${m}-s${o.seed}`;
 }
 
 /** The --help text. */

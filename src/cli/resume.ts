@@ -61,9 +61,11 @@ export async function resumedOptions(cli: TrainOptions): Promise<TrainOptions> {
 
 /** run.json's fields and the type of each (a key not listed is refused: it could choose where to write, like `json`). */
 const RUN_FIELDS: Record<keyof RunSettings, 'string' | 'number' | 'boolean' | 'strings'> = {
-  env: 'string', algo: 'string', steps: 'number', seed: 'number', model: 'string', loraRank: 'number', loraTargets: 'strings', full: 'boolean',
+  env: 'string', algo: 'string', steps: 'number', seed: 'number', model: 'string', revision: 'string', loraRank: 'number', loraTargets: 'strings', full: 'boolean',
   groups: 'number', groupSize: 'number', lr: 'number', warmstart: 'boolean', warmstartSteps: 'number', evalEpisodes: 'number', checkpointEvery: 'number',
 };
+/** Fields a fresh run leaves out when the default applies. */
+const OPTIONAL_RUN_FIELDS = ['checkpointEvery', 'revision', 'lr', 'warmstartSteps'];
 
 /** run.json's settings: only the keys a fresh run writes, each of its type (ranges: the job's check). */
 function checkRunSettings(file: string, x: unknown): RunSettings {
@@ -74,7 +76,7 @@ function checkRunSettings(file: string, x: unknown): RunSettings {
   }
   for (const [k, type] of Object.entries(RUN_FIELDS)) {
     const v = o[k];
-    if (v === undefined && k === 'checkpointEvery') continue;
+    if (v === undefined && OPTIONAL_RUN_FIELDS.includes(k)) continue;
     const ok = type === 'strings' ? Array.isArray(v) && v.every((t) => typeof t === 'string') : typeof v === type;
     if (!ok) throw new ConfigError('--resume', `${file}: settings.${k} must be ${type === 'strings' ? 'an array of strings' : `a ${type}`}, got ${JSON.stringify(v) ?? 'nothing'}`);
   }

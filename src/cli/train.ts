@@ -31,7 +31,8 @@ import { LocalServiceSource, runTrainingRecovering } from '../runtime/recovery.t
 import { type JobOptions, type JobResult, summaryOf } from '../runtime/rl_job.ts';
 import { Rng } from '../util/rng.ts';
 import { jobOptionsFrom } from './job_args.ts';
-import { DEFAULTS, defaultOutDir, parseTrainArgs, type TrainOptions, trainHelp } from './args.ts';
+import { DEFAULTS, defaultOutDir, isPreset, parseTrainArgs, type TrainOptions, trainHelp } from './args.ts';
+import { type OpenedPretrained, openPretrainedJob } from '../runtime/pretrained_job.ts';
 import { progressBar, quietProgress } from './progress.ts';
 import { learningCurveSvg, metricsLine, summaryTable } from './report.ts';
 import { metricsBefore, prepareRunFolder, resumedOptions } from './resume.ts';
@@ -48,14 +49,18 @@ async function writeWeights(dir: string, r: JobResult): Promise<string[]> {
   await writeFile(file, writeSafetensors(specs.map((s) => ({ name: s.name, shape: s.shape, dtype: 'F32' as const, data: tensors[s.name] })), { metadata: meta }));
   const files = [file];
   if (lora) {
-    // base_model_name_or_path must be something PEFT can load: the base folder written beside the
-    // adapter (a warm-started base), else the model's own name (a Hub id for a pretrained model).
-    const baseRef = r.trained.base ? resolve(join(dir, 'base')) : (cfg.name ?? cfg.family);
-    const peft = exportPeftAdapter(cfg, lora, tensors, baseRef);
+    // base_model_name_or_path must be something PEFT can load: the Hub repo id (with its commit as
+    // the revision) or the folder of a pretrained base, else the base folder written beside the
+    // adapter (a warm-started or seeded from-scratch base).
+    const pre = r.trained.pretrained;
+    const baseRef = pre ? (pre.job.commit === undefined ? resolve(pre.job.repo) : pre.job.repo) : r.trained.base ? resolve(join(dir, 'base')) : (cfg.name ?? cfg.family);
+    const peft = exportPeftAdapter(cfg, lora, tensors, baseRef, pre?.job.commit ?? null);
     const pdir = join(dir, 'peft');
     await mkdir(pdir, { recursive: true });
     await writeFile(join(pdir, 'adapter_config.json'), JSON.stringify(peft.adapterConfig, null, 2) + '\n');
     await writeFile(join(pdir, 'adapter_model.safetensors'), writeSafetensors(peft.tensors, { metadata: peft.metadata }));
+    // The base's tokenizer files beside the adapter: PeftModel users and vLLM load the tokenizer from it.
+    for (const [name, bytes] of Object.entries(pre?.tokenizerFiles ?? {})) await writeFile(join(pdir, name), bytes);
     files.push(`${pdir}/`);
     if (r.trained.base) {
       // The base the adapter belongs to, as a Hugging Face folder: PEFT loads peft/ on top of it.
@@ -108,6 +113,7 @@ async function selfCheck(ctx: GpuContext, seed: number, log: (s: string) => void
 async function main(argv: string[]): Promise<number> {
   let opts: TrainOptions;
   let job: Omit<JobOptions, 'onStep' | 'onPhase'>;
+  let opened: OpenedPretrained | undefined;
   try {
     opts = parseTrainArgs(argv);
     if (opts.help) {
@@ -115,7 +121,14 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (opts.resume) opts = await resumedOptions(opts);
-    job = jobOptionsFrom(opts);
+    if (!isPreset(opts.model)) {
+      // Config, tokenizer and chat template now (downloading what the cache lacks; the weights too,
+      // so a run never stops half-way for the network); the run pins the commit in run.json.
+      if (!opts.quiet) console.error(`loading ${opts.model}${opts.revision ? `@${opts.revision}` : ''}…`);
+      opened = await openPretrainedJob({ repo: opts.model, ...(opts.revision !== undefined ? { revision: opts.revision } : {}) });
+      if (opened.job.commit !== undefined) opts = { ...opts, revision: opened.job.commit };
+    }
+    job = jobOptionsFrom(opts, opened);
   } catch (e) {
     if (e instanceof WebtinkerError) {
       console.error(`error: ${e.message}`);
@@ -157,6 +170,7 @@ async function main(argv: string[]): Promise<number> {
           pending = pending.then(() => appendFile(metrics, metricsLine(m) + '\n'));
         },
       }, {
+        ...(opened ? { pretrained: opened } : {}),
         latest: () => checkpoints.latest(),
         onRecover: (r) => {
           log(`\nGPU lost (${r.error instanceof Error ? r.error.message : String(r.error)}); resuming on a new device from ${r.from ? `the checkpoint after ${r.from.phase === 'sft' ? 'SFT' : 'RL'} step ${r.from.step}` : 'the start'}`);

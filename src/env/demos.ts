@@ -9,12 +9,39 @@
  * rollout would not produce. (Text pairs are supported too: see algorithms/sft.ts.)
  */
 import { Agent, type AgentOptions } from './agent.ts';
+import { parseAction } from './actions.ts';
 import { InvalidInputError } from './errors.ts';
+import { tagToolSyntax } from './tool_calls.ts';
 import { rolloutTurnBased } from './multiagent.ts';
 import { rolloutMultiTurn } from './rollout.ts';
 import type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
 import { deepFreeze } from '../util/freeze.ts';
-import type { Demonstration, DroppedEpisode, EnvSpec, SampleFn, Trajectory, TurnBasedEnvSpec } from './types.ts';
+import type { Demonstration, DroppedEpisode, EnvSpec, SampleFn, Tool, Trajectory, TurnBasedEnvSpec } from './types.ts';
+
+/**
+ * A demonstration's actions in the agent's tool-call syntax. Environments write demonstrations in
+ * the tag syntax (`formatToolCall`); an agent that speaks a native syntax (an instruct model's
+ * `<tool_call>` JSON) must be taught its own, so each tag call is rewritten with
+ * `syntax.format` — its arguments shaped by the tool's schema (`tools()`, asked only when a call
+ * is found). Answers and plain text pass unchanged.
+ */
+export function demonstrationActions(actions: readonly string[], options: ReplayAgentOptions, tools: () => readonly Tool[]): string[] {
+  const syntax = options.toolSyntax ?? options.format?.toolSyntax ?? tagToolSyntax;
+  if (syntax.name === 'tag') return [...actions];
+  let byName: Map<string, Tool> | undefined;
+  return actions.map((a) => {
+    const p = parseAction(a);
+    if (p.kind !== 'tool') return a;
+    byName ??= new Map(tools().map((t) => [t.name, t]));
+    return syntax.format(p.name, p.args, byName.get(p.name));
+  });
+}
+
+/** The tools of one instance of `spec` (created once, on first use). */
+function toolsOnce(spec: { create(): object }): () => readonly Tool[] {
+  let tools: readonly Tool[] | undefined;
+  return () => (tools ??= (spec.create() as { readonly tools?: readonly Tool[] }).tools ?? []);
+}
 
 /**
  * A SampleFn that answers successive requests with successive `actions`, tokenized, log-prob 0.
@@ -55,9 +82,11 @@ export async function replayDemonstrations(
   agentOptions: ReplayAgentOptions,
   stepTimeoutMs?: number,
 ): Promise<ReplayResult> {
+  const tools = toolsOnce(spec);
   const batches = await Promise.all(
     demos.map((demo) => {
-      const agent = new Agent({ ...agentOptions, maxTurns: Math.max(1, demo.actions.length), sample: scriptedSampleFn(agentOptions.tokenizer, demo.actions) });
+      const actions = demonstrationActions(demo.actions, agentOptions, tools);
+      const agent = new Agent({ ...agentOptions, maxTurns: Math.max(1, demo.actions.length), sample: scriptedSampleFn(agentOptions.tokenizer, actions) });
       return rolloutMultiTurn(spec, agent, [{ seed: demo.seed, groupId: 0 }], { seed: 0, ...(stepTimeoutMs === undefined ? {} : { stepTimeoutMs }) });
     }),
   );
@@ -77,7 +106,7 @@ export async function replayTurnBasedDemonstrations(
   const batches = await Promise.all(
     demos.map((demo) => {
       // One script shared by all seats: a game asks for one action at a time, in turn order.
-      const sample = scriptedSampleFn(agentOptions.tokenizer, demo.actions);
+      const sample = scriptedSampleFn(agentOptions.tokenizer, demonstrationActions(demo.actions, agentOptions, toolsOnce(spec)));
       const seats = Array.from({ length: spec.numPlayers }, (_, p) => new Agent({ ...agentOptions, id: `${agentOptions.id ?? 'player'}-${p}`, maxTurns: Math.max(1, demo.actions.length), sample }));
       return rolloutTurnBased(spec, seats, [{ seed: demo.seed, groupId: 0 }], { seed: 0, maxSteps: Math.max(1, demo.actions.length), ...(stepTimeoutMs === undefined ? {} : { stepTimeoutMs }) });
     }),

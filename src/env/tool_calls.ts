@@ -14,7 +14,8 @@
  * string, arguments that are not an object) is plain text, passed to the environment.
  * A call's arguments reach `Tool.call` as one string (see `toolArgs`).
  */
-import { ANSWER_CLOSE, ANSWER_OPEN, parseAction, type ParsedAction, TOOL_CLOSE } from './actions.ts';
+import { ANSWER_CLOSE, ANSWER_OPEN, formatToolCall, parseAction, type ParsedAction, TOOL_CLOSE } from './actions.ts';
+import { InvalidInputError } from './errors.ts';
 import type { JsonValue, Tool } from './types.ts';
 
 export interface ToolCallSyntax {
@@ -23,6 +24,11 @@ export interface ToolCallSyntax {
   readonly stopStrings: readonly string[];
   /** Parses an action (never throws); `tools` resolves arguments for the tool's `call`. */
   parse(text: string, tools: ReadonlyMap<string, Tool>): ParsedAction;
+  /**
+   * Writes a call of `name` with the `args` string `tool.call` receives, as the model writes it
+   * (the inverse of `parse`): demonstrations written in the tag syntax are replayed in a native one.
+   */
+  format(name: string, args: string, tool?: Tool): string;
 }
 
 const DEFAULT_PARAMETERS = { type: 'object', properties: { input: { type: 'string', description: 'the input' } }, required: ['input'] } as const;
@@ -52,6 +58,30 @@ export function toolArgs(tool: Tool | undefined, args: { readonly [k: string]: u
   const key = tool === undefined ? null : singleStringProperty(toolParameters(tool));
   if (key !== null && typeof args[key] === 'string') return args[key] as string;
   return JSON.stringify(args);
+}
+
+/**
+ * The arguments object of a native call whose `tool.call` gets `args` (the inverse of toolArgs):
+ * `{ <the one string property>: args }`, else `args` parsed as a JSON object.
+ */
+export function toolArgsObject(tool: Tool | undefined, args: string): { readonly [k: string]: JsonValue } {
+  const key = singleStringProperty(tool === undefined ? DEFAULT_PARAMETERS : toolParameters(tool));
+  if (key !== null) return { [key]: args };
+  let v: unknown;
+  try {
+    v = JSON.parse(args);
+  } catch {
+    v = undefined;
+  }
+  if (!isObject(v)) throw new InvalidInputError('toolArgsObject', `tool "${tool?.name}" takes a JSON object of arguments, got ${JSON.stringify(args)}`);
+  return v as { readonly [k: string]: JsonValue };
+}
+
+/** JSON as Python's json.dumps writes it (", " and ": "): what chat templates' tojson renders. */
+export function pyJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(pyJson).join(', ')}]`;
+  if (isObject(v)) return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${pyJson(x)}`).join(', ')}}`;
+  return JSON.stringify(v);
 }
 
 function isObject(x: unknown): x is { readonly [k: string]: unknown } {
@@ -93,6 +123,7 @@ export const tagToolSyntax: ToolCallSyntax = {
   name: 'tag',
   stopStrings: [TOOL_CLOSE, ANSWER_CLOSE],
   parse: (text) => parseAction(text),
+  format: (name, args) => formatToolCall(name, args),
 };
 
 export const TOOL_CALL_OPEN = '<tool_call>';
@@ -107,6 +138,8 @@ export const hermesToolSyntax: ToolCallSyntax = {
     if (close < 0 || answerBefore(text, start)) return { kind: 'text', text };
     return jsonCall(text.slice(start + TOOL_CALL_OPEN.length, close).trim(), ['arguments', 'parameters'], tools) ?? { kind: 'text', text };
   },
+  // As Qwen's templates render an assistant's tool call.
+  format: (name, args, tool) => `${TOOL_CALL_OPEN}\n${pyJson({ name, arguments: toolArgsObject(tool, args) })}\n${TOOL_CALL_CLOSE}`,
 };
 
 /** The end of the balanced JSON object starting at `start` (string-aware), or -1. */
@@ -136,6 +169,8 @@ export const llamaToolSyntax: ToolCallSyntax = {
     if (end < 0 || text.slice(end).trim() !== '') return { kind: 'text', text };
     return jsonCall(text.slice(start, end), ['parameters', 'arguments'], tools) ?? { kind: 'text', text };
   },
+  // As Llama 3.x templates render an assistant's tool call (the reply ends at <|eot_id|>).
+  format: (name, args, tool) => pyJson({ name, parameters: toolArgsObject(tool, args) }),
 };
 
 /** The syntax an instruct model's chat template teaches, from the template's source; null: none recognised. */

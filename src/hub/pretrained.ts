@@ -67,6 +67,8 @@ export interface Pretrained {
   readonly chatTemplate: string | undefined;
   /** The repo id, or the folder as given. */
   readonly repo: string;
+  /** Where it was loaded from, as loadPretrained's arguments (no token): enough to load it again. */
+  readonly source: { readonly repo: string; readonly revision?: string; readonly endpoint?: string; readonly cacheDir?: string; readonly offline?: boolean };
   /** The revision asked for (undefined for a folder). */
   readonly revision: string | undefined;
   /** The commit the revision resolved to (undefined for a folder). */
@@ -75,6 +77,8 @@ export interface Pretrained {
   readonly folder: string | undefined;
   /** Files read, relative to the repo. */
   readonly files: readonly string[];
+  /** The text files read (config, generation config, tokenizer files, chat template) by name: what an exported adapter carries. */
+  readonly texts: Readonly<Record<string, string>>;
   /** Closes the weight files. Idempotent. */
   close(): Promise<void>;
 }
@@ -127,10 +131,14 @@ async function isFolder(x: string): Promise<boolean> {
 
 /** Loads config, tokenizer, generation config and (checked, unread) weights from a Hub repo or a folder. */
 export async function loadPretrained(repoOrDir: string, opts: LoadPretrainedOptions = {}): Promise<Pretrained> {
-  if (await isFolder(repoOrDir)) return fromOpener(repoOrDir, undefined, undefined, repoOrDir, await folderOpener(repoOrDir));
+  if (await isFolder(repoOrDir)) return fromOpener({ repo: repoOrDir }, undefined, undefined, repoOrDir, await folderOpener(repoOrDir));
   checkRepoId(repoOrDir);
   const hub = await hubOpener(repoOrDir, opts);
-  return fromOpener(repoOrDir, hub.revision, hub.commit, undefined, hub.open, hub.folder);
+  const source = {
+    repo: repoOrDir, revision: hub.revision, ...(opts.endpoint !== undefined ? { endpoint: opts.endpoint } : {}),
+    ...(opts.cacheDir !== undefined ? { cacheDir: opts.cacheDir } : {}), ...(opts.offline !== undefined ? { offline: opts.offline } : {}),
+  };
+  return fromOpener(source, hub.revision, hub.commit, undefined, hub.open, hub.folder);
 }
 
 async function folderOpener(dir: string): Promise<Opener> {
@@ -206,13 +214,18 @@ async function hubOpener(repo: string, opts: LoadPretrainedOptions): Promise<Hub
 }
 
 async function fromOpener(
-  repo: string, revision: string | undefined, commit: (() => string | undefined) | undefined, dir: string | undefined, open: Opener,
+  source: Pretrained['source'], revision: string | undefined, commit: (() => string | undefined) | undefined, dir: string | undefined, open: Opener,
   folder?: () => string | undefined,
 ): Promise<Pretrained> {
+  const repo = source.repo;
   const files: string[] = [];
+  const texts: Record<string, string> = {};
   const read = async (file: string, optional: boolean) => {
     const t = await text(open, file, optional, repo);
-    if (t !== undefined) files.push(file);
+    if (t !== undefined) {
+      files.push(file);
+      texts[file] = t;
+    }
     return t;
   };
   const configText = (await read('config.json', false)) as string;
@@ -222,6 +235,7 @@ async function fromOpener(
   const tokText = (await read('tokenizer.json', false)) as string;
   const tokConfigText = await read('tokenizer_config.json', true);
   const jinja = await read('chat_template.jinja', true);
+  await read('special_tokens_map.json', true); // not needed to load; kept for exported adapters
   const tokConfig = tokConfigText === undefined ? {} : json(tokConfigText, repo, 'tokenizer_config.json');
   if (jinja !== undefined) tokConfig.chat_template = jinja; // transformers ≥ 4.43 saves the template beside the config
   const tokenizer = HfTokenizer.fromJSON(json(tokText, repo, 'tokenizer.json'), tokConfig);
@@ -234,8 +248,8 @@ async function fromOpener(
     const weights = await openWeights(open, repo, files, opened);
     const plan = planHfImport(config, weights);
     return {
-      config, weights, plan, tokenizer, generation, chatTemplate: tokenizer.chatTemplate(), repo, revision, commit: commit?.(),
-      folder: dir ?? folder?.(), files, close,
+      config, weights, plan, tokenizer, generation, chatTemplate: tokenizer.chatTemplate(), repo, source, revision, commit: commit?.(),
+      folder: dir ?? folder?.(), files, texts, close,
     };
   } catch (e) {
     await close();

@@ -27,6 +27,7 @@
  */
 import { type LoraConfig, type LoraTarget, type ModelConfig, LORA_TARGETS, loraScale, loraTargetDims, validateLora } from './config.ts';
 import { WeightsError } from './errors.ts';
+import { ConfigError } from '../errors.ts';
 import { isJsonObject, parseUntrustedJson } from './json.ts';
 import { archOf } from './arch.ts';
 import { PEFT_DEFAULT_TARGETS, parsePeftConfig } from './peft_config.ts';
@@ -60,6 +61,29 @@ function targetModuleName(cfg: ModelConfig, t: LoraTarget): string {
   return [...mods].filter((m) => m.split('.').at(-1) === leaf).length > 1 ? mod : leaf;
 }
 
+/**
+ * LoRA targets named either way — ours ('q', 'up', …) or by the model's Hugging Face module names
+ * as PEFT's target_modules takes them ('q_proj', 'up_proj'; GPT-2's fused 'c_attn' is q, k and v)
+ * — as our targets, in LORA_TARGETS order. An unknown name is a ConfigError listing both sets.
+ */
+export function loraTargetsByName(cfg: ModelConfig, names: readonly string[], field = 'lora.targets'): LoraTarget[] {
+  const linears = blockLinears(cfg);
+  const out = new Set<LoraTarget>();
+  for (const n of names) {
+    if ((LORA_TARGETS as readonly string[]).includes(n)) {
+      out.add(n as LoraTarget);
+      continue;
+    }
+    const hits = linears.filter((t) => hfModule(cfg, t).split('.').at(-1) === n || targetModuleName(cfg, t) === n);
+    if (hits.length === 0) {
+      const hf = [...new Set(linears.map((t) => hfModule(cfg, t).split('.').at(-1)!))];
+      throw new ConfigError(field, `unknown target "${n}" for a ${cfg.family} model (ours: ${linears.join(', ')}; its module names: ${hf.join(', ')})`);
+    }
+    for (const t of hits) out.add(t);
+  }
+  return LORA_TARGETS.filter((t) => out.has(t));
+}
+
 /** HF module path (without "base_model.model.") of a target in a layer. */
 export function peftModule(cfg: ModelConfig, layer: number, target: LoraTarget): string {
   const hf = archOf(cfg).hf;
@@ -91,8 +115,11 @@ export interface PeftAdapter {
   readonly metadata: Record<string, string>;
 }
 
-/** Our adapter → PEFT's files. `baseModel` is the HF id or path of the base (base_model_name_or_path). */
-export function exportPeftAdapter(cfg: ModelConfig, loraIn: LoraConfig, tensors: Readonly<Record<string, Float32Array>>, baseModel: string): PeftAdapter {
+/**
+ * Our adapter → PEFT's files. `baseModel` is the HF id or path of the base (base_model_name_or_path);
+ * `revision` the base's commit on the Hub, which PEFT passes on when it loads the base.
+ */
+export function exportPeftAdapter(cfg: ModelConfig, loraIn: LoraConfig, tensors: Readonly<Record<string, Float32Array>>, baseModel: string, revision: string | null = null): PeftAdapter {
   const lora = validateLora(cfg, loraIn);
   checkLoraTensors(cfg, lora, tensors);
   const R = lora.rank;
@@ -134,7 +161,7 @@ export function exportPeftAdapter(cfg: ModelConfig, loraIn: LoraConfig, tensors:
     target_modules: [...modules].sort(), lora_dropout: 0, bias: 'none', fan_in_fan_out: archOf(cfg).hf.conv1d,
     rank_pattern: fused ? { [fusedLeaf]: qkv.length * R } : {}, alpha_pattern: fused ? { [fusedLeaf]: qkv.length * lora.alpha } : {},
     use_rslora: false, use_dora: false, init_lora_weights: true, inference_mode: true, modules_to_save: null,
-    layers_to_transform: null, layers_pattern: null, revision: null,
+    layers_to_transform: null, layers_pattern: null, revision,
   };
   const metadata = { format: 'pt', [META_KEY]: JSON.stringify({ family: cfg.family, rank: R, alpha: lora.alpha, targets: lora.targets }) };
   return { adapterConfig, tensors: out, metadata };

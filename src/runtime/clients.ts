@@ -32,6 +32,25 @@ export type ChunkQuantum = NonNullable<GenerateOptions['quantum']>;
 /** Host parameters by canonical name (src/model/params.ts). */
 export type HostParams = Record<string, Float32Array>;
 
+/**
+ * A pretrained checkpoint a service loads itself (loadPretrained's arguments, src/hub): plain data,
+ * so it crosses to the GPU worker, is kept as the model's recipe for revival after a device loss,
+ * and goes into a fleet job. The service streams the weights from the file (or its cache) to the
+ * GPU and samples with the checkpoint's tokenizer (stop strings, never an id the tokenizer lacks).
+ */
+export interface PretrainedRef {
+  /** A Hub repo id ("org/name") or, under Deno/Node, a folder in the same layout. */
+  readonly repo: string;
+  /** Branch, tag or commit (default 'main'); a job pins the commit it resolved. */
+  readonly revision?: string;
+  /** Hub origin (default HF_ENDPOINT, else https://huggingface.co). */
+  readonly endpoint?: string;
+  /** Hugging Face cache folder (default HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub). */
+  readonly cacheDir?: string;
+  /** Read the cache only (default HF_HUB_OFFLINE). */
+  readonly offline?: boolean;
+}
+
 export interface CreateModelOptions {
   /** Model id; default derived from the config name. */
   id?: string;
@@ -39,7 +58,9 @@ export interface CreateModelOptions {
   params?: HostParams;
   /** Seed of the from-scratch initialization. */
   seed?: number;
-  /** Store frozen linear weights as f16 where the device has shader-f16. */
+  /** A pretrained checkpoint to load (its config.json must give the config passed beside it). */
+  pretrained?: PretrainedRef;
+  /** Store frozen linear weights as f16 where the device has shader-f16 (pretrained default: when the checkpoint is 16-bit). */
   f16?: boolean;
 }
 

@@ -104,6 +104,10 @@ export interface AgentSettings {
   readonly maxNewTokens: number;
   readonly maxSequenceTokens: number;
   readonly temperature: number;
+  /** The prompt format, over the environment's own (a pretrained model's chat template). */
+  readonly format?: PromptFormat;
+  /** Further stop ids (a pretrained model's generation_config eos ids). */
+  readonly eosTokenIds?: readonly number[];
   /** Time limit of each environment call (create + reset, step, a tool) in ms; default 30000 (rollout.ts). */
   readonly stepTimeoutMs?: number;
 }
@@ -116,8 +120,14 @@ function agentFor(env: JobEnv, sample: SampleFn, s: AgentSettings): Agent {
     maxNewTokens: s.maxNewTokens,
     maxSequenceTokens: s.maxSequenceTokens,
     temperature: s.temperature,
-    ...(env.format ? { format: env.format } : {}),
+    ...agentFormat(env, s),
   });
+}
+
+/** The Agent options of a job's format and stop ids: the settings' format over the environment's. */
+function agentFormat(env: JobEnv, s: AgentSettings): { format?: PromptFormat; eosTokenIds?: readonly number[] } {
+  const format = s.format ?? env.format;
+  return { ...(format ? { format } : {}), ...(s.eosTokenIds ? { eosTokenIds: s.eosTokenIds } : {}) };
 }
 
 export interface Rollout {
@@ -184,7 +194,7 @@ export async function evaluate(env: JobEnv, sample: SampleFn, n: number, jobSeed
 export async function demonstrationTrajectories(env: JobEnv, n: number, seed: number, s: AgentSettings): Promise<readonly Trajectory[]> {
   const rng = new Rng(seed, 0xde70);
   // Replay is not limited by the sampling budget: a demonstration's action is as long as it is.
-  const opts = { tokenizer: s.tokenizer, maxNewTokens: s.maxSequenceTokens, maxSequenceTokens: s.maxSequenceTokens, ...(env.format ? { format: env.format } : {}) };
+  const opts = { tokenizer: s.tokenizer, maxNewTokens: s.maxSequenceTokens, maxSequenceTokens: s.maxSequenceTokens, ...agentFormat(env, s) };
   const demos = env.spec.demonstrations?.(n, rng) ?? [];
   if (demos.length === 0) throw new ConfigError('env', `${env.name} has no demonstrations for a warm start (use --no-warmstart)`);
   const replayed = env.kind === 'single'

@@ -70,7 +70,8 @@ export function checkResumable(o: JobOptions, from: JobCheckpoint): void {
   if (from.rewardCurve.length !== rl || from.lossCurve.length !== rl || (from.phase === 'sft' && from.sftLossCurve.length !== from.step)) {
     throw new ConfigError('checkpoint', `its curves (${from.sftLossCurve.length} SFT, ${from.rewardCurve.length} RL) do not match its ${from.phase} step ${from.step}`);
   }
-  const full = from.phase === 'sft' || !o.lora;
+  // A from-scratch warm start trains every parameter; a pretrained model's trains the RL's own trainable.
+  const full = (from.phase === 'sft' && !o.pretrained) || !o.lora;
   if (from.trainer.trainable !== (full ? 'all' : 'lora')) {
     throw new ConfigError('checkpoint.trainer', `trains '${from.trainer.trainable}', but this job's ${from.phase} phase is ${full ? 'full-parameter' : 'LoRA'}`);
   }

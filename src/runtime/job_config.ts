@@ -93,16 +93,28 @@ function opt(s: Record<string, unknown>, key: string, check: (v: unknown) => unk
 /** Keys a TrainSettings may have (`service` only for train()). */
 export const TRAIN_SETTING_KEYS = [
   'env', 'algo', 'model', 'steps', 'seed', 'groups', 'groupSize', 'lr', 'lora', 'warmStart', 'evalEpisodes', 'temperature',
-  'maxTurns', 'maxNewTokens', 'format', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'checkpoint', 'id',
+  'maxTurns', 'maxNewTokens', 'format', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'checkpoint', 'id', 'hub',
 ] as const;
+const HUB_KEYS = ['revision', 'endpoint', 'cacheDir', 'offline'];
+const PRETRAINED_KEYS = ['repo', 'commit', ...HUB_KEYS];
 const LORA_KEYS = ['rank', 'alpha', 'targets'];
 const WARM_KEYS = ['steps', 'demos', 'batchSize', 'lr', 'schedule'];
 const CHECKPOINT_KEYS = ['every', 'save', 'from'];
 const ENV_KEYS = ['name', 'kind', 'spec', 'maxTurns', 'maxNewTokens', 'format', 'context'];
 const JOB_KEYS = [
   'env', 'algo', 'model', 'lora', 'steps', 'seed', 'groups', 'groupSize', 'lr', 'warmStart', 'evalEpisodes', 'temperature',
-  'maxNewTokens', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'id', 'checkpoint',
+  'maxNewTokens', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'id', 'checkpoint', 'pretrained',
 ];
+
+/** A job's pretrained checkpoint reference (PretrainedJob): strings where given, offline a boolean. */
+function checkPretrainedRef(field: string, v: unknown, keys: readonly string[]): void {
+  const r = record(field, v, keys);
+  if (keys.includes('repo') && (typeof r.repo !== 'string' || r.repo === '')) throw new ConfigError(`${field}.repo`, `expected a Hub repo id or a folder, got ${describe(r.repo)}`);
+  for (const k of ['commit', 'revision', 'endpoint', 'cacheDir']) {
+    opt(r, k, (x) => { if (typeof x !== 'string' || x === '') throw new ConfigError(`${field}.${k}`, `expected a non-empty string, got ${describe(x)}`); });
+  }
+  opt(r, 'offline', (x) => { if (typeof x !== 'boolean') throw new ConfigError(`${field}.offline`, `expected a boolean, got ${describe(x)}`); });
+}
 
 /**
  * Keys and types of what a caller hands train() / jobOptions(), before defaults fill the gaps;
@@ -113,7 +125,8 @@ export function checkTrainSettings(s: unknown, extraKeys: readonly string[] = []
   const o = record('', s, [...TRAIN_SETTING_KEYS, ...extraKeys]);
   if (o.env === undefined) throw new ConfigError('env', 'is required: an environment name, a JobEnv or an EnvSpec');
   opt(o, 'algo', (v) => { if (typeof v !== 'string') throw new ConfigError('algo', `expected a string, got ${describe(v)}`); });
-  opt(o, 'model', (v) => { if (typeof v !== 'string' && !isObject(v)) throw new ConfigError('model', `expected a preset name or a ModelConfig, got ${describe(v)}`); });
+  opt(o, 'model', (v) => { if (typeof v !== 'string' && !isObject(v)) throw new ConfigError('model', `expected a preset name, a Hub repo id, a folder, a loaded pretrained model or a ModelConfig, got ${describe(v)}`); });
+  opt(o, 'hub', (v) => checkPretrainedRef('hub', v, HUB_KEYS));
   for (const k of ['steps', 'seed', 'groups', 'groupSize', 'evalEpisodes', 'maxTurns', 'maxNewTokens', 'rows', 'stepTimeoutMs']) {
     opt(o, k, (v) => { if (typeof v !== 'number' || !Number.isInteger(v)) throw new ConfigError(k, `expected an integer, got ${describe(v)}`); });
   }
@@ -199,7 +212,8 @@ export function checkJobOptions(o: unknown): JobOptions {
   const j = record('', o, JOB_KEYS);
   const algo = oneOf('algo', j.algo, ['grpo', 'ppo', 'rloo', 'reinforce', 'dpo', 'sft'] as const);
   const model = checkModel(j.model);
-  if (model.vocabSize < BYTE_VOCAB_SIZE) {
+  if (j.pretrained !== undefined) checkPretrainedRef('pretrained', j.pretrained, PRETRAINED_KEYS);
+  else if (model.vocabSize < BYTE_VOCAB_SIZE) {
     throw new ConfigError('model.vocabSize', `the job's byte tokenizer has ${BYTE_VOCAB_SIZE} tokens, more than the model's ${model.vocabSize}`);
   }
   const env = record('env', j.env, ENV_KEYS);
@@ -232,6 +246,10 @@ export function checkJobOptions(o: unknown): JobOptions {
   positive('temperature', j.temperature);
   const rows = intIn('rows', j.rows, 1, JOB_LIMITS.rows);
   if (algo === 'dpo' && rows + (rows % 2) > JOB_LIMITS.rows) throw new ConfigError('rows', `dpo pairs need an even row count ≤ ${JOB_LIMITS.rows}`);
+  if (algo === 'dpo' && j.pretrained !== undefined && j.lora === null && j.warmStart !== null) {
+    // The reference would be the warm-started weights: a second full copy of a pretrained model.
+    throw new ConfigError('warmStart', 'online DPO of a full-parameter pretrained model takes no warm start (its reference would be a second full copy of the weights): use LoRA, or warmStart: null');
+  }
   positive('maxGradNorm', j.maxGradNorm);
   if (j.stepTimeoutMs !== undefined) intIn('stepTimeoutMs', j.stepTimeoutMs, 1, JOB_LIMITS.stepTimeoutMs);
   fn('onStep', j.onStep);

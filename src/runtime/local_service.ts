@@ -9,7 +9,8 @@ import { BaseModel } from '../model/base_model.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { initParameters } from '../model/init.ts';
 import { LoraAdapter } from '../model/lora.ts';
-import { engineSampleFn, type EngineSampleFnOptions } from '../model/sample_fn.ts';
+import { engineSampleFn, type EngineSampleFnOptions, tokenizerVocabMask } from '../model/sample_fn.ts';
+import type { VocabMask } from '../ops/vocab_mask.ts';
 import { Trainer, type TrainerState } from '../model/trainer.ts';
 import type { AdapterWeights } from '../model/weights_view.ts';
 import { ConfigError } from '../errors.ts';
@@ -73,6 +74,8 @@ export class LocalService implements ServiceClient {
   /** Published adapter versions and their GPU residency (adapter_registry.ts). */
   readonly adapters: AdapterRegistry;
   #models = new Map<string, BaseModel>();
+  /** Pretrained models' own detokenizer and sampleable ids (from their tokenizer). */
+  #text = new Map<string, { decode: (ids: readonly number[]) => string; vocabMask: VocabMask }>();
 
   constructor(ctx: GpuContext, options: LocalServiceOptions = {}) {
     this.ctx = ctx;
@@ -97,9 +100,33 @@ export class LocalService implements ServiceClient {
   createModel(cfg: ModelConfig, opts: CreateModelOptions = {}): Promise<string> {
     const id = opts.id ?? `${cfg.name ?? cfg.family}#${nextId++}`;
     if (this.#models.has(id)) return Promise.reject(new ConfigError('id', `a model "${id}" exists already`));
+    if (opts.pretrained) return this.#loadModel(id, cfg, opts);
     const params = opts.params ?? initParameters(cfg, opts.seed ?? 0);
     this.#models.set(id, BaseModel.upload(this.ctx, cfg, params, { owner: `model:${id}`, f16: Boolean(opts.f16) }));
     return Promise.resolve(id);
+  }
+
+  /** createModel of a pretrained checkpoint: streamed from its files to the GPU, one tensor at a time. */
+  async #loadModel(id: string, cfg: ModelConfig, opts: CreateModelOptions): Promise<string> {
+    const ref = opts.pretrained!;
+    if (opts.params || opts.seed !== undefined) throw new ConfigError('pretrained', 'a pretrained model takes neither params nor seed');
+    const { loadPretrained } = await import('../hub/pretrained.ts');
+    const p = await loadPretrained(ref.repo, {
+      ...(ref.revision !== undefined ? { revision: ref.revision } : {}), ...(ref.endpoint !== undefined ? { endpoint: ref.endpoint } : {}),
+      ...(ref.cacheDir !== undefined ? { cacheDir: ref.cacheDir } : {}), ...(ref.offline !== undefined ? { offline: ref.offline } : {}),
+    });
+    try {
+      if (JSON.stringify(p.config) !== JSON.stringify(cfg)) {
+        throw new ConfigError('cfg', `differs from ${ref.repo}'s config.json (configFromHf gives ${JSON.stringify(p.config)})`);
+      }
+      if (this.#models.has(id)) throw new ConfigError('id', `a model "${id}" exists already`);
+      const model = await BaseModel.load(this.ctx, p.config, p.weights, { owner: `model:${id}`, f16: opts.f16 ?? 'auto' });
+      this.#models.set(id, model);
+      this.#text.set(id, { decode: (ids) => p.tokenizer.decode(ids), vocabMask: tokenizerVocabMask(p.tokenizer) });
+      return id;
+    } finally {
+      await p.close();
+    }
   }
 
   /** The config of a loaded base model. */
@@ -114,6 +141,7 @@ export class LocalService implements ServiceClient {
   releaseModel(modelId: string): Promise<void> {
     this.#model(modelId).release();
     this.#models.delete(modelId);
+    this.#text.delete(modelId);
     return Promise.resolve();
   }
 
@@ -187,9 +215,12 @@ export class LocalService implements ServiceClient {
   }
 
   #sampleOptions(modelId: string, weights: BaseModel, settings: SamplerSettings, quantum?: ChunkQuantum): EngineSampleFnOptions {
+    const own = this.#text.get(modelId);
+    const decode = own?.decode ?? this.options.decode;
     return {
       weights,
-      ...(this.options.decode ? { decode: this.options.decode } : {}),
+      ...(decode ? { decode } : {}),
+      ...(own ? { vocabMask: own.vocabMask } : {}),
       ...(this.options.chunk !== undefined ? { chunk: this.options.chunk } : {}),
       owner: `sample:${modelId}`,
       ...(quantum ? { quantum } : {}),

@@ -10,6 +10,7 @@
  * service on it. Each job on a service runs under its own runTrainingRecovering, so after a loss
  * every job resumes from its own last checkpoint.
  */
+import type { OpenedPretrained } from './pretrained_job.ts';
 import { acquireGpu, type AcquireOptions, type GpuContext } from '../gpu/device.ts';
 import type { ServiceClient } from './clients.ts';
 import { lostUnder } from './device_loss.ts';
@@ -95,6 +96,8 @@ export interface RecoveringOptions {
   /** Losses survived before the error is passed on (default 3). */
   readonly maxRecoveries?: number;
   readonly onRecover?: (e: RecoveryEvent) => void;
+  /** The job's pretrained checkpoint, opened already (runTraining's `opened`). */
+  readonly pretrained?: OpenedPretrained;
 }
 
 /**
@@ -106,7 +109,7 @@ export async function runTrainingRecovering(source: ServiceSource, o: JobOptions
   for (let recoveries = 0; ; ) {
     try {
       const { from: _f, ...ck } = o.checkpoint;
-      return await runTraining(source.service(), { ...o, checkpoint: { ...ck, ...(from ? { from } : {}) } });
+      return await runTraining(source.service(), { ...o, checkpoint: { ...ck, ...(from ? { from } : {}) } }, r.pretrained);
     } catch (e) {
       if (recoveries >= (r.maxRecoveries ?? 3) || !(await source.recover(e))) throw e;
       recoveries++;

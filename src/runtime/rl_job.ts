@@ -38,12 +38,14 @@ import type { Trajectory } from '../env/types.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
+import { ConfigError } from '../errors.ts';
 import { Rng } from '../util/rng.ts';
 import type { HostParams, ServiceClient, TrainingClient } from './clients.ts';
 import { checkResumable, type JobCheckpointing } from './job_checkpoint.ts';
 import { checkJobOptions } from './job_config.ts';
 import { namingStep } from './errors.ts';
 import { type DroppedByReason, stopIfAllDropped } from './env_failures.ts';
+import { type OpenedPretrained, openPretrainedJob, PRETRAINED_CONTEXT, type PretrainedJob } from './pretrained_job.ts';
 
 export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
 import { type AgentSettings, type JobEnv, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
@@ -57,6 +59,12 @@ export interface JobOptions {
   readonly env: JobEnv;
   readonly algo: Algo;
   readonly model: ModelConfig;
+  /**
+   * The pretrained checkpoint `model` is the config of: the job uses its weights, tokenizer, chat
+   * template and stop ids instead of a seeded byte-level model, and a warm start (when asked for)
+   * trains the RL job's own adapter (or weights) on the demonstrations, in the model's tool syntax.
+   */
+  readonly pretrained?: PretrainedJob;
   /** LoRA of the RL job; null: full-parameter RL. */
   readonly lora: LoraConfig | null;
   /** RL steps (for 'sft': SFT steps). */
@@ -150,8 +158,10 @@ export interface JobResult extends JobSummary {
     readonly cfg: ModelConfig;
     readonly lora: LoraConfig | null;
     readonly tensors: HostParams;
-    /** LoRA runs: the base the adapter was trained on (the warm-started model, or the from-scratch init). */
+    /** LoRA runs from scratch: the base the adapter was trained on (the warm-started model, or the from-scratch init). */
     readonly base?: HostParams;
+    /** Jobs on a pretrained checkpoint: which one (repo and commit) and its tokenizer files, for the exported adapter. */
+    readonly pretrained?: { readonly job: PretrainedJob; readonly tokenizerFiles: Readonly<Record<string, Uint8Array>> };
   };
 }
 
@@ -238,20 +248,29 @@ async function dpoBatches(c: Ctx, trajGroups: Awaited<ReturnType<typeof rollout>
   return { batches, loss: d.loss, datums: datums.length };
 }
 
-/** Runs the whole job; see the header. The caller owns `service` (it is not closed). */
-export async function runTraining(service: ServiceClient, o: JobOptions): Promise<JobResult> {
+/**
+ * Runs the whole job; see the header. The caller owns `service` (it is not closed). `opened`: the
+ * job's pretrained checkpoint when the caller has opened it already (train() and the CLI do, to
+ * check the job against its config first); used when it is the job's repo at the job's commit.
+ */
+export async function runTraining(service: ServiceClient, o: JobOptions, opened?: OpenedPretrained): Promise<JobResult> {
   checkJobOptions(o); // before any GPU work: a job built by hand is held to jobOptions' rules
   const ck = o.checkpoint;
   const from = ck?.from;
   if (from) checkResumable(o, from);
   const t0 = performance.now() - 1000 * (from?.wallSeconds ?? 0);
-  const tok = new ByteTokenizer();
   const cfg = o.model;
+  const reuse = opened !== undefined && o.pretrained !== undefined && opened.job.repo === o.pretrained.repo && opened.job.commit === o.pretrained.commit;
+  const pre: OpenedPretrained | null = !o.pretrained ? null : reuse ? opened! : await openPretrainedJob(o.pretrained);
+  if (pre && JSON.stringify(pre.config) !== JSON.stringify(cfg)) throw new ConfigError('model', `is not the config of ${o.pretrained!.repo} (config.json gives ${JSON.stringify(pre.config)})`);
+  const tok = pre?.tokenizer ?? new ByteTokenizer();
+  const context = pre ? Math.min(cfg.maxSeqLen, PRETRAINED_CONTEXT) : cfg.maxSeqLen;
   const agent: AgentSettings = {
-    tokenizer: tok, maxNewTokens: o.maxNewTokens, maxSequenceTokens: cfg.maxSeqLen, temperature: o.temperature,
+    tokenizer: tok, maxNewTokens: o.maxNewTokens, maxSequenceTokens: context, temperature: o.temperature,
     ...(o.stepTimeoutMs !== undefined ? { stepTimeoutMs: o.stepTimeoutMs } : {}),
+    ...(pre ? { format: pre.format, eosTokenIds: pre.eosTokenIds } : {}),
   };
-  const pack: PackSettings = { rows: o.rows, maxSeqLen: cfg.maxSeqLen, padId: tok.padId };
+  const pack: PackSettings = { rows: o.rows, maxSeqLen: context, padId: tok.padId };
   const optim = { lr: o.lr, maxGradNorm: o.maxGradNorm };
   let trainTokens = from?.trainTokens ?? 0, trainSeconds = from?.trainSeconds ?? 0, sampledTokens = from?.sampledTokens ?? 0, sampleSeconds = from?.sampleSeconds ?? 0;
   const sftLossCurve: number[] = [...(from?.sftLossCurve ?? [])];
@@ -261,9 +280,9 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
   let baseline = from?.baseline ?? EMPTY_BASELINE;
   /** The RL base's weights when they are not the seeded init (kept for checkpoints). */
   let base = from?.phase === 'rl' ? from.base : null;
-  const pre = o.id ? `${o.id}/` : '';
-  const sftId = `${pre}${cfg.name ?? cfg.family}-sft-${o.seed}`;
-  let modelId = await service.createModel(cfg, base ? { params: base, id: sftId } : { seed: o.seed });
+  const prefix = o.id ? `${o.id}/` : '';
+  const sftId = `${prefix}${cfg.name ?? cfg.family}-sft-${o.seed}`;
+  let modelId = await service.createModel(cfg, pre ? { pretrained: pre.serviceRef, id: `${prefix}${cfg.name}` } : base ? { params: base, id: sftId } : { seed: o.seed });
   const toDispose: TrainingClient[] = [];
   const save = async (phase: 'sft' | 'rl', step: number, trainer: TrainingClient, haveBefore: boolean) => {
     if (!ck) return;
@@ -288,31 +307,40 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
   const peakBytes = async () => Math.max(from?.peakGpuBytes ?? 0, (await service.memory()).peakLiveBytes);
 
   try {
-    // 1. Warm start (or, for 'sft', the whole job): full-parameter SFT of the from-scratch base.
+    // 1. Warm start (or, for 'sft', the whole job). From scratch: full-parameter SFT of the seeded
+    // base, which then becomes the RL job's base. Pretrained: SFT of the RL job's own trainable
+    // (its LoRA adapter, or every weight) on the checkpoint, continued by RL on the same client.
     const sftSteps = o.algo === 'sft' ? o.steps : (o.warmStart?.steps ?? 0);
     const sftLr = o.algo === 'sft' ? o.lr : (o.warmStart?.lr ?? o.lr);
     if (o.algo === 'sft' && !from) {
       before = await evalIfAsked(service, modelId, o, agent);
     }
-    if (sftSteps > 0 && from?.phase !== 'rl') {
+    // The demonstrations first: an environment that fails them all stops the job before any GPU work.
+    const demonstrations = async () => {
       o.onPhase?.('warmstart', { steps: sftSteps });
-      const demos = await demonstrationTrajectories(o.env, o.warmStart?.demos ?? 256, o.seed, agent);
-      const sft = await service.createTrainingClient({ modelId, trainable: 'all', seed: o.seed, id: `${pre}warmstart` });
-      stepRates(sft.id, 0, 0); // the device-time baseline
+      return demonstrationTrajectories(o.env, o.warmStart?.demos ?? 256, o.seed, agent);
+    };
+    const warmStart = async (client: TrainingClient, demos: readonly Trajectory[]) => {
+      stepRates(client.id, 0, 0); // the device-time baseline
+      if (from) await client.loadState(from.trainer);
+      await runSft(client, demos, {
+        steps: sftSteps, batchSize: o.warmStart?.batchSize ?? 32, optim: { lr: sftLr, maxGradNorm: o.maxGradNorm }, seed: o.seed, pack,
+        schedule: o.algo === 'sft' ? 'constant' : (o.warmStart?.schedule ?? 'cosine'),
+        startStep: from?.step ?? 0,
+        onStep: (step, s) => o.onStep?.({ phase: 'sft', step, loss: s.loss, gradNorm: s.gradNorm, skipped: s.skipped, trainTokens: s.tokens, sampledTokens: 0, trainSeconds: s.seconds, sampleSeconds: 0, datums: 0, dropped: 0, entropy: s.stats.entropy, ...stepRates(client.id, s.tokens, s.seconds) }),
+        afterStep: async (step, s) => {
+          sftLossCurve.push(s.loss);
+          trainTokens += s.tokens;
+          trainSeconds += s.seconds;
+          if (due(step + 1, sftSteps)) await save('sft', step + 1, client, o.algo === 'sft');
+        },
+      });
+    };
+    if (!pre && sftSteps > 0 && from?.phase !== 'rl') {
+      const demos = await demonstrations();
+      const sft = await service.createTrainingClient({ modelId, trainable: 'all', seed: o.seed, id: `${prefix}warmstart` });
       try {
-        if (from) await sft.loadState(from.trainer);
-        await runSft(sft, demos, {
-          steps: sftSteps, batchSize: o.warmStart?.batchSize ?? 32, optim: { lr: sftLr, maxGradNorm: o.maxGradNorm }, seed: o.seed, pack,
-          schedule: o.algo === 'sft' ? 'constant' : (o.warmStart?.schedule ?? 'cosine'),
-          startStep: from?.step ?? 0,
-          onStep: (step, s) => o.onStep?.({ phase: 'sft', step, loss: s.loss, gradNorm: s.gradNorm, skipped: s.skipped, trainTokens: s.tokens, sampledTokens: 0, trainSeconds: s.seconds, sampleSeconds: 0, datums: 0, dropped: 0, entropy: s.stats.entropy, ...stepRates(sft.id, s.tokens, s.seconds) }),
-          afterStep: async (step, s) => {
-            sftLossCurve.push(s.loss);
-            trainTokens += s.tokens;
-            trainSeconds += s.seconds;
-            if (due(step + 1, sftSteps)) await save('sft', step + 1, sft, o.algo === 'sft');
-          },
-        });
+        await warmStart(sft, demos);
         const warm = await sft.weights();
         await service.releaseModel(modelId);
         modelId = await service.createModel(cfg, { params: warm, id: sftId });
@@ -321,7 +349,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
         await sft.close();
       }
     }
-    if (o.algo === 'sft') {
+    if (o.algo === 'sft' && !pre) {
       o.onPhase?.('eval-after', {});
       const after = await evalIfAsked(service, modelId, o, agent);
       return finish({ rewardCurve: [], lossCurve: sftLossCurve, sftLossCurve, before, after, trained: { cfg, lora: null, tensors: await service.modelWeights(modelId) } });
@@ -329,9 +357,24 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
 
     // 2. The RL job on top of the (warm-started) base.
     const trainable = o.lora ? 'lora' : 'all';
-    const policy = await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, valueHead: o.algo === 'ppo', id: `${pre}rl-${o.algo}` });
+    const demos = pre && sftSteps > 0 && from?.phase !== 'rl' ? await demonstrations() : null;
+    const policy = await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, valueHead: o.algo === 'ppo', id: `${prefix}${o.algo === 'sft' ? 'sft' : `rl-${o.algo}`}` });
     toDispose.push(policy);
-    const reference = o.algo === 'dpo' ? await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, id: `${pre}reference` }) : null;
+    if (demos) await warmStart(policy, demos);
+    const pretrainedOut = pre ? { pretrained: { job: pre.job, tokenizerFiles: pre.tokenizerFiles } } : {};
+    if (o.algo === 'sft') {
+      o.onPhase?.('eval-after', {});
+      const s = await policy.samplingClient();
+      try {
+        const after = o.evalEpisodes > 0 ? await namingStep('the evaluation after SFT', () => evaluate(o.env, s.sample, o.evalEpisodes, o.seed, agent)) : { success: 0, meanReward: 0 };
+        return finish({ rewardCurve: [], lossCurve: sftLossCurve, sftLossCurve, before, after, trained: { cfg, lora: o.lora, tensors: await policy.weights(), ...pretrainedOut } });
+      } finally {
+        await s.close();
+      }
+    }
+    // DPO's reference is the frozen start: the policy as the warm start left it.
+    const startAdapter = pre && o.lora && sftSteps > 0 && o.algo === 'dpo' ? { adapter: await policy.weights() } : {};
+    const reference = o.algo === 'dpo' ? await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), ...startAdapter, seed: o.seed, id: `${prefix}reference` }) : null;
     if (reference) toDispose.push(reference);
     if (from?.phase === 'rl') await policy.loadState(from.trainer);
     stepRates(policy.id, 0, 0); // the device-time baseline
@@ -390,7 +433,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
     o.onPhase?.('eval-after', {});
     const after = o.evalEpisodes > 0 ? await namingStep('the evaluation after RL', () => evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent)) : { success: 0, meanReward: 0 };
     await sampler.close();
-    return finish({ rewardCurve, lossCurve, sftLossCurve, before, after, trained: { cfg, lora: o.lora, tensors: await policy.weights(), ...(o.lora ? { base: base ?? (await service.modelWeights(modelId)) } : {}) } });
+    return finish({ rewardCurve, lossCurve, sftLossCurve, before, after, trained: { cfg, lora: o.lora, tensors: await policy.weights(), ...(o.lora && !pre ? { base: base ?? (await service.modelWeights(modelId)) } : {}), ...pretrainedOut } });
   } finally {
     for (const cl of toDispose) await cl.close();
     await service.releaseModel(modelId).catch(() => {});
@@ -404,7 +447,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions): Promis
     const peakGpuBytes = await peakBytes();
     return {
       env: o.env.name, algo: o.algo, seed: o.seed, steps: o.steps, model: cfg.name ?? cfg.family,
-      trainable: o.algo === 'sft' || !o.lora ? 'all' : 'lora', lora: o.algo === 'sft' ? null : o.lora,
+      trainable: r.trained.lora ? 'lora' : 'all', lora: r.trained.lora,
       warmStartSteps: o.algo === 'sft' ? 0 : (o.warmStart?.steps ?? 0),
       rewardCurve: r.rewardCurve, lossCurve: r.lossCurve, sftLossCurve: r.sftLossCurve,
       successBefore: r.before.success, successAfter: r.after.success, rewardBefore: r.before.meanReward, rewardAfter: r.after.meanReward,

@@ -14,12 +14,14 @@ import type { EnvSpec } from '../env/types.ts';
 import type { PromptFormat } from '../env/format.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import { type LoraConfig, type LoraTarget, type ModelConfig, validateLora } from '../model/config.ts';
+import { loraTargetsByName } from '../model/peft.ts';
 import { preset, PRESETS } from '../model/presets.ts';
 import type { ServiceClient } from './clients.ts';
 import { ENV_NAMES, type EnvName, JOB_FORMAT, type JobEnv, jobEnv } from './evaluate.ts';
 import { checkJobOptions, checkModel, checkTrainSettings, describe, oneOf } from './job_config.ts';
 import { LocalService } from './local_service.ts';
 import { type Algo, ALGOS, type JobOptions, type JobResult, runTraining } from './rl_job.ts';
+import { type OpenedPretrained, openPretrainedJob, pretrainedLr, type PretrainedJob } from './pretrained_job.ts';
 
 /**
  * The zero-config job (what `npm run train` runs with no flags): gpt2-100k (2 layers, C=64, byte
@@ -38,7 +40,14 @@ export const TRAIN_DEFAULTS = Object.freeze({
   seed: 0,
   groups: 16,
   groupSize: 4,
+  /** LoRA RL of a from-scratch model. */
   lr: 5e-3,
+  /**
+   * Full-parameter RL of a from-scratch model: a tenth of the LoRA rate. At the LoRA rate full GRPO
+   * collapsed the policy (held-out 31% → 0%); at this one it reached 0.917 ± 0.020 over 3 seeds
+   * (BENCHMARKS.md, paper part). Pretrained models take pretrainedLr (pretrained_job.ts).
+   */
+  fullLr: 5e-4,
   loraRank: 8,
   loraTargets: Object.freeze(['q', 'k', 'v', 'o', 'up', 'down']) as readonly LoraTarget[],
   warmstartSteps: 300,
@@ -59,16 +68,28 @@ export interface TrainSettings {
   /** A built-in environment's name, a job environment, or any single-agent EnvSpec. */
   readonly env: EnvName | JobEnv | EnvSpec;
   readonly algo?: Algo;
-  /** A preset name, or a config (from scratch; its maxSeqLen is raised to what the episodes need). */
-  readonly model?: string | ModelConfig;
+  /**
+   * A preset name or a config (from scratch; its maxSeqLen is raised to what the episodes need), or
+   * a pretrained checkpoint: a Hub repo id ("Qwen/Qwen2.5-0.5B-Instruct"), a folder in the Hub's
+   * layout (Deno/Node), or one loaded already (loadPretrained's result). A pretrained job uses the
+   * model's tokenizer, chat template and stop ids, no warm start unless asked for, and learning
+   * rates by the model's width (pretrainedLr).
+   */
+  readonly model?: string | ModelConfig | LoadedModel;
+  /** Where a repo id is fetched from: revision (default 'main'), Hub endpoint, cache folder, offline. */
+  readonly hub?: { readonly revision?: string; readonly endpoint?: string; readonly cacheDir?: string; readonly offline?: boolean };
   /** RL steps (for 'sft': SFT steps). */
   readonly steps?: number;
   readonly seed?: number;
   readonly groups?: number;
   readonly groupSize?: number;
+  /** Default: TRAIN_DEFAULTS.lr for LoRA and .fullLr for full-parameter RL from scratch; pretrainedLr for a pretrained model. */
   readonly lr?: number;
-  /** LoRA of the RL job (alpha defaults to 2·rank); null: full-parameter RL. */
-  readonly lora?: { readonly rank?: number; readonly alpha?: number; readonly targets?: readonly LoraTarget[] } | null;
+  /**
+   * LoRA of the RL job (alpha defaults to 2·rank); null: full-parameter RL. Targets by our names
+   * ('q', 'up', …) or the model's module names ('q_proj', 'up_proj'; GPT-2's 'c_attn').
+   */
+  readonly lora?: { readonly rank?: number; readonly alpha?: number; readonly targets?: readonly (LoraTarget | string)[] } | null;
   /** The SFT warm start; null: none (RL from the from-scratch model). */
   readonly warmStart?: { readonly steps?: number; readonly demos?: number; readonly batchSize?: number; readonly lr?: number; readonly schedule?: 'constant' | 'cosine' } | null;
   readonly evalEpisodes?: number;
@@ -87,6 +108,16 @@ export interface TrainSettings {
   readonly onPhase?: JobOptions['onPhase'];
   readonly checkpoint?: JobOptions['checkpoint'];
   readonly id?: string;
+}
+
+/** A pretrained checkpoint already opened: loadPretrained's result, or what the job runner opens (OpenedPretrained). */
+export type LoadedModel = { readonly config: ModelConfig; readonly source: { readonly repo: string }; readonly commit?: string } | OpenedPretrained;
+
+/** The job's reference and config of a loaded checkpoint, or null for a from-scratch model. */
+function loadedOf(m: TrainSettings['model']): { job: PretrainedJob; config: ModelConfig } | null {
+  if (typeof m !== 'object' || m === null || !('config' in m)) return null;
+  if ('job' in m) return { job: m.job, config: m.config };
+  return { job: { ...m.source, ...(m.commit !== undefined ? { commit: m.commit } : {}) }, config: m.config };
 }
 
 function isJobEnv(e: TrainSettings['env']): e is JobEnv {
@@ -140,32 +171,43 @@ export function jobOptions(s: TrainSettings): JobOptions {
   const env = jobEnvOf(s);
   const algo = oneOf('algo', s.algo ?? TRAIN_DEFAULTS.algo, ALGOS);
   const m = s.model ?? TRAIN_DEFAULTS.model;
-  if (typeof m === 'string' && !Object.hasOwn(PRESETS, m)) throw new ConfigError('model', `unknown preset "${m}" (known: ${Object.keys(PRESETS).join(', ')})`);
-  const base = typeof m === 'string' ? preset(m) : checkModel(m);
-  const model: ModelConfig = (env.context ?? 0) > base.maxSeqLen ? { ...base, maxSeqLen: env.context! } : base;
-  let lora: LoraConfig | null = null;
-  if (s.lora !== null && algo !== 'sft') {
-    const rank = s.lora?.rank ?? TRAIN_DEFAULTS.loraRank;
-    lora = { rank, alpha: s.lora?.alpha ?? 2 * rank, targets: s.lora?.targets ?? TRAIN_DEFAULTS.loraTargets };
+  const loaded = loadedOf(m);
+  if (typeof m === 'string' && !Object.hasOwn(PRESETS, m)) {
+    throw new ConfigError('model', `"${m}" is no preset (known: ${Object.keys(PRESETS).join(', ')}); a Hub repo id or folder is loaded by train() and the CLI (or pass loadPretrained's result)`);
   }
+  if (!loaded && s.hub !== undefined) throw new ConfigError('hub', 'goes with a pretrained model (a Hub repo id), not a from-scratch one');
+  const base = loaded ? loaded.config : typeof m === 'string' ? preset(m) : checkModel(m as ModelConfig);
+  // A pretrained model's positions are its own (PRETRAINED_CONTEXT bounds what a job uses).
+  const model: ModelConfig = !loaded && (env.context ?? 0) > base.maxSeqLen ? { ...base, maxSeqLen: env.context! } : base;
+  // A pretrained 'sft' job trains a LoRA adapter too (unless lora: null); from scratch, every weight.
+  let lora: LoraConfig | null = null;
+  if (s.lora !== null && (algo !== 'sft' || loaded)) {
+    const rank = s.lora?.rank ?? TRAIN_DEFAULTS.loraRank;
+    const targets = s.lora?.targets ? loraTargetsByName(model, s.lora.targets as readonly string[]) : TRAIN_DEFAULTS.loraTargets;
+    lora = { rank, alpha: s.lora?.alpha ?? 2 * rank, targets };
+  }
+  const lr = s.lr ?? (loaded ? pretrainedLr(model, lora !== null) : lora ? TRAIN_DEFAULTS.lr : TRAIN_DEFAULTS.fullLr);
   const w = s.warmStart;
-  const warmStart = w === null || (w?.steps ?? TRAIN_DEFAULTS.warmstartSteps) === 0 ? null : {
-    steps: w?.steps ?? TRAIN_DEFAULTS.warmstartSteps,
+  // From scratch a warm start is the default; a pretrained model gets one only when asked (at its RL rate).
+  const warmSteps = w === null ? 0 : (w?.steps ?? (loaded ? 0 : TRAIN_DEFAULTS.warmstartSteps));
+  const warmStart = warmSteps === 0 ? null : {
+    steps: warmSteps,
     demos: w?.demos ?? TRAIN_DEFAULTS.warmstartDemos,
     batchSize: w?.batchSize ?? TRAIN_DEFAULTS.warmstartBatch,
-    lr: w?.lr ?? TRAIN_DEFAULTS.warmstartLr,
+    lr: w?.lr ?? (loaded ? lr : TRAIN_DEFAULTS.warmstartLr),
     ...(w?.schedule ? { schedule: w.schedule } : {}),
   };
   const o = checkJobOptions({
     env,
     algo,
     model,
+    ...(loaded ? { pretrained: loaded.job } : {}),
     lora,
     steps: s.steps ?? TRAIN_DEFAULTS.steps,
     seed: s.seed ?? TRAIN_DEFAULTS.seed,
     groups: s.groups ?? TRAIN_DEFAULTS.groups,
     groupSize: s.groupSize ?? TRAIN_DEFAULTS.groupSize,
-    lr: s.lr ?? TRAIN_DEFAULTS.lr,
+    lr,
     warmStart,
     evalEpisodes: s.evalEpisodes ?? TRAIN_DEFAULTS.evalEpisodes,
     temperature: s.temperature ?? TRAIN_DEFAULTS.temperature,
@@ -194,15 +236,26 @@ export async function train(settings: TrainSettings & { readonly service?: Servi
   if (given !== undefined && (typeof given !== 'object' || given === null || typeof given.createModel !== 'function')) {
     throw new ConfigError('service', 'expected a ServiceClient (a LocalService, or a WorkerService client)');
   }
-  const options = jobOptions(rest);
-  if (given) return runTraining(given, options);
+  checkTrainSettings(rest);
+  // A repo id or folder: opened here (config, tokenizer; the weights stay in the files) so the job
+  // is checked against the real config before the device is acquired; the runner reuses it.
+  const opened = await openModel(rest);
+  const options = jobOptions(opened ? { ...rest, model: opened } : rest);
+  if (given) return runTraining(given, options, opened);
   const ctx = await acquireGpu({ label: 'train' });
   const tok = new ByteTokenizer();
   const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 });
   try {
-    return await runTraining(service, options);
+    return await runTraining(service, options, opened);
   } finally {
     await service.close();
     ctx.destroy();
   }
+}
+
+/** The opened checkpoint when `settings.model` is a Hub repo id or a folder (not a preset), else undefined. */
+async function openModel(s: TrainSettings): Promise<OpenedPretrained | undefined> {
+  const m = s.model;
+  if (typeof m !== 'string' || Object.hasOwn(PRESETS, m)) return undefined;
+  return openPretrainedJob({ repo: m, ...s.hub });
 }

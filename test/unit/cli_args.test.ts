@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS, defaultOutDir, FLAGS, parseTrainArgs, trainHelp } from '../../src/cli/args.ts';
+import { jobOptionsFrom } from '../../src/cli/job_args.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 describe('train CLI flags', () => {
@@ -23,7 +24,11 @@ describe('train CLI flags', () => {
       full: false, groups: 3, groupSize: 5, lr: 1e-3, warmstart: true, warmstartSteps: 9, evalEpisodes: 0, out: 'runs/x', quiet: true, selfCheck: true,
     });
     // --full and --no-warmstart, which the flags above contradict.
-    expect(parseTrainArgs(['--full', '--no-warmstart'])).toMatchObject({ full: true, warmstart: false, loraRank: DEFAULTS.loraRank, warmstartSteps: DEFAULTS.warmstartSteps });
+    const fw = parseTrainArgs(['--full', '--no-warmstart']);
+    expect(fw).toMatchObject({ full: true, warmstart: false, loraRank: DEFAULTS.loraRank });
+    // Left out when not given: the job's defaults depend on the model and the mode (jobOptions).
+    expect(fw.warmstartSteps).toBeUndefined();
+    expect(fw.lr).toBeUndefined();
     expect(parseTrainArgs(['-h']).help).toBe(true);
     for (const algo of ['grpo', 'ppo', 'rloo', 'reinforce', 'dpo', 'sft']) expect(parseTrainArgs(['--algo', algo]).algo).toBe(algo);
     for (const env of ['calculator', 'guess-number', 'nim']) expect(parseTrainArgs(['--env', env]).env).toBe(env);
@@ -45,7 +50,24 @@ describe('train CLI flags', () => {
     expect(() => parseTrainArgs(['--group-size', '1'])).toThrow(/--group-size/);
     expect(() => parseTrainArgs(['--lr=-1'])).toThrow(/--lr: expected a positive number/);
     expect(() => parseTrainArgs(['--lr', 'abc'])).toThrow(/--lr/);
-    expect(() => parseTrainArgs(['--lora-targets', 'q,attn'])).toThrow(/--lora-targets/);
+    expect(() => parseTrainArgs(['--lora-targets', 'q,,v'])).toThrow(/--lora-targets/);
+    // Target names are checked against the model once the job is built (ours or its module names).
+    expect(() => jobOptionsFrom(parseTrainArgs(['--lora-targets', 'q,attn']))).toThrow(/lora.targets: unknown target "attn" for a gpt2 model \(ours: q, k, v, o, up, down; its module names: c_attn, c_proj, c_fc\)/);
+    expect(jobOptionsFrom(parseTrainArgs(['--lora-targets', 'c_attn,c_fc'])).lora?.targets).toEqual(['q', 'k', 'v', 'up']);
+    expect(jobOptionsFrom(parseTrainArgs(['--model', 'llama-1m', '--lora-targets', 'q_proj,down_proj,o'])).lora?.targets).toEqual(['q', 'o', 'down']);
+  });
+  it('takes a pretrained model as a Hub repo id or a folder, with a revision', () => {
+    const o = parseTrainArgs(['--model', 'Qwen/Qwen2.5-0.5B-Instruct', '--revision', 'v1', '--lora-targets', 'q_proj,v_proj']);
+    expect(o).toMatchObject({ model: 'Qwen/Qwen2.5-0.5B-Instruct', revision: 'v1', loraTargets: ['q_proj', 'v_proj'] });
+    expect(defaultOutDir(o)).toBe('runs/calculator-grpo-Qwen2.5-0.5B-Instruct-s0');
+    expect(defaultOutDir(parseTrainArgs(['--model', './models/my-twin/']))).toBe('runs/calculator-grpo-my-twin-s0');
+    expect(() => parseTrainArgs(['--revision', 'main'])).toThrow(/--revision: goes with a pretrained --model/);
+    expect(() => parseTrainArgs(['--model', 'gpt5'])).toThrow(/a pretrained model is a Hub repo id \(org\/name\) or a folder path/);
+    // A pretrained SFT job trains LoRA (or --full); it has no separate warm start.
+    expect(parseTrainArgs(['--model', 'org/m', '--algo', 'sft', '--lora-rank', '4']).loraRank).toBe(4);
+    expect(() => parseTrainArgs(['--model', 'org/m', '--algo', 'sft', '--warmstart-steps', '4'])).toThrow(/--warmstart-steps: cannot go with --algo sft/);
+    // Without the model opened (I/O the entry point does), no job.
+    expect(() => jobOptionsFrom(o)).toThrow(/is no preset/);
   });
   it('refuses flags that contradict each other or that the job would ignore, naming them', () => {
     expect(() => parseTrainArgs(['--full', '--lora-rank', '4'])).toThrow(/--lora-rank: cannot go with --full/);

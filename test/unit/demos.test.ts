@@ -143,3 +143,24 @@ describe('chat reply', () => {
     expect(turns).toEqual([{ action: '<answer>1 1</answer>' }]);
   });
 });
+
+describe('demonstrations in a native tool syntax', () => {
+  it("rewrite tag calls in the agent's syntax, leave answers and text alone, and ask for the tools once", async () => {
+    const { demonstrationActions } = await import('../../src/env/demos.ts');
+    const { calculatorTool } = await import('../../src/env/envs/calculator.ts');
+    const { hermesToolSyntax } = await import('../../src/env/tool_calls.ts');
+    const { ByteTokenizer } = await import('../../src/model/tokenizer/byte.ts');
+    let asked = 0;
+    const tools = () => (asked++, [calculatorTool()]);
+    const opts = { tokenizer: new ByteTokenizer(), toolSyntax: hermesToolSyntax };
+    expect(demonstrationActions(['<tool>calculator: 12*7</tool>', '<answer>84</answer>', 'hmm <tool>calculator: 1+1</tool>'], opts, tools)).toEqual([
+      '<tool_call>\n{"name": "calculator", "arguments": {"expression": "12*7"}}\n</tool_call>',
+      '<answer>84</answer>',
+      '<tool_call>\n{"name": "calculator", "arguments": {"expression": "1+1"}}\n</tool_call>',
+    ]);
+    expect(asked).toBe(1);
+    // The tag syntax (models from scratch) keeps the demonstrations as written, without asking.
+    expect(demonstrationActions(['<tool>calculator: 1+1</tool>'], { tokenizer: new ByteTokenizer() }, tools)).toEqual(['<tool>calculator: 1+1</tool>']);
+    expect(asked).toBe(1);
+  });
+});

@@ -77,3 +77,26 @@ describe('tag syntax and helpers', () => {
     expect(nativeToolSyntax(template(RENDERS.gemma3.package))).toBeNull();
   });
 });
+
+describe('format: a call written as the model writes it (demonstrations in a native syntax)', () => {
+  const calc = calculatorTool();
+  it("writes Qwen's and Llama's calls exactly as transformers renders an assistant's tool call", () => {
+    const q = hermesToolSyntax.format('calculator', '37*48', calc);
+    expect(RENDERS.qwen3.cases.find((c) => c.name === 'tool_result_structured')!.text).toContain(`<|im_start|>assistant\n${q}<|im_end|>`);
+    const l = llamaToolSyntax.format('calculator', '37*48', calc);
+    expect(RENDERS.llama3_2.cases.find((c) => c.name === 'tool_result')!.text).toContain(`<|end_header_id|>\n\n${l}<|eot_id|>`);
+    expect(tagToolSyntax.format('calculator', '37*48', calc)).toBe('<tool>calculator: 37*48</tool>');
+  });
+  it('parse(format(x)) gives x back for every syntax, tool schema and argument text', () => {
+    fc.assert(fc.property(fc.string({ maxLength: 30 }).filter((s) => s.trim() === s && !s.includes('<') && s.length > 0), (args) => {
+      for (const syntax of [hermesToolSyntax, llamaToolSyntax]) {
+        expect(syntax.parse(syntax.format('calculator', args, calc), tools)).toEqual({ kind: 'tool', name: 'calculator', args });
+      }
+    }));
+    const json = '{"query":"x","limit":3}';
+    expect(hermesToolSyntax.parse(hermesToolSyntax.format('search', json, search), tools)).toEqual({ kind: 'tool', name: 'search', args: json });
+  });
+  it('refuses arguments a schema without one string property cannot take', () => {
+    expect(() => hermesToolSyntax.format('search', 'not json', search)).toThrow(/search.*JSON object/);
+  });
+});

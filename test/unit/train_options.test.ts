@@ -7,6 +7,7 @@ import { parseTrainArgs } from '../../src/cli/args.ts';
 import { jobOptionsFrom } from '../../src/cli/train.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { preset } from '../../src/model/presets.ts';
+import { configFromHf } from '../../src/model/hf_config.ts';
 import { jobEnv } from '../../src/runtime/evaluate.ts';
 import { jobOptions, TRAIN_DEFAULTS } from '../../src/runtime/train.ts';
 
@@ -71,6 +72,41 @@ describe('jobOptions', () => {
       expect(err, JSON.stringify(s)).toBeInstanceOf(ConfigError);
       expect((err as ConfigError).message, JSON.stringify(s)).toContain(field);
     }
+  });
+  it('gives full-parameter RL from scratch a tenth of the LoRA rate (full GRPO at the LoRA rate collapsed the policy)', () => {
+    expect(jobOptions({ env: 'calculator' }).lr).toBe(5e-3);
+    expect(jobOptions({ env: 'calculator', lora: null }).lr).toBe(5e-4);
+    expect(jobOptions({ env: 'calculator', lora: null, lr: 1e-3 }).lr).toBe(1e-3);
+  });
+});
+
+describe('jobOptions on a pretrained model', () => {
+  // Qwen2.5-0.5B's published config.json and SmolLM2-135M's (test/unit/hf_config.test.ts has them verbatim).
+  const QWEN = { architectures: ['Qwen2ForCausalLM'], attention_dropout: 0.0, bos_token_id: 151643, eos_token_id: 151643, hidden_act: 'silu', hidden_size: 896, initializer_range: 0.02, intermediate_size: 4864, max_position_embeddings: 32768, max_window_layers: 24, model_type: 'qwen2', num_attention_heads: 14, num_hidden_layers: 24, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 1000000.0, sliding_window: 32768, tie_word_embeddings: true, torch_dtype: 'bfloat16', transformers_version: '4.40.1', use_cache: true, use_sliding_window: false, vocab_size: 151936 };
+  const SMOL = { architectures: ['LlamaForCausalLM'], attention_bias: false, attention_dropout: 0.0, bos_token_id: 1, eos_token_id: 2, hidden_act: 'silu', hidden_size: 576, initializer_range: 0.041666666666666664, intermediate_size: 1536, is_llama_config: true, max_position_embeddings: 8192, mlp_bias: false, model_type: 'llama', num_attention_heads: 9, num_hidden_layers: 30, num_key_value_heads: 3, pad_token_id: 2, pretraining_tp: 1, rms_norm_eps: 1e-05, rope_interleaved: false, rope_scaling: null, rope_theta: 100000, tie_word_embeddings: true, torch_dtype: 'bfloat16', transformers_version: '4.42.3', use_cache: true, vocab_size: 49152 };
+  const loaded = (c: object, repo: string) => ({ config: configFromHf(JSON.stringify(c), { name: repo }), source: { repo, revision: 'main' }, commit: 'a'.repeat(40) });
+  it("takes loadPretrained's result: the job names the repo and commit, keeps the model's own context, and has no warm start by default", () => {
+    const o = jobOptions({ env: 'calculator', model: loaded(QWEN, 'Qwen/Qwen2.5-0.5B-Instruct') });
+    expect(o.pretrained).toEqual({ repo: 'Qwen/Qwen2.5-0.5B-Instruct', revision: 'main', commit: 'a'.repeat(40) });
+    expect(o.model.maxSeqLen).toBe(32768);
+    expect(o.model.vocabSize).toBe(151936);
+    expect(o.warmStart).toBeNull();
+    expect(o.lora?.targets).toEqual(['q', 'k', 'v', 'o', 'up', 'down']);
+    // An asked-for warm start trains at the job's rate, not the from-scratch 1e-2.
+    expect(jobOptions({ env: 'calculator', model: loaded(QWEN, 'q'), warmStart: { steps: 10 } }).warmStart).toMatchObject({ steps: 10, lr: o.lr });
+  });
+  it("learning rates by the model's width (Tinker's rule): LoRA ten times full, Qwen's exponent and Llama's", () => {
+    const q = jobOptions({ env: 'calculator', model: loaded(QWEN, 'q') }).lr;
+    expect(q).toBeCloseTo(5e-4 * (2000 / 896) ** 0.0775, 12);
+    expect(q).toBeCloseTo(5.32e-4, 5);
+    expect(jobOptions({ env: 'calculator', model: loaded(QWEN, 'q'), lora: null }).lr).toBeCloseTo(q / 10, 12);
+    expect(jobOptions({ env: 'calculator', model: loaded(SMOL, 's') }).lr).toBeCloseTo(5e-4 * (2000 / 576) ** 0.781, 12);
+  });
+  it('trains LoRA in a pretrained SFT job, takes targets by module name, and refuses a hub setting on a preset', () => {
+    expect(jobOptions({ env: 'calculator', algo: 'sft', model: loaded(SMOL, 's') }).lora?.rank).toBe(8);
+    expect(jobOptions({ env: 'calculator', model: loaded(SMOL, 's'), lora: { targets: ['q_proj', 'gate_proj'] } }).lora?.targets).toEqual(['q', 'gate']);
+    expect(() => jobOptions({ env: 'calculator', hub: { revision: 'x' } })).toThrow(/hub: goes with a pretrained model/);
+    expect(() => jobOptions({ env: 'calculator', algo: 'dpo', lora: null, model: loaded(SMOL, 's'), warmStart: { steps: 3 } })).toThrow(/warmStart: online DPO of a full-parameter pretrained model/);
   });
 });
 
