@@ -21,6 +21,10 @@ import { type FleetArgs, fleetHelp, parseFleetArgs, priorityOf, queueOf } from '
 import { API_TIMEOUT_MS, connectFleet, openStore } from './connect.ts';
 import { type FleetEvent, foldEvents, jobIds, lastEvent, publishEvent, replayEvents } from './events.ts';
 import { CANCEL_SUBJECT, ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, JOBS_SUBJECT, makeJob } from './jobs.ts';
+import { isPreset } from '../cli/args.ts';
+import { readRepoTexts } from '../hub/pretrained.ts';
+import type { ModelConfig } from '../model/config.ts';
+import { configFromHf } from '../model/hf_config.ts';
 import { loadResult, writeRunFolder } from './results.ts';
 import { FleetWorker } from './worker.ts';
 
@@ -190,7 +194,16 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     throw e;
   }
-  const job = a.command === 'submit' ? makeJob(a.train!, { ...(a.values.id ? { id: a.values.id as string } : {}), ...(priorityOf(a) ? { priority: priorityOf(a) } : {}), ...(a.values.weight ? { weight: Number(a.values.weight) } : {}) }) : null;
+  let job: FleetJob | null = null;
+  try {
+    job = a.command === 'submit' ? await submittedJob(a) : null;
+  } catch (e) {
+    if (e instanceof WebtinkerError) {
+      console.error(`error: ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
   const nc = await connectFleet(a.nats, `webtinker fleet ${a.command}`);
   try {
     const jsm = await jetstreamManager(nc, { timeout: API_TIMEOUT_MS });
@@ -224,4 +237,21 @@ if ((import.meta as ImportMeta & { main?: boolean }).main) {
     console.error(e instanceof WebtinkerError ? `error: ${e.message}` : e);
     d.exit(e instanceof WebtinkerError && e.code === 'config' ? 2 : 1);
   });
+}
+
+/**
+ * The job `submit` publishes. A pretrained --model: its config.json alone is read here (for the
+ * memory estimate), and the commit its revision resolves to is pinned in the job, so every host
+ * trains the same weights however the branch moves.
+ */
+async function submittedJob(a: FleetArgs): Promise<FleetJob> {
+  let o = a.train!;
+  let cfg: ModelConfig | undefined;
+  if (!isPreset(o.model)) {
+    const { texts, commit } = await readRepoTexts(o.model, ['config.json'], [], o.revision !== undefined ? { revision: o.revision } : {});
+    cfg = configFromHf(texts['config.json'], { name: o.model, file: `${o.model}/config.json` });
+    if (commit !== undefined) o = { ...o, revision: commit };
+  }
+  const fields = { ...(a.values.id ? { id: a.values.id as string } : {}), ...(priorityOf(a) ? { priority: priorityOf(a) } : {}), ...(a.values.weight ? { weight: Number(a.values.weight) } : {}) };
+  return makeJob(o, fields, cfg);
 }

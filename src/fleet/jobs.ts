@@ -14,7 +14,11 @@ import { ConfigError } from '../errors.ts';
 import { estimateTrainingMemory } from '../model/memory.ts';
 import type { PriorityClass } from '../runtime/scheduler.ts';
 import { fnv1a } from '../runtime/store/records.ts';
-import { parseTrainArgs, type TrainOptions } from '../cli/args.ts';
+import { isPreset, parseTrainArgs, type TrainOptions } from '../cli/args.ts';
+import type { LoraConfig, ModelConfig } from '../model/config.ts';
+import { loraTargetsByName } from '../model/peft.ts';
+import { PRETRAINED_CONTEXT } from '../runtime/pretrained_job.ts';
+import { TRAIN_DEFAULTS } from '../runtime/train.ts';
 import { jobOptionsFrom } from '../cli/train.ts';
 import { type RunSettings, settingsOf } from '../cli/resume.ts';
 
@@ -42,7 +46,7 @@ export interface FleetJob {
 }
 
 const FLAG_OF: Record<string, string> = {
-  env: 'env', algo: 'algo', steps: 'steps', seed: 'seed', model: 'model', loraRank: 'lora-rank', loraTargets: 'lora-targets',
+  env: 'env', algo: 'algo', steps: 'steps', seed: 'seed', model: 'model', revision: 'revision', loraRank: 'lora-rank', loraTargets: 'lora-targets',
   groups: 'groups', groupSize: 'group-size', lr: 'lr', warmstartSteps: 'warmstart-steps', evalEpisodes: 'eval-episodes', checkpointEvery: 'checkpoint-every',
 };
 
@@ -84,8 +88,18 @@ function kindOf(o: TrainOptions): JobKind {
   return o.algo === 'sft' ? 'sft' : o.full ? 'full_rl' : 'lora_rl';
 }
 
-/** The job's estimated GPU bytes alone on a fresh device (its RL phase; the warm start trains the same model). */
-export function estimateJobBytes(o: TrainOptions): number {
+/**
+ * The job's estimated GPU bytes alone on a fresh device (its RL phase; the warm start trains the
+ * same model). A pretrained --model needs its config (`pretrained`, from its config.json: the
+ * submitter reads that file alone); its sequences are bounded by PRETRAINED_CONTEXT.
+ */
+export function estimateJobBytes(o: TrainOptions, pretrained?: ModelConfig): number {
+  if (!isPreset(o.model)) {
+    if (!pretrained) throw new ConfigError('model', `the memory estimate of "${o.model}" needs its config.json`);
+    const lora: LoraConfig | undefined = o.full ? undefined : { rank: o.loraRank, alpha: 2 * o.loraRank, targets: loraTargetsByName(pretrained, o.loraTargets, '--lora-targets') };
+    const seqLen = Math.min(pretrained.maxSeqLen, PRETRAINED_CONTEXT);
+    return estimateTrainingMemory(pretrained, { batch: TRAIN_DEFAULTS.rows, seqLen, mode: lora ? 'lora' : 'full', ...(lora ? { lora } : {}) }).totalBytes;
+  }
   const job = jobOptionsFrom(o);
   const lora = job.lora ?? undefined;
   return estimateTrainingMemory(job.model, { batch: job.rows, seqLen: job.model.maxSeqLen, mode: lora ? 'lora' : 'full', ...(lora ? { lora } : {}) }).totalBytes;
@@ -103,8 +117,12 @@ export interface SchedulerFields {
   weight?: number;
 }
 
-/** A validated job from parsed `npm run train` options and scheduler fields. */
-export function makeJob(o: TrainOptions, s: SchedulerFields = {}): FleetJob {
+/**
+ * A validated job from parsed `npm run train` options and scheduler fields. A pretrained --model
+ * comes with its config (`pretrained`); pin its commit in `o.revision` first, so every host trains
+ * the same weights.
+ */
+export function makeJob(o: TrainOptions, s: SchedulerFields = {}, pretrained?: ModelConfig): FleetJob {
   const settings = settingsOf(o);
   const job: FleetJob = {
     format: FORMAT,
@@ -114,7 +132,7 @@ export function makeJob(o: TrainOptions, s: SchedulerFields = {}): FleetJob {
     kind: kindOf(o),
     priority: s.priority ?? 'normal',
     weight: s.weight ?? 1,
-    memoryBytes: estimateJobBytes(o),
+    memoryBytes: estimateJobBytes(o, pretrained),
     submittedAt: new Date().toISOString(),
   };
   return validateJob(job).job;

@@ -17,6 +17,8 @@ import { StoreNotFoundError } from '../runtime/store/errors.ts';
 import type { KvStore } from '../runtime/store/kv.ts';
 import { type StoredTensor, VersionedRecords } from '../runtime/store/records.ts';
 import { writeRunOutputs } from '../cli/train.ts';
+import { readRepoTexts } from '../hub/pretrained.ts';
+import { type PretrainedJob, TOKENIZER_FILES } from '../runtime/pretrained_job.ts';
 
 interface StoredResult {
   summary: JobSummary;
@@ -24,6 +26,8 @@ interface StoredResult {
   lora: LoraConfig | null;
   adapterVersion: number;
   baseVersion: number | null;
+  /** The pretrained checkpoint (repo, commit) a job trained on; its tokenizer files are read again by `fetch`. */
+  pretrained?: PretrainedJob;
 }
 
 const tensorsOf = (p: HostParams): StoredTensor[] => Object.entries(p).map(([name, data]) => ({ name, shape: [data.length], dtype: 'f32' as const, data }));
@@ -41,7 +45,7 @@ export async function saveResult(kv: KvStore, id: string, r: JobResult, summary:
     metrics: { successBefore: summary.successBefore, successAfter: summary.successAfter, rewardBefore: summary.rewardBefore, rewardAfter: summary.rewardAfter },
   });
   const baseVersion = base ? (await new VersionedRecords<{ step: number }>(kv, 'bases', 'base').save(id, tensorsOf(base), { step: 0 })).version : null;
-  const stored: StoredResult = { summary, cfg, lora, adapterVersion: adapter.version, baseVersion };
+  const stored: StoredResult = { summary, cfg, lora, adapterVersion: adapter.version, baseVersion, ...(r.trained.pretrained ? { pretrained: r.trained.pretrained.job } : {}) };
   // NaN curves (skipped steps) survive JSON tagged, as in checkpoints.
   await kv.setMany([[`results/${id}`, encodeNonFinite(stored)]]);
   return adapter.version;
@@ -55,7 +59,21 @@ export async function loadResult(kv: KvStore, id: string): Promise<JobResult> {
   if (!stored) throw new StoreNotFoundError(`result of job "${id}"`);
   const adapter = await new AdapterStore(kv).load(id, stored.adapterVersion);
   const base = stored.baseVersion === null ? undefined : paramsOf((await new VersionedRecords(kv, 'bases', 'base').load(id, stored.baseVersion)).tensors);
-  return { ...stored.summary, trained: { cfg: stored.cfg, lora: stored.lora, tensors: paramsOf(adapter.tensors), ...(base ? { base } : {}) } };
+  const pretrained = stored.pretrained ? { pretrained: { job: stored.pretrained, tokenizerFiles: await tokenizerFilesOf(stored.pretrained) } } : {};
+  return { ...stored.summary, trained: { cfg: stored.cfg, lora: stored.lora, tensors: paramsOf(adapter.tensors), ...(base ? { base } : {}), ...pretrained } };
+}
+
+/**
+ * A pretrained job's tokenizer files for its exported adapter, from the fetching host's Hugging
+ * Face cache or the Hub (the small files alone, at the job's commit): too large for a KV value
+ * (Qwen's tokenizer.json is 7 MB), and the same bytes wherever they are read.
+ */
+async function tokenizerFilesOf(job: PretrainedJob): Promise<Record<string, Uint8Array>> {
+  const revision = job.commit ?? job.revision;
+  const { texts } = await readRepoTexts(job.repo, [], TOKENIZER_FILES, {
+    ...(revision !== undefined ? { revision } : {}), ...(job.endpoint !== undefined ? { endpoint: job.endpoint } : {}), ...(job.cacheDir !== undefined ? { cacheDir: job.cacheDir } : {}),
+  });
+  return Object.fromEntries(Object.entries(texts).map(([f, t]) => [f, new TextEncoder().encode(t)]));
 }
 
 /** Write the run folder as `npm run train` does: metrics.jsonl, summary.json, the weights, curve.svg. */

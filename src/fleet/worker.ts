@@ -31,6 +31,12 @@ import { LocalServiceSource, runTrainingRecovering } from '../runtime/recovery.t
 import { type JobSummary, summaryOf } from '../runtime/rl_job.ts';
 import { CheckpointStore } from '../runtime/store/checkpoint_store.ts';
 import { jobOptionsFrom } from '../cli/train.ts';
+import { isPreset } from '../cli/args.ts';
+import { HubError, type HubErrorKind } from '../hub/errors.ts';
+import { openPretrainedJob } from '../runtime/pretrained_job.ts';
+
+/** Hub errors no retry can cure (a network failure or a full disk may pass: those are retried). */
+const NEVER_LOADS: readonly HubErrorKind[] = ['bad-repo-id', 'bad-revision', 'not-found', 'gated', 'bad-file'];
 import { metricsLine } from '../cli/report.ts';
 import { type FleetEventBody, lastEvent, publishEvent } from './events.ts';
 import { CANCEL_SUBJECT, ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, QUEUE_DEFAULTS, type QueueSettings, validateJob } from './jobs.ts';
@@ -230,6 +236,8 @@ export class FleetWorker {
       const from = await checkpoints.latest();
       this.log(`${id}: delivery ${epoch}, ${from ? `resuming from ${from.phase} step ${from.step}` : 'starting'}`);
       await this.#event(id, { type: 'started', ...where, from: from ? { phase: from.phase, step: from.step } : null });
+      // A pretrained model: its files into this host's Hugging Face cache (the commit the submitter pinned).
+      const opened = isPreset(options.model) ? undefined : await Promise.race([openPretrainedJob({ repo: options.model, ...(options.revision !== undefined ? { revision: options.revision } : {}) }), aborted]);
       const ctx = await Promise.race([acquireGpu({ label: `fleet ${id}` }), aborted]);
       const tok = new ByteTokenizer();
       source = new LocalServiceSource(ctx, (c) => new LocalService(c, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 }), { label: `fleet ${id}` });
@@ -238,7 +246,7 @@ export class FleetWorker {
         if (eventError !== null) throw eventError;
       };
       const run = runTrainingRecovering(source, {
-        ...jobOptionsFrom(options),
+        ...jobOptionsFrom(options, opened),
         checkpoint: {
           ...checkpoints.checkpointing(job.checkpointEvery, from),
           save: async (c) => {
@@ -253,7 +261,7 @@ export class FleetWorker {
           check();
           emit({ type: 'step', ...where, line: metricsLine(s) });
         },
-      }, { latest: () => checkpoints.latest() });
+      }, { latest: () => checkpoints.latest(), ...(opened ? { pretrained: opened } : {}) });
       run.catch(() => {}); // when aborted, the run fails later, as its device is destroyed
       const result = await Promise.race([aborted, run]);
       await events;
@@ -290,6 +298,8 @@ export class FleetWorker {
       m.nak();
     } else if (e instanceof ConfigError) {
       await this.#dead(m, id, epoch, `bad config: ${reason}`);
+    } else if (e instanceof HubError && NEVER_LOADS.includes(e.kind)) {
+      await this.#dead(m, id, epoch, `the model cannot be loaded: ${reason}`);
     } else if (epoch >= this.queue.maxDeliver) {
       await this.#dead(m, id, epoch, `failed on each of ${epoch} attempts, last: ${reason}`);
     } else {

@@ -141,6 +141,33 @@ export async function loadPretrained(repoOrDir: string, opts: LoadPretrainedOpti
   return fromOpener(source, hub.revision, hub.commit, undefined, hub.open, hub.folder);
 }
 
+/**
+ * Some small text files of a repo or folder, without the weights: `required` ones (a HubError when
+ * absent) and `optional` ones (left out when absent), and the commit the revision resolved to
+ * (undefined for a folder). What a fleet submitter needs (config.json, for the memory estimate and
+ * to pin the commit) and what an exported adapter carries (the tokenizer files).
+ */
+export async function readRepoTexts(repoOrDir: string, required: readonly string[], optional: readonly string[], opts: LoadPretrainedOptions = {}): Promise<{ texts: Record<string, string>; commit: string | undefined }> {
+  let open: Opener;
+  let commit = () => undefined as string | undefined;
+  if (await isFolder(repoOrDir)) {
+    open = await folderOpener(repoOrDir);
+  } else {
+    checkRepoId(repoOrDir);
+    const hub = await hubOpener(repoOrDir, opts);
+    open = hub.open;
+    commit = hub.commit;
+  }
+  const texts: Record<string, string> = {};
+  for (const [files, opt] of [[required, false], [optional, true]] as const) {
+    for (const f of files) {
+      const t = await text(open, f, opt, repoOrDir);
+      if (t !== undefined) texts[f] = t;
+    }
+  }
+  return { texts, commit: commit() };
+}
+
 async function folderOpener(dir: string): Promise<Opener> {
   const { openFolderFile } = await import('./fs_cache.ts');
   const open = async (file: string, optional: boolean) => {

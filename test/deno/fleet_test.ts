@@ -21,6 +21,7 @@ import { DEAD_STREAM, EVENTS_STREAM, ensureFleet, JOBS_STREAM, JOBS_SUBJECT, mak
 import { loadResult } from '../../src/fleet/results.ts';
 import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
 import { startNatsServer } from '../shared/nats_server.ts';
+import { qwen3ToolTwin } from '../shared/hub_twin.ts';
 
 const CLI = fileURLToPath(new URL('../../src/fleet/cli.ts', import.meta.url));
 const TRAIN = fileURLToPath(new URL('../../src/cli/train.ts', import.meta.url));
@@ -154,6 +155,27 @@ Deno.test('fleet: jobs on a work queue, dead letters, and jobs surviving a kille
       const bad = await fleetCli(['submit', '--nats', server.url, '--json', 'x.json']);
       assert.strictEqual(bad.code, 2);
       assert.match(bad.stderr, /--json: is about local outputs/);
+    });
+
+    await t.step('a pretrained model (a folder in the Hub layout): submit reads its config, a worker trains LoRA on it, fetch writes the PEFT files naming it, with its tokenizer', async () => {
+      const dir = await Deno.makeTempDir({ prefix: 'wt-twin-' });
+      const files = await qwen3ToolTwin();
+      for (const [f, b] of Object.entries(files)) await Deno.writeFile(join(dir, f), b);
+      const s = await fleetCli(['submit', '--nats', server.url, '--id', 'pretrained', '--model', dir, '--steps', '1', '--groups', '2', '--group-size', '2', '--eval-episodes', '0', '--lora-targets', 'q_proj,v_proj']);
+      assert.strictEqual(s.code, 0, s.stderr);
+      const submitted = (await history('pretrained')).find((e) => e.type === 'submitted');
+      assert.isAbove(submitted?.type === 'submitted' ? submitted.spec.memoryBytes : 0, 0, 'estimated from its config.json');
+      await waitFor('pretrained done', (e) => e.job === 'pretrained' && e.type === 'done');
+      const out = await Deno.makeTempDir({ prefix: 'wt-fetch-' });
+      const f = await fleetCli(['fetch', '--nats', server.url, 'pretrained', '--out', out]);
+      assert.strictEqual(f.code, 0, f.stderr);
+      const cfg = JSON.parse(await readFile(join(out, 'peft', 'adapter_config.json'), 'utf8'));
+      assert.strictEqual(cfg.base_model_name_or_path, dir);
+      assert.deepEqual(cfg.target_modules, ['q_proj', 'v_proj']);
+      for (const file of ['tokenizer.json', 'tokenizer_config.json', 'generation_config.json']) assert.deepEqual(new Uint8Array(await readFile(join(out, 'peft', file))), files[file], file);
+      assert.isFalse(await Deno.stat(join(out, 'base')).then(() => true, () => false), 'no base folder: the base is the pretrained checkpoint');
+      await Deno.remove(out, { recursive: true });
+      await Deno.remove(dir, { recursive: true });
     });
 
     const alone = foldEvents(await history('alone'));
