@@ -165,6 +165,7 @@ async function main(argv: string[]): Promise<number> {
           else if (phase === 'rl') progress.phase(job.algo, d.steps ?? 0);
           else progress.note(phase === 'eval-before' ? `evaluating on ${job.evalEpisodes} held-out episodes (before RL)…` : `evaluating on ${job.evalEpisodes} held-out episodes…`);
         },
+        onWarning: (message) => progress.note(`warning: ${message}`),
         onStep: (m) => {
           progress.step(m);
           pending = pending.then(() => appendFile(metrics, metricsLine(m) + '\n'));

@@ -143,6 +143,8 @@ export interface Rollout {
   /** Share of episodes (dropped ones count as failures) with reward > 0. */
   readonly success: number;
   readonly sampledTokens: number;
+  /** Kept episodes that ended because the agent used up its turns (tool calls count as turns). */
+  readonly turnLimited: number;
 }
 
 /** Runs `episodes` with the policy behind `sample`; `seed` drives the sampler seeds. */
@@ -165,6 +167,7 @@ export async function rollout(env: JobEnv, sample: SampleFn, episodes: readonly 
     meanReward: batch.metrics.meanReward,
     success: n === 0 ? 0 : trajs.filter(isSuccess).length / n,
     sampledTokens: batch.metrics.sampledTokens,
+    turnLimited: trajs.filter((t) => t.endReason === 'turn_limit').length,
   };
 }
 

@@ -93,7 +93,7 @@ function opt(s: Record<string, unknown>, key: string, check: (v: unknown) => unk
 /** Keys a TrainSettings may have (`service` only for train()). */
 export const TRAIN_SETTING_KEYS = [
   'env', 'algo', 'model', 'steps', 'seed', 'groups', 'groupSize', 'lr', 'lora', 'warmStart', 'evalEpisodes', 'temperature',
-  'maxTurns', 'maxNewTokens', 'format', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'checkpoint', 'id', 'hub',
+  'maxTurns', 'maxNewTokens', 'format', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'onWarning', 'checkpoint', 'id', 'hub', 'progress',
 ] as const;
 const HUB_KEYS = ['revision', 'endpoint', 'cacheDir', 'offline'];
 const PRETRAINED_KEYS = ['repo', 'commit', ...HUB_KEYS];
@@ -103,7 +103,7 @@ const CHECKPOINT_KEYS = ['every', 'save', 'from'];
 const ENV_KEYS = ['name', 'kind', 'spec', 'maxTurns', 'maxNewTokens', 'format', 'context'];
 const JOB_KEYS = [
   'env', 'algo', 'model', 'lora', 'steps', 'seed', 'groups', 'groupSize', 'lr', 'warmStart', 'evalEpisodes', 'temperature',
-  'maxNewTokens', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'id', 'checkpoint', 'pretrained',
+  'maxNewTokens', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'onWarning', 'id', 'checkpoint', 'pretrained',
 ];
 
 /** A job's pretrained checkpoint reference (PretrainedJob): strings where given, offline a boolean. */
@@ -153,6 +153,7 @@ export function checkTrainSettings(s: unknown, extraKeys: readonly string[] = []
     opt(w, 'lr', (v) => positive('warmStart.lr', v));
     opt(w, 'schedule', (v) => oneOf('warmStart.schedule', v, ['constant', 'cosine'] as const));
   }
+  opt(o, 'progress', (v) => { if (typeof v !== 'boolean') throw new ConfigError('progress', `expected a boolean, got ${describe(v)}`); });
   opt(o, 'format', (v) => { if (!isObject(v)) throw new ConfigError('format', `expected a PromptFormat object, got ${describe(v)}`); });
   for (const k of ['onStep', 'onPhase']) fn(k, o[k]);
   opt(o, 'id', (v) => checkId(v));
@@ -254,6 +255,7 @@ export function checkJobOptions(o: unknown): JobOptions {
   if (j.stepTimeoutMs !== undefined) intIn('stepTimeoutMs', j.stepTimeoutMs, 1, JOB_LIMITS.stepTimeoutMs);
   fn('onStep', j.onStep);
   fn('onPhase', j.onPhase);
+  fn('onWarning', j.onWarning);
   if (j.id !== undefined) checkId(j.id);
   if (j.checkpoint !== undefined) checkCheckpointing(j.checkpoint);
   return o as JobOptions;

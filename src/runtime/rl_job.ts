@@ -86,6 +86,8 @@ export interface JobOptions {
   readonly stepTimeoutMs?: number;
   readonly onStep?: (m: StepMetrics) => void;
   readonly onPhase?: (phase: 'warmstart' | 'eval-before' | 'rl' | 'eval-after', detail: { steps?: number }) => void;
+  /** Something the caller should know that does not stop the job (e.g. most episodes ending at the turn limit); said once each. */
+  readonly onWarning?: (message: string) => void;
   /** Prefix of the job's model and client ids, for several jobs on one service (default none). */
   readonly id?: string;
   /** Checkpoints: save the run's state every few steps, and resume from a saved one. */
@@ -109,6 +111,8 @@ export interface StepMetrics {
   /** Datums (or DPO sequences) trained on; 0 when every group had equal rewards. */
   readonly datums: number;
   readonly dropped: number;
+  /** Episodes of the step that ended at the turn limit (RL steps). */
+  readonly turnLimited?: number;
   /** The dropped episodes by reason (timeout, env_error, invalid_reward): count and first message; absent when none were dropped. */
   readonly droppedBy?: DroppedByReason;
   /** Spread (standard deviation) of the step's episode rewards (RL steps). */
@@ -171,6 +175,12 @@ export function summaryOf(r: JobResult): JobSummary {
   return summary;
 }
 
+
+/** The warning for a step where most episodes ended at the turn limit, else null. */
+export function turnLimitWarning(env: { name: string; maxTurns: number }, step: number, episodes: number, turnLimited: number): string | null {
+  if (episodes === 0 || turnLimited * 2 <= episodes) return null;
+  return `RL step ${step}: ${turnLimited} of ${episodes} episodes of ${env.name} ended at the turn limit (${env.maxTurns} turns; each tool call is one) — raise maxTurns if the agent needs more calls before it answers`;
+}
 
 /** GAE's λ of the job runner's PPO (see the header). */
 export const PPO_LAMBDA = 1;
@@ -303,6 +313,14 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
     if (now) lastTime.set(clientId, now);
     return { tokensPerSecond: seconds > 0 ? tokens / seconds : 0, ...(share !== undefined ? { deviceShare: share } : {}) };
   };
+  // Most episodes cut by the turn limit: the agent never got to answer (a tool call is a turn). Said once.
+  let warnedTurns = false;
+  const warnTurnLimit = (step: number, ro: { episodes: number; turnLimited: number }) => {
+    const w = warnedTurns ? null : turnLimitWarning(o.env, step, ro.episodes, ro.turnLimited);
+    if (w === null) return;
+    warnedTurns = true;
+    o.onWarning?.(w);
+  };
   const due = (done: number, total: number) => ck !== undefined && (done % ck.every === 0 || done === total);
   const peakBytes = async () => Math.max(from?.peakGpuBytes ?? 0, (await service.memory()).peakLiveBytes);
 
@@ -416,6 +434,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
         sampler = await policy.samplingClient();
       }
       if (o.algo !== 'dpo') loss = out.loss;
+      warnTurnLimit(step, ro);
       rewardCurve.push(ro.meanReward);
       lossCurve.push(loss);
       trainTokens += out.tokens;
@@ -424,7 +443,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
       sampleSeconds += sSec;
       o.onStep?.({
         phase: 'rl', step, loss, reward: ro.meanReward, success: ro.success, gradNorm: out.gradNorm, skipped: out.skipped,
-        trainTokens: out.tokens, sampledTokens: ro.sampledTokens, trainSeconds: out.seconds, sampleSeconds: sSec, datums: nDatums, dropped: ro.dropped, ...(ro.dropped > 0 ? { droppedBy: ro.droppedBy } : {}),
+        trainTokens: out.tokens, sampledTokens: ro.sampledTokens, trainSeconds: out.seconds, sampleSeconds: sSec, datums: nDatums, dropped: ro.dropped, turnLimited: ro.turnLimited, ...(ro.dropped > 0 ? { droppedBy: ro.droppedBy } : {}),
         rewardStd: spread(ro.groups.flatMap((g) => g.trajectories.map((t) => t.reward))), ...lossStats(out), ...stepRates(policy.id, out.tokens + ro.sampledTokens, out.seconds + sSec),
       });
       baseline = c.baseline;

@@ -11,13 +11,14 @@
 import { ConfigError } from '../errors.ts';
 import { acquireGpu } from '../gpu/device.ts';
 import type { EnvSpec } from '../env/types.ts';
-import type { PromptFormat } from '../env/format.ts';
+import { plainFormat, type PromptFormat } from '../env/format.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import { type LoraConfig, type LoraTarget, type ModelConfig, validateLora } from '../model/config.ts';
 import { loraTargetsByName } from '../model/peft.ts';
 import { preset, PRESETS } from '../model/presets.ts';
 import type { ServiceClient } from './clients.ts';
-import { ENV_NAMES, type EnvName, JOB_FORMAT, type JobEnv, jobEnv } from './evaluate.ts';
+import { ENV_NAMES, type EnvName, type JobEnv, jobEnv } from './evaluate.ts';
+import { withProgress } from './train_progress.ts';
 import { checkJobOptions, checkModel, checkTrainSettings, describe, oneOf } from './job_config.ts';
 import { LocalService } from './local_service.ts';
 import { type Algo, ALGOS, type JobOptions, type JobResult, runTraining } from './rl_job.ts';
@@ -58,8 +59,10 @@ export const TRAIN_DEFAULTS = Object.freeze({
   temperature: 1,
   rows: 16,
   maxGradNorm: 1,
-  /** Turn and per-action token limits of an EnvSpec given without them. */
+  /** Turn limits and per-action token limits of an EnvSpec given without them. */
   maxTurns: 1,
+  /** The turn limit of an EnvSpec whose environment has tools: room for three calls and the answer (a call is a turn). */
+  maxTurnsWithTools: 4,
   maxNewTokens: 32,
 });
 
@@ -98,8 +101,15 @@ export interface TrainSettings {
   readonly maxTurns?: number;
   /** Token limit of one action. */
   readonly maxNewTokens?: number;
-  /** Prompt format of an EnvSpec's episodes (default: plain text, no tool list). */
+  /** Prompt format of an EnvSpec's episodes (default: plain text listing the tools, if any, and how to call them). */
   readonly format?: PromptFormat;
+  /**
+   * A line on stderr per phase and every tenth of a phase's steps (reward, success, KL, clip
+   * fraction, entropy, gradient norm, tokens, dropped and turn-limited episodes), and warnings.
+   * Default true; false for silence (onStep / onPhase / onWarning still get everything).
+   */
+  readonly progress?: boolean;
+  readonly onWarning?: JobOptions['onWarning'];
   readonly rows?: number;
   readonly maxGradNorm?: number;
   /** Time limit of each environment call (create + reset, step, a tool) in ms; default 30000. */
@@ -142,9 +152,23 @@ function jobEnvOf(s: TrainSettings): JobEnv {
   if (typeof e !== 'object' || e === null || typeof e.create !== 'function' || typeof e.name !== 'string') {
     throw new ConfigError('env', 'expected an environment name, a JobEnv or an EnvSpec ({ name, create() })');
   }
-  const maxTurns = s.maxTurns ?? TRAIN_DEFAULTS.maxTurns;
+  // Tools need turns: each call is one, the answer another. One instance tells (created, closed).
+  const maxTurns = s.maxTurns ?? (hasTools(e) ? TRAIN_DEFAULTS.maxTurnsWithTools : TRAIN_DEFAULTS.maxTurns);
   const maxNewTokens = s.maxNewTokens ?? TRAIN_DEFAULTS.maxNewTokens;
-  return { name: e.name, kind: 'single', spec: e, maxTurns, maxNewTokens, format: s.format ?? JOB_FORMAT };
+  // A newcomer's environment is met by a model that must learn its tools: list them and the syntax.
+  return { name: e.name, kind: 'single', spec: e, maxTurns, maxNewTokens, format: s.format ?? plainFormat() };
+}
+
+/** Whether an instance of `spec` has tools (the instance is closed again). */
+function hasTools(spec: EnvSpec): boolean {
+  const env = spec.create();
+  const n = env.tools?.length ?? 0;
+  try {
+    void Promise.resolve(env.close?.()).catch(() => {});
+  } catch {
+    // closing a probe instance is best effort
+  }
+  return n > 0;
 }
 
 /** `v` when it is an integer ≥ min, else a ConfigError naming `field`. */
@@ -217,6 +241,7 @@ export function jobOptions(s: TrainSettings): JobOptions {
     ...(s.stepTimeoutMs !== undefined ? { stepTimeoutMs: s.stepTimeoutMs } : {}),
     ...(s.onStep ? { onStep: s.onStep } : {}),
     ...(s.onPhase ? { onPhase: s.onPhase } : {}),
+    ...(s.onWarning ? { onWarning: s.onWarning } : {}),
     ...(s.checkpoint ? { checkpoint: s.checkpoint } : {}),
     ...(s.id ? { id: s.id } : {}),
   });
@@ -237,10 +262,11 @@ export async function train(settings: TrainSettings & { readonly service?: Servi
     throw new ConfigError('service', 'expected a ServiceClient (a LocalService, or a WorkerService client)');
   }
   checkTrainSettings(rest);
+  const { progress, ...job } = rest;
   // A repo id or folder: opened here (config, tokenizer; the weights stay in the files) so the job
   // is checked against the real config before the device is acquired; the runner reuses it.
-  const opened = await openModel(rest);
-  const options = jobOptions(opened ? { ...rest, model: opened } : rest);
+  const opened = await openModel(job);
+  const options = withProgress(jobOptions(opened ? { ...job, model: opened } : job), progress !== false);
   if (given) return runTraining(given, options, opened);
   const ctx = await acquireGpu({ label: 'train' });
   const tok = new ByteTokenizer();
