@@ -47,7 +47,8 @@ export const FLAGS = {
   'warmstart-steps': { type: 'string', value: 'N', help: `SFT warm-start steps (default ${DEFAULTS.warmstartSteps} from scratch, none for a pretrained model)` },
   'eval-episodes': { type: 'string', value: 'N', help: `held-out episodes per evaluation, 0 for none (default ${DEFAULTS.evalEpisodes})` },
   json: { type: 'string', value: 'FILE', help: 'write the run summary as JSON to FILE' },
-  out: { type: 'string', value: 'DIR', help: 'run folder: metrics.jsonl, checkpoints, adapter, curve.svg (default runs/<env>-<algo>-s<seed>/)' },
+  out: { type: 'string', value: 'DIR', help: 'run folder: metrics.jsonl, checkpoints, adapter, curve.svg (default runs/<env>-<algo>[-full][-<model>]-s<seed>/, the model named unless it is the default preset)' },
+  overwrite: { type: 'boolean', help: "replace the run in the folder (its outputs and checkpoints are removed first); without it a folder holding another run's run.json is refused" },
   resume: { type: 'string', value: 'DIR', help: 'continue the run in DIR from its last checkpoint up to --steps (required); its other settings come from DIR/run.json' },
   'checkpoint-every': { type: 'string', value: 'N', help: 'save a checkpoint every N steps of each phase, and at its last step (default 25)' },
   quiet: { type: 'boolean', short: 'q', help: 'print nothing but errors (and the files asked for)' },
@@ -82,6 +83,8 @@ export interface TrainOptions {
   resume?: string;
   /** Steps between checkpoints (absent: 1). */
   checkpointEvery?: number;
+  /** Replace a run already in the folder. */
+  overwrite?: boolean;
   quiet: boolean;
   selfCheck: boolean;
 }
@@ -156,6 +159,7 @@ export function parseTrainArgs(argv: readonly string[]): TrainOptions {
     ...(str('resume') !== undefined ? { resume: str('resume') } : {}),
     ...(str('checkpoint-every') !== undefined ? { checkpointEvery: count('--checkpoint-every', str('checkpoint-every')!, 1) } : {}),
     quiet: values.quiet === true,
+    ...(values.overwrite === true ? { overwrite: true } : {}),
     selfCheck: values['self-check'] === true,
   };
 }
@@ -192,10 +196,12 @@ export function isPreset(model: string): boolean {
 const RESUME_FLAGS = ['resume', 'steps', 'json', 'quiet', 'checkpoint-every'];
 
 /** The run folder when --out is not given. */
-export function defaultOutDir(o: Pick<TrainOptions, 'env' | 'algo' | 'seed'> & { model?: string }): string {
-  // A pretrained model's runs are named by it too (its last path part: Qwen2.5-0.5B-Instruct).
-  const m = o.model !== undefined && !isPreset(o.model) ? `-${o.model.split('/').filter(Boolean).at(-1)}` : '';
-  return `runs/${o.env}-${o.algo}${m}-s${o.seed}`;
+export function defaultOutDir(o: Pick<TrainOptions, 'env' | 'algo' | 'seed'> & { model?: string; full?: boolean }): string {
+  // Named by what tells runs apart: full-parameter RL, and the model unless it is the default
+  // preset (a pretrained one by its last path part: Qwen2.5-0.5B-Instruct).
+  const m = o.model !== undefined && o.model !== DEFAULTS.model ? `-${o.model.split('/').filter(Boolean).at(-1)}` : '';
+  const full = o.full && o.algo !== 'sft' ? '-full' : '';
+  return `runs/${o.env}-${o.algo}${full}${m}-s${o.seed}`;
 }
 
 /** The --help text. */

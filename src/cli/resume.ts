@@ -4,7 +4,7 @@
  * cut back to the steps the last checkpoint covers, so the resumed run appends exactly the lines
  * an uninterrupted run would have written after them.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../errors.ts';
 import { type JobCheckpoint, JobCheckpointer, type StoredJobState } from '../runtime/job_checkpoint.ts';
@@ -18,10 +18,10 @@ export const RUN_FORMAT = 'webtinker-run/1';
 const FORMAT = RUN_FORMAT;
 
 /** What run.json keeps: the settings that define the run (not where its outputs go). */
-export type RunSettings = Omit<TrainOptions, 'help' | 'json' | 'out' | 'quiet' | 'selfCheck' | 'resume'>;
+export type RunSettings = Omit<TrainOptions, 'help' | 'json' | 'out' | 'quiet' | 'selfCheck' | 'resume' | 'overwrite'>;
 
 export function settingsOf(o: TrainOptions): RunSettings {
-  const { help: _h, json: _j, out: _o, quiet: _q, selfCheck: _s, resume: _r, ...settings } = o;
+  const { help: _h, json: _j, out: _o, quiet: _q, selfCheck: _s, resume: _r, overwrite: _w, ...settings } = o;
   return settings;
 }
 
@@ -64,6 +64,9 @@ const RUN_FIELDS: Record<keyof RunSettings, 'string' | 'number' | 'boolean' | 's
   env: 'string', algo: 'string', steps: 'number', seed: 'number', model: 'string', revision: 'string', loraRank: 'number', loraTargets: 'strings', full: 'boolean',
   groups: 'number', groupSize: 'number', lr: 'number', warmstart: 'boolean', warmstartSteps: 'number', evalEpisodes: 'number', checkpointEvery: 'number',
 };
+/** Everything a run writes in its folder (removed by --overwrite). */
+const RUN_OUTPUTS = [RUN_FILE, 'metrics.jsonl', 'summary.json', 'adapter.safetensors', 'model.safetensors', 'peft', 'base', 'curve.svg', 'checkpoints'];
+
 /** Fields a fresh run leaves out when the default applies. */
 const OPTIONAL_RUN_FIELDS = ['checkpointEvery', 'revision', 'lr', 'warmstartSteps'];
 
@@ -96,9 +99,16 @@ export { metricsBefore };
  * cuts metrics.jsonl back to it.
  */
 export async function prepareRunFolder(dir: string, o: TrainOptions): Promise<{ checkpoints: JobCheckpointer; from?: JobCheckpoint }> {
-  const checkpoints = new JobCheckpointer(new CheckpointStore<StoredJobState>(new FileKv(join(dir, 'checkpoints')), { keepLast: 2 }));
+  // Checkpoint records live under <dir>/checkpoints/ (runs before 2026-12-05 nested them one level deeper: still resumable).
+  const legacy = await stat(join(dir, 'checkpoints', 'checkpoints')).then((s) => s.isDirectory(), () => false);
+  const checkpoints = new JobCheckpointer(new CheckpointStore<StoredJobState>(new FileKv(legacy ? join(dir, 'checkpoints') : dir), { keepLast: 2 }));
   const metrics = join(dir, 'metrics.jsonl');
   if (!o.resume) {
+    if (await stat(join(dir, RUN_FILE)).then(() => true, () => false)) {
+      if (!o.overwrite) throw new ConfigError('--out', `${dir} holds another run (its ${RUN_FILE}); choose another --out, --resume it, or pass --overwrite to replace it`);
+      // One layout: nothing of the old run stays beside the new one's files (a full run's model.safetensors beside a LoRA adapter).
+      for (const f of RUN_OUTPUTS) await rm(join(dir, f), { recursive: true, force: true });
+    }
     await checkpoints.clear();
     await writeFile(join(dir, RUN_FILE), JSON.stringify({ format: FORMAT, settings: settingsOf(o) }, null, 2) + '\n');
     await writeFile(metrics, '');

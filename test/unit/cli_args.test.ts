@@ -12,6 +12,9 @@ describe('train CLI flags', () => {
     });
     expect(o.loraTargets).toEqual(['q', 'k', 'v', 'o', 'up', 'down']);
     expect(defaultOutDir(o)).toBe('runs/calculator-grpo-s0');
+    // Named by what tells runs apart: full-parameter RL and a model other than the default.
+    expect(defaultOutDir(parseTrainArgs(['--full', '--model', 'gpt2-1m', '--seed', '2']))).toBe('runs/calculator-grpo-full-gpt2-1m-s2');
+    expect(defaultOutDir(parseTrainArgs(['--algo', 'sft']))).toBe('runs/calculator-sft-s0');
   });
   it('parses every documented flag', () => {
     const o = parseTrainArgs([

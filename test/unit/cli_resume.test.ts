@@ -1,12 +1,14 @@
 /** `--resume`: the flags it allows, run.json, metrics.jsonl cut back to the last checkpoint, checkpoint files. */
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseTrainArgs } from '../../src/cli/args.ts';
 import { metricsBefore, prepareRunFolder, resumedOptions, RUN_FILE } from '../../src/cli/resume.ts';
 import { ConfigError } from '../../src/errors.ts';
-import type { JobCheckpoint } from '../../src/runtime/job_checkpoint.ts';
+import { type JobCheckpoint, JobCheckpointer, type StoredJobState } from '../../src/runtime/job_checkpoint.ts';
+import { CheckpointStore } from '../../src/runtime/store/checkpoint_store.ts';
+import { FileKv } from '../../src/runtime/store/fs_kv.ts';
 
 const base = { w: Float32Array.of(3, 4, 5) };
 const line = (phase: 'sft' | 'rl', step: number) => JSON.stringify({ phase, step, loss: 1 });
@@ -62,10 +64,27 @@ describe('train CLI --resume', () => {
     expect((await again.checkpoints.store.versions('run.base')).length).toBe(1);
     expect((await again.checkpoints.store.versions('run')).map((v) => v.step)).toEqual([1, 2]);
 
-    // A fresh run in the same folder starts over.
-    const over = await prepareRunFolder(dir, opts);
+    // One layout: the records under <dir>/checkpoints/ (no checkpoints/checkpoints/).
+    expect((await readdir(join(dir, 'checkpoints'))).sort()).toEqual(['run', 'run.base']);
+
+    // A fresh run in the same folder is refused (another run's files are there) unless --overwrite,
+    // which removes the old run's outputs first: no stale model.safetensors beside a new adapter.
+    await expect(prepareRunFolder(dir, opts)).rejects.toThrow(/holds another run \(its run.json\).*--overwrite/);
+    await writeFile(join(dir, 'model.safetensors'), 'old');
+    await mkdir(join(dir, 'peft'));
+    const over = await prepareRunFolder(dir, { ...opts, overwrite: true });
     expect(over.from).toBeUndefined();
     expect(await over.checkpoints.latest()).toBeUndefined();
+    expect((await readdir(dir)).sort()).toEqual(['metrics.jsonl', RUN_FILE]);
+  });
+
+  it('still resumes a run folder of the old layout (checkpoints/checkpoints/)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'webtinker-cli-'));
+    const opts = parseTrainArgs(['--steps', '3', '--out', dir]);
+    const old = new JobCheckpointer(new CheckpointStore<StoredJobState>(new FileKv(join(dir, 'checkpoints')), { keepLast: 2 }));
+    await old.save(checkpoint('rl', 1, [0.5]));
+    const again = await prepareRunFolder(dir, { ...opts, resume: dir });
+    expect(again.from?.step).toBe(1);
   });
 
   it('refuses a folder that is not a run, or has no checkpoint', async () => {
