@@ -80,6 +80,8 @@ export {
   chatFormat,
   EnvironmentError,
   extractAnswer,
+  formatAnswer,
+  formatToolCall,
   generationEosIds,
   guessNumberEnv,
   hermesToolSyntax,

@@ -24,7 +24,7 @@ export function summaryTable(s: JobSummary, files: readonly string[] = []): stri
     ['final loss', s.lossCurve.length === 0 ? '-' : s.lossCurve[s.lossCurve.length - 1].toFixed(4)],
     ['throughput', `train ${s.trainTokensPerSecond.toFixed(0)} tok/s, sample ${s.sampleTokensPerSecond.toFixed(0)} tok/s`],
     ['peak GPU memory', `${(s.peakGpuBytes / 2 ** 20).toFixed(1)} MiB`],
-    ['device', `${s.adapter.description || s.adapter.vendor || 'unknown'}${s.adapter.isFallbackAdapter ? ' (software)' : ''}`],
+    ['device', `${s.device.description || s.device.vendor || 'unknown'}${s.device.isFallbackAdapter ? ' (software)' : ''}`],
     ['wall time', `${s.wallSeconds.toFixed(1)} s`],
     ...files.map((f, i): [string, string] => [i === 0 ? 'files' : '', f]),
   ];

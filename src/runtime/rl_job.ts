@@ -152,8 +152,8 @@ export interface JobSummary {
   readonly trainTokensPerSecond: number;
   readonly sampleTokensPerSecond: number;
   readonly peakGpuBytes: number;
-  /** The device the run used. */
-  readonly adapter: AdapterSummary;
+  /** The WebGPU device the run used (its adapter's description; the trained weights are in `trained`). */
+  readonly device: AdapterSummary;
 }
 
 export interface JobResult extends JobSummary {
@@ -475,7 +475,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
       trainTokensPerSecond: trainSeconds > 0 ? trainTokens / trainSeconds : 0,
       sampleTokensPerSecond: sampleSeconds > 0 ? sampledTokens / sampleSeconds : 0,
       peakGpuBytes,
-      adapter: service.adapter,
+      device: service.adapter,
       trained: r.trained,
     };
   }

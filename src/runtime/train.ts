@@ -17,7 +17,7 @@ import { type LoraConfig, type LoraTarget, type ModelConfig, validateLora } from
 import { loraTargetsByName } from '../model/peft.ts';
 import { preset, PRESETS } from '../model/presets.ts';
 import type { ServiceClient } from './clients.ts';
-import { ENV_NAMES, type EnvName, type JobEnv, jobEnv } from './evaluate.ts';
+import { demonstrationTrajectories, ENV_NAMES, type EnvName, type JobEnv, jobEnv } from './evaluate.ts';
 import { withProgress } from './train_progress.ts';
 import { checkJobOptions, checkModel, checkTrainSettings, describe, oneOf } from './job_config.ts';
 import { LocalService } from './local_service.ts';
@@ -266,7 +266,8 @@ export async function train(settings: TrainSettings & { readonly service?: Servi
   // A repo id or folder: opened here (config, tokenizer; the weights stay in the files) so the job
   // is checked against the real config before the device is acquired; the runner reuses it.
   const opened = await openModel(job);
-  const options = withProgress(jobOptions(opened ? { ...job, model: opened } : job), progress !== false);
+  const fitted = opened ? job : await withFittedContext(job);
+  const options = withProgress(jobOptions(opened ? { ...job, model: opened } : fitted), progress !== false);
   if (given) return runTraining(given, options, opened);
   const ctx = await acquireGpu({ label: 'train' });
   const tok = new ByteTokenizer();
@@ -284,4 +285,22 @@ async function openModel(s: TrainSettings): Promise<OpenedPretrained | undefined
   const m = s.model;
   if (typeof m !== 'string' || Object.hasOwn(PRESETS, m)) return undefined;
   return openPretrainedJob({ repo: m, ...s.hub });
+}
+
+/**
+ * A newcomer's EnvSpec on a from-scratch model: the context raised to what its episodes need, as
+ * the built-in environments state theirs (JobEnv.context) — the longest of 64 demonstrations,
+ * replayed with the job's tokenizer and format, plus an action's tokens, rounded up to 32. Without
+ * it a tool call and its result could push an episode past gpt2-100k's 128 positions, silently.
+ */
+async function withFittedContext(s: TrainSettings): Promise<TrainSettings> {
+  const e = s.env;
+  if (typeof e !== 'object' || e === null || isJobEnv(e) || typeof e.demonstrations !== 'function') return s;
+  const env = jobEnvOf(s);
+  const tokenizer = new ByteTokenizer();
+  const probe = 4096;
+  const demos = await demonstrationTrajectories(env, 64, s.seed ?? TRAIN_DEFAULTS.seed, { tokenizer, maxNewTokens: env.maxNewTokens, maxSequenceTokens: probe, temperature: 1 });
+  const longest = Math.max(0, ...demos.map((t) => t.tokensT.length));
+  const { maxTurns: _t, maxNewTokens: _n, format: _f, ...rest } = s;
+  return { ...rest, env: { ...env, context: Math.ceil((longest + env.maxNewTokens) / 32) * 32 } };
 }

@@ -17,7 +17,7 @@ function result(): JobResult {
     env: 'calculator', algo: 'grpo', seed: 3, steps: 2, model: 'tiny-gpt2', trainable: 'lora', lora: { rank: 2, alpha: 4, targets: ['q'] }, warmStartSteps: 1,
     rewardCurve: [0.25, 0.5], lossCurve: [0.1, -0.05], sftLossCurve: [5], successBefore: 0.25, successAfter: 0.5, rewardBefore: 0.2, rewardAfter: 0.45,
     evalEpisodes: 8, wallSeconds: 12, trainTokensPerSecond: 100, sampleTokensPerSecond: 50, peakGpuBytes: 2 ** 20,
-    adapter: adapter as unknown as JobResult['adapter'],
+    device: adapter as unknown as JobResult['device'],
     trained: { cfg: {} as JobResult['trained']['cfg'], lora: null, tensors: { x: new Float32Array(2) } },
   };
 }

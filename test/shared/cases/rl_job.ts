@@ -41,7 +41,7 @@ export const rlJobCases: GpuCase[] = [
       const steps: StepMetrics[] = [];
       const a = await run((m) => steps.push(m));
       const s = JSON.parse(JSON.stringify(summaryOf(a)));
-      for (const k of ['env', 'algo', 'seed', 'steps', 'rewardCurve', 'lossCurve', 'successBefore', 'successAfter', 'wallSeconds', 'trainTokensPerSecond', 'sampleTokensPerSecond', 'peakGpuBytes', 'adapter']) {
+      for (const k of ['env', 'algo', 'seed', 'steps', 'rewardCurve', 'lossCurve', 'successBefore', 'successAfter', 'wallSeconds', 'trainTokensPerSecond', 'sampleTokensPerSecond', 'peakGpuBytes', 'device']) {
         assert.property(s, k);
       }
       assert.include(s, { env: 'calculator', algo: 'grpo', seed: 11, steps: 2, trainable: 'lora', warmStartSteps: 2 });
