@@ -32,7 +32,8 @@ const NEEDS: { readonly [K in Kind]: (spec: Extract<LossSpec, { kind: K }>) => B
   cross_entropy: () => ({}),
   importance_sampling: () => ({ policy: true }),
   ppo: (s) => ({ policy: true, ...(s.value ? { value: true, oldValues: s.value.clip !== null } : {}) }),
-  grpo: () => ({ policy: true, ref: true }),
+  // Without its KL term GRPO needs no reference log-probs (the kernel binds the sampling policy's).
+  grpo: (s) => ({ policy: true, ref: s.klBeta !== 0 }),
   dpo: () => {
     throw new ConfigError('spec.kind', 'dpo reduces per pair, not per token: compute log-probs (computeLogprobs), then train with importance_sampling');
   },

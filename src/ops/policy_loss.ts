@@ -238,7 +238,10 @@ export function policyLoss(
   expectShape(KERNEL, 'targets', targets, [n]);
   expectDtype(KERNEL, 'weights', weights, 'f32');
   expectShape(KERNEL, 'weights', weights, [n]);
-  for (const name of mode.needs) {
+  // GRPO without its KL term (β = 0, as Dr. GRPO and DAPO train) needs no reference log-probs:
+  // the sampling policy's stand in (k3 is then the KL to it, reported and multiplied by 0).
+  const needs = spec.kind === 'grpo' && spec.klBeta === 0 && !inputs.refLogprobs ? mode.needs.filter((k) => k !== 'refLogprobs') : mode.needs;
+  for (const name of needs) {
     const t = inputs[name];
     if (!t) throw new ShapeError(KERNEL, `${spec.kind} needs ${name} [${n}] (logits ${dims(logits)})`);
     expectDtype(KERNEL, name, t, 'f32');
@@ -269,7 +272,7 @@ export function policyLoss(
     ['stats', out.stats]];
   if (!inPlace) written.push(['dlogits', out.dlogits]);
   const read: Named[] = [['logits', logits], ['targets', targets], ['weights', weights], ['seqIds', inputs.seqIds ?? null],
-    ...mode.needs.map((k): Named => [k, inputs[k] ?? null])];
+    ...needs.map((k): Named => [k, inputs[k] ?? null])];
   const all = [...read, ...written];
   expectDistinct(KERNEL, written.flatMap(([na, a]) => all.filter(([nb]) => nb !== na).map(([nb, b]) => [na, a, nb, b] as const)));
   expectBindable(KERNEL, rec.ctx, all);
@@ -278,7 +281,7 @@ export function policyLoss(
   // Unused f32 inputs are bound to `weights` (read-only twice is allowed); the mode ignores them.
   const old = inputs.oldLogprobs && mode.needs.includes('oldLogprobs') ? inputs.oldLogprobs : weights;
   const adv = inputs.advantages && mode.needs.includes('advantages') ? inputs.advantages : weights;
-  const ref = inputs.refLogprobs && mode.needs.includes('refLogprobs') ? inputs.refLogprobs : weights;
+  const ref = inputs.refLogprobs && needs.includes('refLogprobs') ? inputs.refLogprobs : mode.needs.includes('refLogprobs') ? old : weights;
   const perRow = layout !== 'groups';
   const vec4 = v % 4 === 0;
   const params = (rowThreads: number, texWidth: number, r0: number, rows: number) => new Params(16).u32(n).u32(v).u32(s).u32(mode.id)

@@ -11,8 +11,7 @@
  * Choices and departures, each for a small from-scratch model on a software adapter:
  * - the warm start trains every parameter of the from-scratch base; the RL job is then LoRA on the
  *   SFT'd weights (a new base model) or, with `lora: null`, full-parameter;
- * - GRPO runs without the KL term (β = 0, as Dr. GRPO and DAPO do): the engine's GRPO loss wants
- *   reference log-probs, so the sampling log-probs stand in for them, which with β = 0 are unused;
+ * - GRPO runs without the KL term (β = 0, as Dr. GRPO and DAPO do), so without reference log-probs;
  * - RLOO and REINFORCE train with the importance-sampling loss (on-policy: ρ = 1 at the first
  *   micro-batch); PPO with the clipped surrogate and a clipped value loss on a value head, GAE
  *   with λ = 1 (PPO_LAMBDA; verl's default for outcome rewards): the only reward comes at the end
@@ -200,10 +199,9 @@ interface Ctx {
 
 /** Datums and loss of one RL step from its rollout (every algorithm but DPO, which is two-phase). */
 async function rlDatums(c: Ctx, trajGroups: Awaited<ReturnType<typeof rollout>>['groups']): Promise<{ datums: Datum[]; loss: LossSpec }> {
-  const oldAsRef = (t: Trajectory) => t.logprobsT.slice(1);
   switch (c.o.algo) {
     case 'grpo':
-      return { datums: grpoDatums(trajGroups, { refLogprobs: oldAsRef, skipUniformGroups: true }), loss: grpoLoss({ klBeta: 0 }) };
+      return { datums: grpoDatums(trajGroups, { skipUniformGroups: true }), loss: grpoLoss({ klBeta: 0 }) };
     case 'rloo':
       return { datums: rlooDatums(trajGroups, { skipUniformGroups: true }), loss: importanceSamplingLoss() };
     case 'reinforce': {

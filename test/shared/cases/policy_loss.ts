@@ -54,7 +54,7 @@ interface GpuResult {
  * bytes (no pool rounding), so a texture copy cannot round it up to whole texels.
  */
 async function runPolicy(ctx: GpuContext, fx: Fixture, spec: PolicyLossSpec, inPlace = false, tuning: PolicyLossTuning = {},
-  how: { blockRows?: number; exact?: boolean } = {}): Promise<GpuResult> {
+  how: { blockRows?: number; exact?: boolean; noRef?: boolean } = {}): Promise<GpuResult> {
   const o = { owner: 'policy-case' };
   const up = (a: Float32Array | Int32Array, label: string) => tensorFrom(ctx, a, [a.length], { ...o, label });
   const exact = how.exact ? ctx.device.createBuffer({ label: 'exact logits', size: 4 * fx.n * fx.v, usage: STORAGE_USAGE }) : null;
@@ -64,7 +64,7 @@ async function runPolicy(ctx: GpuContext, fx: Fixture, spec: PolicyLossSpec, inP
   const logits = how.blockRows ? emptyTensor(ctx, [rows, fx.v], 'f32', { ...o, label: 'logits block' }) : whole;
   const inputs = {
     logits, targets: up(fx.targets, 'targets'), weights: up(fx.weights, 'weights'), oldLogprobs: up(fx.oldLogprobs, 'old'),
-    advantages: up(fx.advantages, 'adv'), refLogprobs: up(fx.refLogprobs, 'ref'), seqIds: up(fx.seqIds, 'seq'), numSequences: fx.numSequences,
+    advantages: up(fx.advantages, 'adv'), ...(how.noRef ? {} : { refLogprobs: up(fx.refLogprobs, 'ref') }), seqIds: up(fx.seqIds, 'seq'), numSequences: fx.numSequences,
   };
   const out = {
     dlogits: inPlace ? logits : emptyTensor(ctx, [rows, fx.v], 'f32', { ...o, label: 'dlogits' }),
@@ -197,6 +197,26 @@ export const policyLossCases: GpuCase[] = [
       assert.isNaN(got.stats[POLICY_STATS.loss]);
       assert.isTrue(got.dlogits.subarray(4 * 9, 5 * 9).every(Number.isNaN), 'row 4 is NaN');
       assert.isTrue(got.dlogits.subarray(0, 9).every(Number.isFinite), 'other rows are untouched by it');
+    },
+  },
+  {
+    name: 'policy_loss: GRPO without its KL term takes no reference log-probs (bitwise the run with the sampling ones as reference); with β ≠ 0 they are required',
+    async fn(ctx) {
+      const fx = fixture(12, 29, 301);
+      const spec = { ...specOf('grpo', 'token_mean', 0, false), klBeta: 0 } as PolicyLossSpec;
+      const without = await runPolicy(ctx, fx, spec, false, {}, { noRef: true });
+      const asOld = await runPolicy(ctx, { ...fx, refLogprobs: fx.oldLogprobs }, spec);
+      for (const k of ['dlogits', 'logprobs', 'entropy', 'loss', 'stats'] as const) assert.strictEqual(firstBitDiff(without[k], asOld[k]), -1, k);
+      const ref = policyLossRef({ ...fx, refLogprobs: fx.oldLogprobs }, spec);
+      closeStat(without.loss.reduce((a, b) => a + b, 0), ref.loss.reduce((a, b) => a + b, 0), 'loss against the reference');
+      let err: unknown;
+      try {
+        await runPolicy(ctx, fx, specOf('grpo', 'token_mean', 0, false), false, {}, { noRef: true });
+      } catch (e) {
+        err = e;
+      }
+      assert.instanceOf(err, ShapeError);
+      assert.match((err as Error).message, /grpo needs refLogprobs/);
     },
   },
   {
