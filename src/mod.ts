@@ -77,6 +77,7 @@ export {
   ArithmeticError,
   ByteTokenizer,
   calculatorEnv,
+  promptEnv,
   chatFormat,
   EnvironmentError,
   extractAnswer,
@@ -104,12 +105,13 @@ export {
   SampleContractError,
   TokenizerError,
 } from './env/mod.ts';
-export type { AgentOptions, EpisodeSpec, GameResult, HfChatFormatOptions, ParsedAction, PromptFormat, Tokenizer, ToolCallSyntax } from './env/mod.ts';
+export type { AgentOptions, EpisodeSpec, GameResult, HfChatFormatOptions, ParsedAction, PromptEnvOptions, PromptFormat, PromptReward, Tokenizer, ToolCallSyntax } from './env/mod.ts';
 
 // Algorithms (src/algorithms): pure functions from trajectories to datums and loss specs.
 export {
   clippedValueLoss,
   crossEntropyLoss,
+  datumFromSequence,
   dpoDatums,
   dpoLoss,
   dpoPairLoss,
@@ -128,6 +130,7 @@ export {
   rlooAdvantages,
   rlooDatums,
   sftDatums,
+  sftDatumsFromPairs,
   trajectoryToDatum,
   valueLossSpec,
 } from './algorithms/mod.ts';
@@ -208,7 +211,7 @@ export type { EngineSampleFnOptions } from './model/sample_fn.ts';
 // Tinker-style clients.
 export { LocalService } from './runtime/local_service.ts';
 export type { LocalServiceOptions } from './runtime/local_service.ts';
-export { fullTrainingOptions, loraTrainingOptions } from './runtime/clients.ts';
+export { fullTrainingOptions, loraTrainingOptions, saveWeightsAndGetSamplingClient } from './runtime/clients.ts';
 export type {
   CreateModelOptions,
   FullTrainingOptions,

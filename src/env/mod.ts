@@ -51,6 +51,8 @@ export type { ReplayAgentOptions, ReplayResult } from './demos.ts';
 export { evaluateArithmetic, formatNumber, MAX_DEPTH, MAX_EXPRESSION_LENGTH } from './envs/arith.ts';
 export { answerMatches, calculatorDemonstrations, calculatorEnv, calculatorTask, calculatorTool } from './envs/calculator.ts';
 export type { CalculatorOptions, CalculatorTask } from './envs/calculator.ts';
+export { promptEnv } from './envs/prompt.ts';
+export type { PromptEnvOptions, PromptReward } from './envs/prompt.ts';
 export { guessNumberDemonstrations, guessNumberEnv, guessReward, parseGuess, secretNumber } from './envs/guess_number.ts';
 export type { GuessNumberOptions } from './envs/guess_number.ts';
 export {

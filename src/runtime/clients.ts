@@ -118,6 +118,16 @@ export interface TrainingClient {
   close(): Promise<void>;
 }
 
+/**
+ * Tinker's `save_weights_and_get_sampling_client`: publish the job's adapter as the next version
+ * of `name` (durable in the service's store, servable by name to inference clients) and return a
+ * sampling client over exactly those weights.
+ */
+export async function saveWeightsAndGetSamplingClient(client: TrainingClient, name: string): Promise<{ published: PublishedAdapter; sampler: SamplingClient }> {
+  const published = await client.saveWeightsForSampler(name);
+  return { published, sampler: await client.samplingClient() };
+}
+
 export interface SamplingClient {
   /** Which weights: the model id, and the adapter id and version when an adapter is applied. */
   readonly modelId: string;

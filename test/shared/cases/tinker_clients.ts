@@ -13,7 +13,7 @@ import type { SampleRequest } from '../../../src/env/types.ts';
 import { ConfigError } from '../../../src/errors.ts';
 import { preset } from '../../../src/model/presets.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
-import type { SampledSequence, ServiceClient } from '../../../src/runtime/clients.ts';
+import { type SampledSequence, saveWeightsAndGetSamplingClient, type ServiceClient } from '../../../src/runtime/clients.ts';
 import { LocalService } from '../../../src/runtime/local_service.ts';
 import { WorkerService } from '../../../src/runtime/worker_service.ts';
 import { testGpu } from '../gpu.ts';
@@ -93,6 +93,11 @@ async function exercise(service: ServiceClient & { createInferenceClient(modelId
   const base = await inf.sample(prompt, 1, params);
   assert.isUndefined(base.sequences[0].adapter);
   await inf.close();
+  // The one-liner: publish the next version and get a sampling client over exactly those weights.
+  const { published: v2, sampler } = await saveWeightsAndGetSamplingClient(lora, 'tinker-alpha');
+  assert.deepInclude(v2, { name: 'tinker-alpha', version: 2, modelId });
+  assert.deepEqual((await sampler.sample(prompt, 2, params)).sequences.map((s) => s.tokens), three.sequences.slice(0, 2).map((s) => s.tokens));
+  await sampler.close();
   await lora.close();
   return { seeded: [...three.sequences], inference: [...published.sequences] };
 }
