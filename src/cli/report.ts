@@ -104,17 +104,6 @@ export function curvesSvg(fig: { title: string; subtitle?: string; series: reado
   return parts.join('\n') + '\n';
 }
 
-/** A run's learning curves: reward per RL step (left axis) and loss (right axis, dashed). */
-export function learningCurveSvg(curves: { title: string; reward: readonly number[]; loss: readonly number[]; subtitle?: string }): string {
-  return curvesSvg({
-    title: curves.title,
-    ...(curves.subtitle ? { subtitle: curves.subtitle } : {}),
-    series: [
-      { label: 'mean reward', ys: curves.reward, color: '#1f77b4', axis: 'left' },
-      { label: 'loss', ys: curves.loss, color: '#d62728', axis: 'right', dashed: true },
-    ],
-  });
-}
 
 /** The metrics.jsonl lines of the steps a checkpoint covers (the ones after it will be written again). */
 export function metricsBefore(jsonl: string, at: { readonly phase: 'sft' | 'rl'; readonly step: number }): string {

@@ -34,7 +34,8 @@ import { jobOptionsFrom } from './job_args.ts';
 import { DEFAULTS, defaultOutDir, isPreset, parseTrainArgs, type TrainOptions, trainHelp } from './args.ts';
 import { type OpenedPretrained, openPretrainedJob } from '../runtime/pretrained_job.ts';
 import { progressBar, quietProgress } from './progress.ts';
-import { learningCurveSvg, metricsLine, summaryTable } from './report.ts';
+import { metricsLine, summaryTable } from './report.ts';
+import { runCurvesSvg } from './plot.ts';
 import { metricsBefore, prepareRunFolder, resumedOptions } from './resume.ts';
 
 /** The job a parsed command line asks for (job_args.ts). */
@@ -79,11 +80,14 @@ export async function writeRunOutputs(dir: string, result: JobResult): Promise<s
   const summary = summaryOf(result);
   const files = [join(dir, 'summary.json'), ...(await writeWeights(dir, result)), join(dir, 'curve.svg')];
   await writeFile(join(dir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
-  await writeFile(join(dir, 'curve.svg'), learningCurveSvg({
+  const sftJob = summary.algo === 'sft';
+  await writeFile(join(dir, 'curve.svg'), runCurvesSvg({
     title: `${summary.env} · ${summary.algo} · ${summary.model} · seed ${summary.seed}`,
-    subtitle: `held-out success ${(100 * summary.successBefore).toFixed(1)}% → ${(100 * summary.successAfter).toFixed(1)}%`,
+    subtitle: `held-out success (reward > 0) ${(100 * summary.successBefore).toFixed(1)}% → ${(100 * summary.successAfter).toFixed(1)}%`,
     reward: summary.rewardCurve,
-    loss: summary.lossCurve,
+    loss: sftJob ? [] : summary.lossCurve,
+    sftLoss: summary.sftLossCurve,
+    ...(summary.evalEpisodes > 0 ? { evaluation: { before: summary.successBefore, after: summary.successAfter, episodes: summary.evalEpisodes } } : {}),
   }));
   return files;
 }

@@ -1,6 +1,7 @@
 /** The job runner's pure parts: step seeds, minibatch order, packing lengths, the summary JSON shape and the SVG writer. */
 import { describe, expect, it } from 'vitest';
-import { learningCurveSvg, metricsLine, summaryTable } from '../../src/cli/report.ts';
+import { metricsLine, summaryTable } from '../../src/cli/report.ts';
+import { runCurvesSvg } from '../../src/cli/plot.ts';
 import { demonstrationTrajectories, evalEpisodes, jobEnv, NIM_JOB } from '../../src/runtime/evaluate.ts';
 import { ByteTokenizer } from '../../src/model/tokenizer/byte.ts';
 import { nimEnv, nimOptimalMove, nimPiles, parseNimMove } from '../../src/env/envs/nim.ts';
@@ -105,7 +106,7 @@ describe('job runner, pure parts', () => {
   it('the summary JSON has the issue fields and no tensors', () => {
     const s = summaryOf(result());
     const json = JSON.parse(JSON.stringify(s));
-    for (const k of ['env', 'algo', 'seed', 'steps', 'rewardCurve', 'lossCurve', 'successBefore', 'successAfter', 'wallSeconds', 'trainTokensPerSecond', 'sampleTokensPerSecond', 'peakGpuBytes', 'adapter']) {
+    for (const k of ['env', 'algo', 'seed', 'steps', 'rewardCurve', 'lossCurve', 'successBefore', 'successAfter', 'wallSeconds', 'trainTokensPerSecond', 'sampleTokensPerSecond', 'peakGpuBytes', 'device']) {
       expect(json).toHaveProperty(k);
     }
     expect(json).not.toHaveProperty('trained');
@@ -120,18 +121,20 @@ describe('job runner, pure parts', () => {
     expect(line).not.toContain('\n');
     expect(JSON.parse(line).reward).toBe(0.5);
   });
-  it('writes a well-formed learning-curve SVG with one point per step', () => {
-    const svg = learningCurveSvg({ title: 'a < b & "c"', subtitle: 'x', reward: [0, 0.5, 1], loss: [2, NaN, 1] });
+  it('draws curve.svg with Observable Plot: labelled panels for the warm start, the reward with the held-out points, and the RL loss', () => {
+    const svg = runCurvesSvg({ title: 'a < b & "c"', subtitle: 'x', reward: [0.25, 0.25, 0.25], loss: [2, NaN, 1], sftLoss: [5, 3, 2, 1], evaluation: { before: 0.5, after: 0.75, episodes: 128 } });
     expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
     expect(svg.trim().endsWith('</svg>')).toBe(true);
     expect(svg).toContain('a &lt; b &amp; &quot;c&quot;');
-    const lines = [...svg.matchAll(/points="([^"]*)"/g)].map((m) => m[1].split(' '));
-    expect(lines.map((l) => l.length)).toEqual([3, 3]);
-    for (const l of lines) for (const p of l) expect(p).toMatch(/^-?\d+(\.\d+)?,-?\d+(\.\d+)?$/);
-    // Reward 1 is at the top of the plot, 0 at the bottom.
-    const ys = lines[0].map((p) => Number(p.split(',')[1]));
-    expect(ys[2]).toBeLessThan(ys[0]);
-    expect(learningCurveSvg({ title: 't', reward: [], loss: [] })).not.toContain('<polyline');
-    expect(learningCurveSvg({ title: 't', reward: [1], loss: [1] })).toContain('<polyline');
+    for (const label of ['SFT step', 'warm-start loss', 'RL step', 'mean reward · held-out success (128 ep.)', 'RL loss', '50%', '75%']) expect(svg).toContain(label);
+    expect(svg).toContain('aria-label="y-grid"');
+    // A constant reward keeps the [0, 1] axis (ticks 0.0 … 1.0), not an axis around the constant.
+    const rewardPanel = svg.split('<g class="panel"')[2];
+    expect(rewardPanel).toContain('>1.0<');
+    expect(rewardPanel).toContain('>0.0<');
+    expect(svg.split('<g class="panel"').length).toBe(4);
+    expect(runCurvesSvg({ title: 't', reward: [], loss: [] })).toContain('no steps');
+    // An SFT job: the warm-start panel and the evaluation points only.
+    expect(runCurvesSvg({ title: 't', reward: [], loss: [], sftLoss: [1, 0.5], evaluation: { before: 0, after: 0.5, episodes: 8 } }).split('<g class="panel"').length).toBe(3);
   });
 });
