@@ -70,6 +70,12 @@ export interface EnvSpec {
   create(): Environment;
   /** `n` demonstrations for SFT warm starts, fixed by `rng`. */
   demonstrations?(n: number, rng: Rng): Demonstration[];
+  /**
+   * Whether an episode counts as a success in held-out evaluations and step metrics. Default:
+   * reward > 0 (partial credit counts); an environment that pays partial credit says what a
+   * success is, e.g. `(t) => t.reward >= 1` or from its turns' `info`.
+   */
+  readonly success?: (t: Trajectory) => boolean;
 }
 
 /** The first observation of a turn-based game: who acts first and what they see. */
@@ -104,6 +110,12 @@ export interface TurnBasedEnvSpec {
   readonly numPlayers: number;
   create(): TurnBasedEnvironment;
   demonstrations?(n: number, rng: Rng): Demonstration[];
+  /**
+   * Whether an episode counts as a success in held-out evaluations and step metrics. Default:
+   * reward > 0 (partial credit counts); an environment that pays partial credit says what a
+   * success is, e.g. `(t) => t.reward >= 1` or from its turns' `info`.
+   */
+  readonly success?: (t: Trajectory) => boolean;
 }
 
 /** One sampling request: the whole context so far and how to sample the continuation. */

@@ -165,12 +165,13 @@ export async function rollout(env: JobEnv, sample: SampleFn, episodes: readonly 
     droppedBy: dropsByReason(batch.dropped),
     droppedEpisodes: batch.dropped,
     meanReward: batch.metrics.meanReward,
-    success: n === 0 ? 0 : trajs.filter(isSuccess).length / n,
+    success: n === 0 ? 0 : trajs.filter(env.spec.success ?? isSuccess).length / n,
     sampledTokens: batch.metrics.sampledTokens,
     turnLimited: trajs.filter((t) => t.endReason === 'turn_limit').length,
   };
 }
 
+/** The default success of an episode: reward > 0 (EnvSpec.success overrides it). */
 export function isSuccess(t: Trajectory): boolean {
   return t.reward > 0;
 }

@@ -71,3 +71,12 @@ describe('turns and tools', () => {
     expect(turnLimitWarning(o.env, 0, 4, 2)).toBeNull();
   });
 });
+
+describe('success', () => {
+  it('is reward > 0 unless the environment says what a success is', async () => {
+    const tok = new ByteTokenizer();
+    const run = (spec: EnvSpec) => rollout(jobOptions({ env: spec, maxTurns: 1 }).env, scriptedSampleFn(tok, ['<answer>X</answer>', '<answer>y</answer>']), groupEpisodes(2, 1, 3), 3, { tokenizer: tok, maxNewTokens: 32, maxSequenceTokens: 256, temperature: 1 });
+    expect((await run(lookupEnv)).success).toBe(0.5);
+    expect((await run({ ...lookupEnv, success: (t) => t.reward >= 2 })).success).toBe(0);
+  });
+});
