@@ -206,6 +206,12 @@ export async function demonstrationTrajectories(env: JobEnv, n: number, seed: nu
     : await replayTurnBasedDemonstrations(env.spec, demos, opts, s.stepTimeoutMs);
   // Every demonstration failed: the warm start would train on nothing.
   stopIfAllDropped(env.name, "the warm start's demonstrations", demos.length, replayed.dropped);
+  // A demonstration cut at the context limit would teach a truncated episode: refuse, saying what fits.
+  const cut = replayed.trajectories.find((t) => t.endReason === 'context_limit');
+  if (cut) {
+    const d = demos[cut.episodeId];
+    throw new ConfigError('model.maxSeqLen', `demonstration ${cut.episodeId} of ${env.name} (seed ${d.seed}: ${JSON.stringify(d.actions.join(' ').slice(0, 80))}) does not fit the context of ${s.maxSequenceTokens} positions (cut after ${cut.tokensT.length} tokens, ${cut.turns.length} of ${d.actions.length} actions); raise it with a model of a longer maxSeqLen (a ModelConfig's maxSeqLen, or a JobEnv's context)`);
+  }
   if (env.kind === 'single') return replayed.trajectories;
   // Games: learn each game's demonstrated seat (player 1 unless the demonstration names another).
   return replayed.trajectories.filter((t) => t.player === (demos[t.episodeId].player ?? 0));
