@@ -71,12 +71,14 @@ describe('settings with a Hub model', () => {
   const from = (o: Record<string, string>) => (k: string) => o[k] ?? null;
 
   it('take a repo id as the model and an http(s) Hub endpoint', () => {
-    const s = parseSettings(from({ model: 'tiny-org/qwen3-tools', hub: 'http://127.0.0.1:4000/' }));
+    const s = parseSettings(from({ model: 'tiny-org/qwen3-tools', hub: 'http://127.0.0.1:4000/' }), undefined, { pretrained: true });
     expect(s.model).toBe('tiny-org/qwen3-tools');
     expect(s.hub).toBe('http://127.0.0.1:4000');
     expect(isPretrained(s)).toBe(true);
     expect(isPretrained(DEFAULT_SETTINGS)).toBe(false);
     expect(() => jobOptions(s)).toThrow(ConfigError); // its options need the opened checkpoint
+    // Pages that train presets only (chat, arena, the widget) refuse a repo id.
+    expect(() => parseSettings(from({ model: 'tiny-org/qwen3-tools' }))).toThrow(/unknown model/);
   });
 
   it.each([
@@ -85,7 +87,7 @@ describe('settings with a Hub model', () => {
   ])('refuse %o with a ConfigError naming %s', (q, field) => {
     let err: unknown;
     try {
-      parseSettings(from(q as Record<string, string>));
+      parseSettings(from(q as Record<string, string>), undefined, { pretrained: true });
     } catch (e) {
       err = e;
     }

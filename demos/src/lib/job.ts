@@ -74,8 +74,11 @@ export const QUICK_SETTINGS: DemoSettings = {
 
 const INT_FIELDS = ['steps', 'warmstart', 'groups', 'groupSize', 'seed', 'evalEpisodes'] as const;
 
-/** Settings from a form or a URL query: unknown names are ConfigErrors naming what was wrong. */
-export function parseSettings(get: (name: string) => string | null | undefined, defaults: DemoSettings = DEFAULT_SETTINGS): DemoSettings {
+/**
+ * Settings from a form or a URL query: unknown names are ConfigErrors naming what was wrong.
+ * `pretrained`: the model may be a Hub repo id (the train page); elsewhere presets only.
+ */
+export function parseSettings(get: (name: string) => string | null | undefined, defaults: DemoSettings = DEFAULT_SETTINGS, opts: { readonly pretrained?: boolean } = {}): DemoSettings {
   const pick = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
     const v = get(name);
     if (v === null || v === undefined || v === '') return fallback;
@@ -85,7 +88,7 @@ export function parseSettings(get: (name: string) => string | null | undefined, 
   const out: Record<string, unknown> = {
     env: pick('env', ENV_NAMES, defaults.env),
     algo: pick('algo', DEMO_ALGOS, defaults.algo),
-    model: pickModel(get('model'), defaults.model),
+    model: pickModel(get('model'), defaults.model, opts.pretrained ?? false),
     hub: pickHub(get('hub'), defaults.hub),
   };
   for (const k of INT_FIELDS) {
@@ -102,10 +105,11 @@ export function parseSettings(get: (name: string) => string | null | undefined, 
   return out as unknown as DemoSettings;
 }
 
-function pickModel(v: string | null | undefined, fallback: string): string {
+/** A preset, or (where the page trains pretrained models: the train page) a Hub repo id. */
+function pickModel(v: string | null | undefined, fallback: string, pretrained: boolean): string {
   if (v === null || v === undefined || v === '') return fallback;
-  if ((DEMO_MODELS as readonly string[]).includes(v) || isRepoId(v)) return v;
-  throw new ConfigError('model', `unknown model "${v}" (a preset: ${DEMO_MODELS.join(', ')}; or a Hub repo id, org/name)`);
+  if ((DEMO_MODELS as readonly string[]).includes(v) || (pretrained && isRepoId(v))) return v;
+  throw new ConfigError('model', `unknown model "${v}" (a preset: ${DEMO_MODELS.join(', ')}${pretrained ? '; or a Hub repo id, org/name' : ''})`);
 }
 
 function pickHub(v: string | null | undefined, fallback: string): string {

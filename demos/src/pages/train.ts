@@ -24,7 +24,7 @@ import { type Episode, playEpisodes } from '../lib/talk.ts';
 const app = document.getElementById('app')!;
 const store = new DemoStore();
 const tryIds = new Set<string>();
-let settings: DemoSettings = parseSettings(query());
+let settings: DemoSettings = parseSettings(query(), undefined, { pretrained: true });
 let job: DemoJob | null = null;
 let jobs: DemoJob[] = [];
 let runs: SavedRun[] = [];
@@ -140,7 +140,7 @@ function pick(repo: string): void {
 async function checkRepo(): Promise<void> {
   const repo = (document.getElementById('custom-repo') as HTMLInputElement).value.trim();
   try {
-    settings = parseSettings((k) => (k === 'model' ? repo : null), formSettings());
+    settings = parseSettings((k) => (k === 'model' ? repo : null), formSettings(), { pretrained: true });
   } catch (e) {
     message = { kind: 'error', text: errorText(e) };
     return draw();
@@ -183,7 +183,7 @@ function progressView() {
 function formSettings(): DemoSettings {
   const form = document.getElementById('settings') as HTMLFormElement;
   const data = new FormData(form);
-  return parseSettings((k) => data.get(k) as string | null, settings);
+  return parseSettings((k) => data.get(k) as string | null, settings, { pretrained: true });
 }
 
 async function start(ev: Event): Promise<void> {
