@@ -11,6 +11,7 @@
  */
 import { hfChatFormat } from '../env/chat_template.ts';
 import { plainFormat, type PromptFormat } from '../env/format.ts';
+import type { LoadPretrainedOptions } from '../hub/pretrained.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { HfTokenizer } from '../model/tokenizer/hf.ts';
 import type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
@@ -63,15 +64,18 @@ export interface OpenedPretrained {
 /** Tokenizer files an exported adapter carries, so PEFT, transformers and vLLM load it with its base. */
 export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'generation_config.json'] as const;
 
-/** Opens a job's checkpoint (downloading what the cache lacks): everything but the weights. */
-export async function openPretrainedJob(ref: PretrainedJob): Promise<OpenedPretrained> {
+/**
+ * Opens a job's checkpoint (downloading what the cache lacks): everything but the weights.
+ * `onProgress` and `signal` go to loadPretrained (a page shows the download, and can abort it).
+ */
+export async function openPretrainedJob(ref: PretrainedJob, opts: Pick<LoadPretrainedOptions, 'onProgress' | 'signal'> = {}): Promise<OpenedPretrained> {
   const { loadPretrained } = await import('../hub/pretrained.ts');
   const revision = ref.commit ?? ref.revision;
   const hubOpts = {
     ...(revision !== undefined ? { revision } : {}), ...(ref.endpoint !== undefined ? { endpoint: ref.endpoint } : {}),
     ...(ref.cacheDir !== undefined ? { cacheDir: ref.cacheDir } : {}), ...(ref.offline !== undefined ? { offline: ref.offline } : {}),
   };
-  const p = await loadPretrained(ref.repo, hubOpts);
+  const p = await loadPretrained(ref.repo, { ...hubOpts, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
   try {
     const format = pretrainedFormat(p.tokenizer);
     const job: PretrainedJob = { ...ref, ...(p.commit !== undefined ? { commit: p.commit } : {}) };

@@ -15,6 +15,8 @@ import {
   ConfigError,
   ENV_NAMES,
   type EnvName,
+  HubError,
+  type HubProgress,
   type JobOptions,
   type JobResult,
   jobOptions as trainJobOptions,
@@ -23,6 +25,8 @@ import {
   TRAIN_DEFAULTS,
   type WorkerService,
 } from '../../../src/mod.ts';
+import { type OpenedPretrained, openPretrainedJob } from '../../../src/runtime/pretrained_job.ts';
+import { PRETRAINED_JOB, pretrainedSeqLen } from './hub_models.ts';
 import { TapService } from './tap.ts';
 
 /** The algorithms the pages offer: the RL ones (each trains a LoRA adapter on the warm-started base). */
@@ -31,10 +35,21 @@ export type DemoAlgo = (typeof DEMO_ALGOS)[number];
 export const DEMO_MODELS = ['gpt2-100k', 'tiny-gpt2', 'gpt2-1m'] as const;
 export type DemoModel = (typeof DEMO_MODELS)[number];
 
+/** A Hub repo id as the train page takes one: `org/name` (letters, digits, "-", "_", "."; no "--" or ".."). */
+export function isRepoId(m: string): boolean {
+  return /^[\w.-]+\/[\w.-]+$/.test(m) && !m.includes('--') && !m.includes('..') && m.length <= 96;
+}
+
+/** Whether settings train a pretrained Hub model rather than a from-scratch preset. */
+export const isPretrained = (s: DemoSettings): boolean => !(DEMO_MODELS as readonly string[]).includes(s.model);
+
 export interface DemoSettings {
   readonly env: EnvName;
   readonly algo: DemoAlgo;
-  readonly model: DemoModel;
+  /** A from-scratch preset, or a Hub repo id (a pretrained model: LoRA RL on it, no warm start unless asked). */
+  readonly model: DemoModel | string;
+  /** The Hub's origin for a repo id ('' : HF_ENDPOINT's default, https://huggingface.co). */
+  readonly hub: string;
   /** RL steps. */
   readonly steps: number;
   /** SFT warm-start steps (0: RL from the from-scratch model). */
@@ -48,19 +63,22 @@ export interface DemoSettings {
 
 /** The train page's defaults: `npm run train`'s job. */
 export const DEFAULT_SETTINGS: DemoSettings = {
-  env: TRAIN_DEFAULTS.env, algo: 'grpo', model: 'gpt2-100k', steps: TRAIN_DEFAULTS.steps, warmstart: TRAIN_DEFAULTS.warmstartSteps,
+  env: TRAIN_DEFAULTS.env, algo: 'grpo', model: 'gpt2-100k', hub: '', steps: TRAIN_DEFAULTS.steps, warmstart: TRAIN_DEFAULTS.warmstartSteps,
   groups: TRAIN_DEFAULTS.groups, groupSize: TRAIN_DEFAULTS.groupSize, seed: TRAIN_DEFAULTS.seed, evalEpisodes: TRAIN_DEFAULTS.evalEpisodes,
 };
 
 /** The quick settings of the chat, arena and embed pages: a tiny model that shows something within a minute or two. */
 export const QUICK_SETTINGS: DemoSettings = {
-  env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', steps: 10, warmstart: 50, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 8,
+  env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', hub: '', steps: 10, warmstart: 50, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 8,
 };
 
 const INT_FIELDS = ['steps', 'warmstart', 'groups', 'groupSize', 'seed', 'evalEpisodes'] as const;
 
-/** Settings from a form or a URL query: unknown names are ConfigErrors naming what was wrong. */
-export function parseSettings(get: (name: string) => string | null | undefined, defaults: DemoSettings = DEFAULT_SETTINGS): DemoSettings {
+/**
+ * Settings from a form or a URL query: unknown names are ConfigErrors naming what was wrong.
+ * `pretrained`: the model may be a Hub repo id (the train page); elsewhere presets only.
+ */
+export function parseSettings(get: (name: string) => string | null | undefined, defaults: DemoSettings = DEFAULT_SETTINGS, opts: { readonly pretrained?: boolean } = {}): DemoSettings {
   const pick = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
     const v = get(name);
     if (v === null || v === undefined || v === '') return fallback;
@@ -70,7 +88,8 @@ export function parseSettings(get: (name: string) => string | null | undefined, 
   const out: Record<string, unknown> = {
     env: pick('env', ENV_NAMES, defaults.env),
     algo: pick('algo', DEMO_ALGOS, defaults.algo),
-    model: pick('model', DEMO_MODELS, defaults.model),
+    model: pickModel(get('model'), defaults.model, opts.pretrained ?? false),
+    hub: pickHub(get('hub'), defaults.hub),
   };
   for (const k of INT_FIELDS) {
     const v = get(k);
@@ -86,6 +105,26 @@ export function parseSettings(get: (name: string) => string | null | undefined, 
   return out as unknown as DemoSettings;
 }
 
+/** A preset, or (where the page trains pretrained models: the train page) a Hub repo id. */
+function pickModel(v: string | null | undefined, fallback: string, pretrained: boolean): string {
+  if (v === null || v === undefined || v === '') return fallback;
+  if ((DEMO_MODELS as readonly string[]).includes(v) || (pretrained && isRepoId(v))) return v;
+  throw new ConfigError('model', `unknown model "${v}" (a preset: ${DEMO_MODELS.join(', ')}${pretrained ? '; or a Hub repo id, org/name' : ''})`);
+}
+
+function pickHub(v: string | null | undefined, fallback: string): string {
+  if (v === null || v === undefined) return fallback;
+  if (v === '') return '';
+  let url: URL;
+  try {
+    url = new URL(v);
+  } catch {
+    throw new ConfigError('hub', `the Hub endpoint must be an http(s) URL, got "${v}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('hub', `the Hub endpoint must be an http(s) URL, got "${v}"`);
+  return url.origin + url.pathname.replace(/\/+$/, '');
+}
+
 /**
  * Hyperparameters per model beyond the settings: gpt2-100k takes `npm run train`'s (TRAIN_DEFAULTS);
  * the tiny demo models a short, hot warm start on few demonstrations — they need ~50 steps at
@@ -93,32 +132,51 @@ export function parseSettings(get: (name: string) => string | null | undefined, 
  * tasks right; llvmpipe, 2 cores) — and games (a whole Nim game, ~400 byte tokens) half the batch.
  */
 function tuning(s: DemoSettings): { warmStart: { demos?: number; batchSize?: number; lr?: number }; lora: { rank: number }; rows?: number } {
+  // A pretrained model: the picker's job (its memory estimate is this job's), learning rates by width (pretrainedLr).
+  if (isPretrained(s)) return { warmStart: { demos: 64, batchSize: 4 }, lora: { rank: PRETRAINED_JOB.lora.rank }, rows: PRETRAINED_JOB.rows };
   if (s.model === 'gpt2-100k') return { warmStart: {}, lora: { rank: TRAIN_DEFAULTS.loraRank } };
   return { warmStart: { demos: 256, batchSize: s.env === 'nim' ? 8 : 16, lr: 2e-2 }, lora: { rank: 4 }, rows: 8 };
 }
 
-/** The job runner's options for demo settings, through the library's jobOptions. */
-export function jobOptions(s: DemoSettings): JobOptions {
+/** The job runner's options for demo settings, through the library's jobOptions (a pretrained model once opened). */
+export function jobOptions(s: DemoSettings, opened?: OpenedPretrained): JobOptions {
   const t = tuning(s);
+  if (isPretrained(s) && !opened) throw new ConfigError('model', `"${s.model}" is a Hub repo id: its job options need the opened checkpoint`);
   return trainJobOptions({
-    env: s.env, algo: s.algo, model: s.model, steps: s.steps, seed: s.seed, groups: s.groups, groupSize: s.groupSize,
+    env: s.env, algo: s.algo, model: opened ?? s.model, steps: s.steps, seed: s.seed, groups: s.groups, groupSize: s.groupSize,
     evalEpisodes: s.evalEpisodes, lora: t.lora, warmStart: s.warmstart > 0 ? { steps: s.warmstart, ...t.warmStart } : null,
     ...(t.rows === undefined ? {} : { rows: t.rows }),
   });
 }
 
-export type JobPhase = 'starting' | 'warmstart' | 'eval-before' | 'rl' | 'eval-after' | 'done' | 'failed' | 'stopped';
+export type JobPhase = 'starting' | 'download' | 'warmstart' | 'eval-before' | 'rl' | 'eval-after' | 'done' | 'failed' | 'stopped';
 
 export type JobEvent =
   | { readonly type: 'phase'; readonly phase: JobPhase }
+  | { readonly type: 'download'; readonly progress: DownloadProgress }
   | { readonly type: 'step'; readonly metrics: StepMetrics; readonly done: number; readonly total: number }
   | { readonly type: 'done'; readonly result: JobResult }
   | { readonly type: 'failed'; readonly error: unknown };
 
-/** A run on the page's service; `start()` once, `stop()` to cancel its scheduler jobs. */
+/** A pretrained model's download: per file (as loadPretrained reports it), and all files together. */
+export interface DownloadProgress {
+  readonly file: string;
+  readonly loaded: number;
+  readonly total: number;
+  /** Bytes held of every file seen so far, and their total. */
+  readonly allLoaded: number;
+  readonly allTotal: number;
+  /** Whether the files came from this browser's cache alone (no request to the Hub). */
+  readonly fromCache: boolean;
+}
+
+/**
+ * A run on the page's service; `start()` once, `stop()` to cancel its scheduler jobs. A pretrained
+ * model (settings.model a repo id) is opened first — from this origin's Cache Storage alone when
+ * it holds the files, else downloaded from settings.hub — and its options are made then.
+ */
 export class DemoJob {
   readonly settings: DemoSettings;
-  readonly options: JobOptions;
   readonly tap: TapService;
   readonly label: string;
   phase: JobPhase = 'starting';
@@ -128,15 +186,27 @@ export class DemoJob {
   readonly startedAt = performance.now();
   result: JobResult | null = null;
   error: unknown = null;
+  /** The download of a pretrained model (null: none yet, or a from-scratch model). */
+  download: DownloadProgress | null = null;
+  /** The opened checkpoint of a pretrained model, once opened. */
+  opened: OpenedPretrained | null = null;
+  #options: JobOptions | null;
   #listeners = new Set<(e: JobEvent) => void>();
   #stopped = false;
+  #abort = new AbortController();
 
   constructor(service: WorkerService, settings: DemoSettings, label = `${settings.env}/${settings.algo}`) {
     this.settings = settings;
-    this.options = jobOptions(settings);
+    this.#options = isPretrained(settings) ? null : jobOptions(settings);
     this.tap = new TapService(service);
     this.label = label;
-    this.total = (this.options.warmStart?.steps ?? 0) + settings.steps;
+    this.total = settings.warmstart + settings.steps;
+  }
+
+  /** The job runner's options (a pretrained model's only once it is opened). */
+  get options(): JobOptions {
+    if (!this.#options) throw new ConfigError('model', `"${this.settings.model}" is not opened yet: its options come with its config`);
+    return this.#options;
   }
 
   on(f: (e: JobEvent) => void): () => void {
@@ -162,9 +232,45 @@ export class DemoJob {
     return (performance.now() - this.startedAt) / 1000;
   }
 
+  /**
+   * Opens the pretrained checkpoint: from the cache alone first (no request to the Hub when it
+   * holds every file of the revision), else online, downloading what it lacks, with progress.
+   */
+  async #open(): Promise<OpenedPretrained> {
+    this.#setPhase('download');
+    const endpoint = this.settings.hub === '' ? {} : { endpoint: this.settings.hub };
+    const sizes = new Map<string, { loaded: number; total: number }>();
+    let fromCache = true;
+    const onProgress = (p: HubProgress) => {
+      sizes.set(p.file, { loaded: p.loaded, total: p.total });
+      let allLoaded = 0, allTotal = 0;
+      for (const v of sizes.values()) [allLoaded, allTotal] = [allLoaded + v.loaded, allTotal + v.total];
+      this.download = { file: p.file, loaded: p.loaded, total: p.total, allLoaded, allTotal, fromCache };
+      this.#emit({ type: 'download', progress: this.download });
+    };
+    const opts = { onProgress, signal: this.#abort.signal };
+    try {
+      return await openPretrainedJob({ repo: this.settings.model, ...endpoint, offline: true }, opts);
+    } catch (e) {
+      if (!(e instanceof HubError) || e.kind !== 'offline-not-cached') throw e;
+    }
+    fromCache = false;
+    sizes.clear();
+    return await openPretrainedJob({ repo: this.settings.model, ...endpoint }, opts);
+  }
+
   async start(): Promise<JobResult | null> {
     this.#setPhase('starting');
     try {
+      if (!this.#options) {
+        const opened = await this.#open();
+        this.opened = opened;
+        this.#options = jobOptions(this.settings, opened);
+        // Admission's estimate of the training job at the rows and sequence bound it trains at
+        // (the picker's estimate), not at the model's full context.
+        this.tap.schedule = { batch: this.#options.rows, seqLen: pretrainedSeqLen(opened.config) };
+        this.#setPhase('starting');
+      }
       const r = await runTraining(this.tap, {
         ...this.options,
         onPhase: (p) => this.#setPhase(p),
@@ -172,7 +278,7 @@ export class DemoJob {
           this.done++;
           this.#emit({ type: 'step', metrics: m, done: this.done, total: this.total });
         },
-      });
+      }, this.opened ?? undefined);
       this.result = r;
       this.#setPhase('done');
       this.#emit({ type: 'done', result: r });
@@ -185,10 +291,11 @@ export class DemoJob {
     }
   }
 
-  /** Cancel the job's scheduler jobs: its queued quanta reject and the runner unwinds. */
+  /** Cancel the job's scheduler jobs (and a download in progress): its queued quanta reject and the runner unwinds. */
   stop(): void {
     if (!this.running) return;
     this.#stopped = true;
+    this.#abort.abort();
     this.tap.stop();
   }
 }

@@ -6,9 +6,13 @@ import { WebtinkerError, WorkerService } from '../../../src/mod.ts';
 
 let service: Promise<WorkerService> | null = null;
 
-export function pageService(): Promise<WorkerService> {
+/**
+ * The page's service, started on the first call. `memoryBudgetBytes` (admission's budget: what the
+ * page lets its jobs reserve; the WorkerService default otherwise) counts only on that first call.
+ */
+export function pageService(opts: { memoryBudgetBytes?: number } = {}): Promise<WorkerService> {
   if (!service) {
-    service = WorkerService.start({ tokenizer: { kind: 'byte' } });
+    service = WorkerService.start({ tokenizer: { kind: 'byte' }, ...(opts.memoryBudgetBytes !== undefined ? { memoryBudgetBytes: opts.memoryBudgetBytes } : {}) });
     service.catch(() => (service = null));
   }
   return service;

@@ -65,6 +65,8 @@ export class TapService implements ServiceClient {
 
   /** Prefix of the ids the job names itself (so two runs on one service do not collide). */
   readonly prefix: string;
+  /** Micro-batch and sequence length admission estimates the job's training clients at (default: the service's, 8 × the model's context). */
+  schedule: { batch: number; seqLen: number } | null = null;
 
   constructor(inner: WorkerService) {
     this.inner = inner;
@@ -114,7 +116,8 @@ export class TapService implements ServiceClient {
 
   async createTrainingClient(opts: WorkerTrainingClientOptions): Promise<TrainingClient> {
     this.live('createTrainingClient');
-    const c = new TapTrainingClient(this, await this.inner.createTrainingClient(opts.id === undefined ? opts : { ...opts, id: this.prefix + opts.id }));
+    const sized = this.schedule && !opts.schedule ? { ...opts, schedule: this.schedule } : opts;
+    const c = new TapTrainingClient(this, await this.inner.createTrainingClient(sized.id === undefined ? sized : { ...sized, id: this.prefix + sized.id }));
     this.schedIds.add(c.id);
     this.#current = c;
     return c;

@@ -4,8 +4,11 @@
  * (`navigator.gpu` undefined: an older browser, or WebGPU switched off) or it is there but offers
  * no adapter (blocklisted driver, no GPU, a headless browser without a software fallback).
  */
+import { type AdapterSummary, summarizeAdapter } from '../../../src/gpu/device.ts';
+
 export type WebGpuStatus =
-  | { readonly ok: true; readonly description: string; readonly software: boolean }
+  /** `adapter`: its limits and features, for what-fits decisions made before the GPU worker starts. */
+  | { readonly ok: true; readonly description: string; readonly software: boolean; readonly adapter: AdapterSummary }
   | { readonly ok: false; readonly reason: 'no-api' | 'no-adapter'; readonly message: string };
 
 export const NO_API_MESSAGE =
@@ -28,5 +31,5 @@ export async function checkWebGpu(): Promise<WebGpuStatus> {
   const info = adapter.info;
   const software = Boolean((info as GPUAdapterInfo & { isFallbackAdapter?: boolean }).isFallbackAdapter) || /swiftshader|llvmpipe/i.test(`${info.architecture} ${info.description}`);
   const description = [info.vendor, info.architecture, info.description].filter((s) => s).join(' · ') || 'unknown adapter';
-  return { ok: true, description, software };
+  return { ok: true, description, software, adapter: summarizeAdapter(adapter) };
 }

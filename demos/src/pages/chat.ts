@@ -27,7 +27,7 @@ interface Message {
 const app = document.getElementById('app')!;
 const store = new DemoStore();
 const chatIds = new Set<string>();
-let settings: DemoSettings = parseSettings(query(), { env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', steps: 60, warmstart: 50, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 0 });
+let settings: DemoSettings = parseSettings(query(), { env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', hub: '', steps: 60, warmstart: 50, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 0 });
 let job: DemoJob | null = null;
 let runs: SavedRun[] = [];
 let source = 'live';

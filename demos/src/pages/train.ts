@@ -4,12 +4,19 @@
  * saved in IndexedDB and listed, and can be tried (loaded into the worker and played), exported as
  * PEFT files, or deleted. Settings come from the form, and from the URL for a first visit
  * (`train.html?env=nim&algo=rloo&steps=10`).
+ *
+ * Beside the from-scratch presets, the model picker (picker.ts) offers Hub models and a custom
+ * repo id, each judged against this adapter before any download; a pretrained run downloads the
+ * checkpoint into Cache Storage (with progress; the next visit reads it from there alone) and
+ * trains a LoRA adapter on it. `?hub=URL` sets the Hub endpoint, `?budget=MiB` the page's budget.
  */
 import { html, render } from 'lit';
 import { ENV_NAMES, jobEnv, type StepMetrics, type WorkerService } from '../../../src/mod.ts';
 import { DemoStore, download, type SavedRun } from '../lib/adapters.ts';
 import { type Curve, trainingCurve } from '../lib/curve.ts';
-import { DEMO_ALGOS, DEMO_MODELS, DemoJob, type DemoSettings, parseSettings } from '../lib/job.ts';
+import { fmtBytes } from '../lib/hub_models.ts';
+import { DEMO_ALGOS, DEMO_MODELS, DemoJob, type DemoSettings, isPretrained, parseSettings } from '../lib/job.ts';
+import { ModelPicker, pageBudgetBytes } from '../lib/picker.ts';
 import { errorText, fmtPct, fmtSeconds, pageService, pageShell, query } from '../lib/page.ts';
 import { type ShareGroup, SharePanel } from '../lib/shares.ts';
 import { type Episode, playEpisodes } from '../lib/talk.ts';
@@ -17,7 +24,7 @@ import { type Episode, playEpisodes } from '../lib/talk.ts';
 const app = document.getElementById('app')!;
 const store = new DemoStore();
 const tryIds = new Set<string>();
-let settings: DemoSettings = parseSettings(query());
+let settings: DemoSettings = parseSettings(query(), undefined, { pretrained: true });
 let job: DemoJob | null = null;
 let jobs: DemoJob[] = [];
 let runs: SavedRun[] = [];
@@ -29,6 +36,9 @@ let curve: Curve;
 let shares: SharePanel | null = null;
 
 const status = await pageShell('train');
+const budgetBytes = pageBudgetBytes(status.ok && status.software, query()('budget'));
+const picker = new ModelPicker(status.ok ? status.adapter : null, budgetBytes, () => draw());
+const service = () => pageService({ memoryBudgetBytes: budgetBytes });
 
 function draw(): void {
   const running = job?.running ?? false;
@@ -36,19 +46,26 @@ function draw(): void {
     html`<label>${label} <input name=${name} type="number" min=${min} .value=${String(settings[name])} ?disabled=${running} /></label>`;
   const select = (name: 'env' | 'algo' | 'model', label: string, options: readonly string[]) =>
     html`<label>${label} <select name=${name} ?disabled=${running}>${options.map((o) => html`<option ?selected=${settings[name] === o}>${o}</option>`)}</select></label>`;
+  const hubRepos = [...picker.rows, ...(picker.custom ? [picker.custom] : [])].filter((r) => r.fit?.ok).map((r) => r.repo);
+  const models = [...DEMO_MODELS, ...new Set([...hubRepos, ...(isPretrained(settings) ? [settings.model] : [])])];
+  const pretrained = isPretrained(settings);
   render(
     html`
       <h1>Train an agent in this tab</h1>
       ${status.ok ? '' : html`<p class="error">${status.message}</p>`}
       <form id="settings" class="settings" @submit=${start}>
-        ${select('env', 'environment', ENV_NAMES)} ${select('algo', 'algorithm', DEMO_ALGOS)} ${select('model', 'model', DEMO_MODELS)}
+        ${select('env', 'environment', ENV_NAMES)} ${select('algo', 'algorithm', DEMO_ALGOS)} ${select('model', 'model', models)}
         ${field('warmstart', 'SFT warm-start steps')} ${field('steps', 'RL steps', 1)} ${field('groups', 'tasks per step', 1)}
         ${field('groupSize', 'attempts per task', 1)} ${field('evalEpisodes', 'held-out episodes')} ${field('seed', 'seed')}
         <button id="start" type="submit" ?disabled=${running || !status.ok}>Train</button>
         <button id="stop" type="button" ?disabled=${!running} @click=${() => job?.stop()}>Stop</button>
       </form>
-      <p class="about">A ${settings.model} transformer from scratch: a full-parameter SFT warm start on the environment's demonstrations, then LoRA
-      ${settings.algo.toUpperCase()} — the library's job runner (<code>runTraining</code>) over the GPU worker and its scheduler.</p>
+      ${pretrained
+        ? html`<p class="about">${settings.model} from the Hub: LoRA ${settings.algo.toUpperCase()} on the pretrained model, in its own chat template and native
+          tool-call syntax${settings.warmstart > 0 ? ', after a LoRA SFT warm start on the environment\'s demonstrations' : ''} — downloaded into this browser's cache
+          on first use, then the library's job runner (<code>runTraining</code>) over the GPU worker and its scheduler.</p>`
+        : html`<p class="about">A ${settings.model} transformer from scratch: a full-parameter SFT warm start on the environment's demonstrations, then LoRA
+          ${settings.algo.toUpperCase()} — the library's job runner (<code>runTraining</code>) over the GPU worker and its scheduler.</p>`}
       ${message ? html`<p class=${message.kind} id="message">${message.text}</p>` : ''}
       <section class="grid">
         <div class="card">
@@ -61,6 +78,19 @@ function draw(): void {
           <div id="shares"></div>
           ${shares ? '' : html`<p class="note">The page's GPU worker and its scheduler start with the first job.</p>`}
         </div>
+      </section>
+      <section class="card" id="picker">
+        <h2>Start from a Hub model <small>(judged against this adapter before any download: its limits, and this page's ${fmtBytes(budgetBytes)} budget, <code>?budget=MiB</code> to change)</small></h2>
+        ${picker.view(settings.model, running, pick)}
+        <p class="settings">
+          <label>custom repo id <input id="custom-repo" placeholder="org/name" style="width: 16rem" ?disabled=${running} /></label>
+          <label>Hub endpoint <input id="hub-endpoint" form="settings" name="hub" placeholder="https://huggingface.co" style="width: 16rem" .value=${settings.hub} ?disabled=${running} /></label>
+          <button id="check-repo" type="button" ?disabled=${running || picker.checking} @click=${checkRepo}>${picker.checking ? 'Reading config.json…' : 'Check'}</button>
+        </p>
+      </section>
+      <section class="card">
+        <h2>Hub models in this browser <small>(Cache Storage)</small></h2>
+        ${picker.cacheView(running, deleteCached)}
       </section>
       <section class="card">
         <h2>Adapters in this browser <small>(IndexedDB)</small></h2>
@@ -90,13 +120,58 @@ function draw(): void {
     `,
     app,
   );
+  // The select shows settings.model even after the user touched it (options' `selected` is only the default).
+  const sel = app.querySelector<HTMLSelectElement>('select[name="model"]');
+  if (sel) sel.value = settings.model;
+}
+
+/** Picks a Hub model (one that fits): it becomes the form's model, with no warm start (a pretrained model's default). */
+function pick(repo: string): void {
+  try {
+    settings = { ...formSettings(), model: repo, warmstart: 0 };
+    message = null;
+  } catch (e) {
+    message = { kind: 'error', text: errorText(e) };
+  }
+  draw();
+}
+
+/** Reads a custom repo's config.json (cache first, then the Hub at the endpoint given) and picks it when it fits. */
+async function checkRepo(): Promise<void> {
+  const repo = (document.getElementById('custom-repo') as HTMLInputElement).value.trim();
+  try {
+    settings = parseSettings((k) => (k === 'model' ? repo : null), formSettings(), { pretrained: true });
+  } catch (e) {
+    message = { kind: 'error', text: errorText(e) };
+    return draw();
+  }
+  const row = await picker.check(repo, settings.hub);
+  if (row.fit?.ok) pick(repo);
+  else {
+    message = { kind: 'error', text: `${repo}: ${row.error ?? (row.fit ? `refused: ${row.fit.reason}` : 'no WebGPU adapter to judge it on')}` };
+    draw();
+  }
+}
+
+function deleteCached(repo: string): Promise<void> {
+  return withBusy(repo, async () => {
+    await picker.deleteCached(repo);
+    message = { kind: 'info', text: `Deleted ${repo} from this browser's cache.` };
+  });
 }
 
 function progressView() {
   if (!job) return html`<p id="progress" data-phase="idle">Not started.</p>`;
   const eta = job.done > 0 && job.running ? (job.elapsed / job.done) * (job.total - job.done) : NaN;
   const m = lastStep;
+  const d = job.download;
   return html`<div id="progress" data-phase=${job.phase} data-done=${job.done}>
+    ${d ? html`<p id="download" data-file=${d.file} data-loaded=${d.allLoaded} data-total=${d.allTotal} data-from-cache=${String(d.fromCache)}>
+      ${d.fromCache ? 'Read from this browser\'s cache' : 'Downloading'} ${job.settings.model}: ${d.file} ${fmtBytes(d.loaded)} / ${fmtBytes(d.total)}
+      (all files ${fmtBytes(d.allLoaded)} / ${fmtBytes(d.allTotal)})
+      <progress id="download-bar" max=${Math.max(1, d.allTotal)} .value=${d.allLoaded}></progress></p>` : ''}
+    ${job.opened ? html`<p id="opened" data-tool-syntax=${job.opened.format.toolSyntax?.name ?? 'tag'}>${job.settings.model} @ ${job.opened.job.commit?.slice(0, 10) ?? 'folder'}: its chat template,
+      tool calls in ${job.opened.format.toolSyntax?.name ?? 'tag'} syntax, stop ids ${job.opened.eosTokenIds.join(', ')}</p>` : ''}
     <progress max=${job.total} .value=${job.done}></progress>
     <p><b>${job.phase}</b> · step ${job.done} / ${job.total} · ${fmtSeconds(job.elapsed)} elapsed${job.running ? html` · ETA ${fmtSeconds(eta)}` : ''}</p>
     ${m ? html`<p class="metrics">last: ${m.phase === 'sft' ? `SFT loss ${m.loss.toFixed(3)}` : `reward ${m.reward?.toFixed(3)}, success ${fmtPct(m.success ?? 0)}, loss ${m.loss.toFixed(4)}${m.datums === 0 ? ' (every group tied: no update)' : ''}`},
@@ -108,21 +183,29 @@ function progressView() {
 function formSettings(): DemoSettings {
   const form = document.getElementById('settings') as HTMLFormElement;
   const data = new FormData(form);
-  return parseSettings((k) => data.get(k) as string | null, settings);
+  return parseSettings((k) => data.get(k) as string | null, settings, { pretrained: true });
 }
 
 async function start(ev: Event): Promise<void> {
   ev.preventDefault();
-  let service: WorkerService;
+  let svc: WorkerService;
   try {
     settings = formSettings();
-    service = await pageService();
+    if (isPretrained(settings)) {
+      // Judged before anything is downloaded: a listed model by its committed config, a custom one by its config.json.
+      const row = picker.row(settings.model) ?? (await picker.check(settings.model, settings.hub));
+      if (!row.fit?.ok) {
+        message = { kind: 'error', text: `${settings.model}: ${row.error ?? (row.fit ? `refused: ${row.fit.reason}` : 'no WebGPU adapter to judge it on')}` };
+        return draw();
+      }
+    }
+    svc = await service();
   } catch (e) {
     message = { kind: 'error', text: errorText(e) };
     return draw();
   }
-  ensurePanels(service);
-  const j = new DemoJob(service, settings);
+  ensurePanels(svc);
+  const j = new DemoJob(svc, settings);
   job = j;
   jobs.push(j);
   lastStep = null;
@@ -138,7 +221,10 @@ async function start(ev: Event): Promise<void> {
   });
   draw();
   const r = await j.start();
-  if (r && j.tap.base) {
+  if (j.opened) await picker.refreshCache();
+  if (r && j.opened) {
+    message = { kind: 'info', text: `Trained a LoRA adapter on ${settings.model} (not saved: this page saves adapters of from-scratch runs only).` };
+  } else if (r && j.tap.base) {
     try {
       const name = await store.save(j.settings, r, j.tap.base);
       message = { kind: 'info', text: `Saved as adapter "${name}".` };
@@ -154,8 +240,8 @@ async function start(ev: Event): Promise<void> {
   draw();
 }
 
-function ensurePanels(service: WorkerService): void {
-  shares ??= new SharePanel(document.getElementById('shares')!, service.scheduler, (): ShareGroup[] => [
+function ensurePanels(svc: WorkerService): void {
+  shares ??= new SharePanel(document.getElementById('shares')!, svc.scheduler, (): ShareGroup[] => [
     ...jobs.map((j, i) => ({ label: `training ${i + 1}: ${j.label}`, color: ['#2471a3', '#8e44ad', '#16a085'][i % 3], ids: j.tap.schedIds })),
     { label: 'load & play', color: '#d35400', ids: tryIds },
   ]);
@@ -187,13 +273,13 @@ function tryRun(name: string): Promise<void> {
   return withBusy(name, async () => {
     tried = { name, episodes: null };
     draw();
-    const service = await pageService();
-    ensurePanels(service);
+    const svc = await service();
+    ensurePanels(svc);
     const run = await store.load(name);
-    const modelId = await service.createModel(run.info.cfg, { params: run.base });
+    const modelId = await svc.createModel(run.info.cfg, { params: run.base });
     tryIds.add(`model:${modelId}`);
     try {
-      const s = await service.createSamplingClient(modelId, { lora: run.info.lora, tensors: run.adapter });
+      const s = await svc.createSamplingClient(modelId, { lora: run.info.lora, tensors: run.adapter });
       tryIds.add(s.id);
       try {
         const episodes = await playEpisodes(s.sample, jobEnv(run.info.settings.env), 3, { maxSeqLen: run.info.cfg.maxSeqLen, seed: Date.now() >>> 0 });
@@ -202,7 +288,7 @@ function tryRun(name: string): Promise<void> {
         await s.close();
       }
     } finally {
-      await service.releaseModel(modelId);
+      await svc.releaseModel(modelId);
     }
   });
 }
@@ -226,5 +312,5 @@ function deleteRun(name: string): Promise<void> {
 
 draw();
 curve = trainingCurve(document.getElementById('curve')!, { success: true });
-await refresh();
+await Promise.all([refresh(), picker.refreshCache()]);
 if (status.ok && query()('autostart') === '1') document.getElementById('start')!.click();
