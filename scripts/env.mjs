@@ -33,7 +33,8 @@ export function denoEnv(base = process.env) {
     mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
   }
   if (!env.DENO_WEBGPU_BACKEND && process.platform === 'linux' && hasVulkanDriver()) env.DENO_WEBGPU_BACKEND = 'vulkan';
-  env.NO_COLOR ??= env.CI ? '1' : undefined;
+  // No colour codes in CI or when the output goes to a file or a pipe (logs stay plain text).
+  env.NO_COLOR ??= env.CI || !process.stdout.isTTY || !process.stderr.isTTY ? '1' : undefined;
   if (env.NO_COLOR === undefined) delete env.NO_COLOR;
   return env;
 }
