@@ -10,7 +10,7 @@ import { ConfigError } from '../errors.ts';
 import { type JobCheckpoint, JobCheckpointer, type StoredJobState } from '../runtime/job_checkpoint.ts';
 import { CheckpointStore } from '../runtime/store/checkpoint_store.ts';
 import { FileKv } from '../runtime/store/fs_kv.ts';
-import type { TrainOptions } from './args.ts';
+import { isPreset, type TrainOptions } from './args.ts';
 import { jobOptionsFrom } from './job_args.ts';
 
 export const RUN_FILE = 'run.json';
@@ -51,7 +51,8 @@ export async function resumedOptions(cli: TrainOptions): Promise<TrainOptions> {
   // The settings as a job, checked as any job is (job_config.ts), before any work: a doctored
   // run.json (loraRank 100000, groups 1e9) is refused here, naming the file and the field.
   try {
-    jobOptionsFrom(resumed);
+    // A pretrained model's job needs its config.json: the entry point checks it once it has opened it.
+    if (isPreset(resumed.model)) jobOptionsFrom(resumed);
   } catch (e) {
     if (e instanceof ConfigError) throw new ConfigError(`--resume`, `${join(dir, RUN_FILE)} holds a job that is not valid: ${e.message}`);
     throw e;

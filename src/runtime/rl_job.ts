@@ -175,6 +175,22 @@ export function summaryOf(r: JobResult): JobSummary {
 }
 
 
+/**
+ * How a job's agent meets its environment: the byte tokenizer and the model's context from
+ * scratch; a pretrained model's tokenizer, chat-template format and eos ids, within
+ * PRETRAINED_CONTEXT. Used by the job runner and by `npm run eval` alike.
+ */
+export function agentSettingsOf(o: JobOptions, pre: OpenedPretrained | null): AgentSettings {
+  return {
+    tokenizer: pre?.tokenizer ?? new ByteTokenizer(),
+    maxNewTokens: o.maxNewTokens,
+    maxSequenceTokens: pre ? Math.min(o.model.maxSeqLen, PRETRAINED_CONTEXT) : o.model.maxSeqLen,
+    temperature: o.temperature,
+    ...(o.stepTimeoutMs !== undefined ? { stepTimeoutMs: o.stepTimeoutMs } : {}),
+    ...(pre ? { format: pre.format, eosTokenIds: pre.eosTokenIds } : {}),
+  };
+}
+
 /** The warning for a step where most episodes ended at the turn limit, else null. */
 export function turnLimitWarning(env: { name: string; maxTurns: number }, step: number, episodes: number, turnLimited: number): string | null {
   if (episodes === 0 || turnLimited * 2 <= episodes) return null;
@@ -271,13 +287,9 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
   const reuse = opened !== undefined && o.pretrained !== undefined && opened.job.repo === o.pretrained.repo && opened.job.commit === o.pretrained.commit;
   const pre: OpenedPretrained | null = !o.pretrained ? null : reuse ? opened! : await openPretrainedJob(o.pretrained);
   if (pre && JSON.stringify(pre.config) !== JSON.stringify(cfg)) throw new ConfigError('model', `is not the config of ${o.pretrained!.repo} (config.json gives ${JSON.stringify(pre.config)})`);
-  const tok = pre?.tokenizer ?? new ByteTokenizer();
-  const context = pre ? Math.min(cfg.maxSeqLen, PRETRAINED_CONTEXT) : cfg.maxSeqLen;
-  const agent: AgentSettings = {
-    tokenizer: tok, maxNewTokens: o.maxNewTokens, maxSequenceTokens: context, temperature: o.temperature,
-    ...(o.stepTimeoutMs !== undefined ? { stepTimeoutMs: o.stepTimeoutMs } : {}),
-    ...(pre ? { format: pre.format, eosTokenIds: pre.eosTokenIds } : {}),
-  };
+  const agent = agentSettingsOf(o, pre);
+  const tok = agent.tokenizer;
+  const context = agent.maxSequenceTokens;
   const pack: PackSettings = { rows: o.rows, maxSeqLen: context, padId: tok.padId };
   const optim = { lr: o.lr, maxGradNorm: o.maxGradNorm };
   let trainTokens = from?.trainTokens ?? 0, trainSeconds = from?.trainSeconds ?? 0, sampledTokens = from?.sampledTokens ?? 0, sampleSeconds = from?.sampleSeconds ?? 0;
