@@ -208,7 +208,6 @@ export class LocalService implements ServiceClient {
     return Promise.resolve({
       modelId, adapterId: null, version: 0,
       sample: makeSampleCall(sampleWith),
-      sampleInQuanta: (r, quantum) => sampleWith(r, {}, quantum),
       sampleWith,
       close: () => Promise.resolve(),
     });
@@ -243,7 +242,6 @@ export class LocalService implements ServiceClient {
       adapterId: adapter?.id ?? null,
       version,
       sample: makeSampleCall(sampleWith),
-      sampleInQuanta: (reqs, quantum) => sampleWith(reqs, {}, quantum),
       sampleWith,
       close: () => Promise.resolve(onClose()),
     };
