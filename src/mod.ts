@@ -249,8 +249,8 @@ export type {
 } from './runtime/worker_service.ts';
 export { ALGOS, runTraining, summaryOf } from './runtime/rl_job.ts';
 export type { Algo, JobOptions, JobResult, JobSummary, StepMetrics } from './runtime/rl_job.ts';
-export { ENV_NAMES, jobEnv } from './runtime/evaluate.ts';
-export type { EnvName, JobEnv, JobEnvLimits } from './runtime/evaluate.ts';
+export { ENV_NAMES, jobEnv } from './runtime/job_envs.ts';
+export type { EnvName, JobEnv, JobEnvLimits } from './runtime/job_envs.ts';
 // One call from an environment to a trained adapter, with `npm run train`'s defaults.
 export { jobOptions, train, TRAIN_DEFAULTS } from './runtime/train.ts';
 export { checkJobOptions, JOB_LIMITS } from './runtime/job_config.ts';

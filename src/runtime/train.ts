@@ -17,7 +17,7 @@ import { type LoraConfig, type LoraTarget, type ModelConfig, validateLora } from
 import { loraTargetsByName } from '../model/peft.ts';
 import { preset, PRESETS } from '../model/presets.ts';
 import type { ServiceClient } from './clients.ts';
-import { ENV_NAMES, type EnvName, JOB_FORMAT, type JobEnv, jobEnv } from './evaluate.ts';
+import { ENV_NAMES, type EnvName, JOB_FORMAT, type JobEnv, jobEnv } from './job_envs.ts';
 import { checkJobOptions, checkModel, checkTrainSettings, describe, oneOf } from './job_config.ts';
 import { LocalService } from './local_service.ts';
 import { type Algo, ALGOS, type JobOptions, type JobResult, runTraining } from './rl_job.ts';
