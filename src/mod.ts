@@ -168,7 +168,6 @@ export { BrowserHubCache, deleteCachedModel, HubError, listCachedModels, loadPre
 export type { CachedModel, CacheOptions, GenerationConfig, HubCache, HubErrorKind, HubProgress, LoadPretrainedOptions, Pretrained } from './hub/mod.ts';
 
 // Kernels' host wrappers (src/ops), for custom models and benchmarks.
-export { add } from './ops/add.ts';
 export { adamw, adamwBiasCorrection, clipScale } from './ops/adamw.ts';
 export type { AdamWOptions } from './ops/adamw.ts';
 export { attentionBackward, attentionDecode, attentionDecodeSplits, attentionForward, attentionTuning, attentionWorkShape } from './ops/attention.ts';
