@@ -9,10 +9,6 @@ export interface ExportList {
   readonly types: Set<string>;
   /** Namespace name → the module path as written. */
   readonly namespaces: Map<string, string>;
-  /** Re-exported name → the module path it comes from, as written (declarations in the file itself: absent). */
-  readonly from: Map<string, string>;
-  /** Re-exported name → its name in that module (`a as b`: b → a). */
-  readonly original: Map<string, string>;
 }
 
 export function parseExports(source: string): ExportList {
@@ -20,25 +16,20 @@ export function parseExports(source: string): ExportList {
   const values = new Set<string>();
   const types = new Set<string>();
   const namespaces = new Map<string, string>();
-  const from = new Map<string, string>();
-  const original = new Map<string, string>();
-  for (const m of text.matchAll(/export\s+(type\s+)?\{([^}]*)\}(?:\s*from\s+'([^']+)')?/g)) {
+  for (const m of text.matchAll(/export\s+(type\s+)?\{([^}]*)\}/g)) {
     for (const raw of m[2].split(',')) {
       const item = raw.trim();
       if (!item) continue;
       const typeOnly = Boolean(m[1]) || item.startsWith('type ');
-      const parts = item.replace(/^type\s+/, '').split(/\s+as\s+/).map((x) => x.trim());
-      const name = parts[parts.length - 1];
+      const name = item.replace(/^type\s+/, '').split(/\s+as\s+/).pop()!.trim();
       (typeOnly ? types : values).add(name);
-      if (m[3]) from.set(name, m[3]);
-      original.set(name, parts[0]);
     }
   }
   for (const m of text.matchAll(/export\s+\*\s+as\s+(\w+)\s+from\s+'([^']+)'/g)) namespaces.set(m[1], m[2]);
   for (const m of text.matchAll(/export\s+(?:async\s+)?(function|const|class|interface|type)\s+(\w+)/g)) {
     (m[1] === 'interface' || m[1] === 'type' ? types : values).add(m[2]);
   }
-  return { values, types, namespaces, from, original };
+  return { values, types, namespaces };
 }
 
 /** Every name an export list makes visible (values, types and namespaces). */
