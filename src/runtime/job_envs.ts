@@ -11,7 +11,9 @@ import { plainFormat, type PromptFormat } from '../env/format.ts';
 import type { EnvSpec, TurnBasedEnvSpec } from '../env/types.ts';
 import { ConfigError } from '../errors.ts';
 
+/** The built-in environments a job can name (`jobEnv(name)`, `--env`). */
 export const ENV_NAMES = ['calculator', 'guess-number', 'nim'] as const;
+/** One of ENV_NAMES. */
 export type EnvName = (typeof ENV_NAMES)[number];
 
 /** A job's environment: single-agent (tools, multi-turn) or a turn-based game against a scripted seat. */

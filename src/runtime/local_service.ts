@@ -37,6 +37,7 @@ import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
 
+/** Settings of a LocalService. */
 export interface LocalServiceOptions {
   /** Detokenizer for stop strings in sampling requests. */
   decode?: (ids: readonly number[]) => string;
@@ -68,6 +69,7 @@ function withoutValueHead(p: HostParams): HostParams {
 
 let nextId = 0;
 
+/** The ServiceClient on a device of this thread: `new LocalService(await gpu.acquireGpu())`. */
 export class LocalService implements ServiceClient {
   readonly ctx: GpuContext;
   readonly options: LocalServiceOptions;
