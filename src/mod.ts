@@ -1,9 +1,21 @@
 /**
  * webtinker — the public API. Named exports only; everything else is internal.
  *
- * Layers (see DESIGN.md): environments & agents (src/env), algorithms (src/algorithms),
- * runtime (src/runtime), engine (src/model, src/ops, src/gpu, kernels/).
+ * The top level is what training an agent takes, layer by layer (see DESIGN.md): jobs (`train`),
+ * environments and agents (src/env), algorithms (src/algorithms), the Tinker-style services and
+ * clients, stores, loading and saving models, and the typed errors. The engine under them is in
+ * namespaces, as jax-js keeps `numpy`, `nn` and `lax`:
+ *
+ *   engine   the transformer on the GPU and the model layer under it (src/model/mod.ts)
+ *   ops      the host wrapper of every WGSL kernel (src/ops/mod.ts)
+ *   gpu      device, buffer pool, tensors, pipelines, recorder, profiler (src/gpu/mod.ts)
+ *   runtime  scheduler, GPU worker protocol, adapter registry, job checks (src/runtime/mod.ts)
+ *
+ * Each name is in one place: test/unit/public_api.test.ts pins the top-level list, checks that no
+ * namespace repeats a top-level name, and that the README's examples import what exists.
  */
+
+// ─── Errors: typed, naming the field, tensor or file that was wrong ───────────────────────────
 export {
   ConfigError,
   GpuValidationError,
@@ -15,45 +27,32 @@ export {
   WebGpuUnavailableError,
   WebtinkerError,
 } from './errors.ts';
-export {
-  acquireGpu,
-  BufferPool,
-  bundledKernelNames,
-  emptyTensor,
-  GpuContext,
-  KernelProfiler,
-  Params,
-  readTensor,
-  Recorder,
-  Tensor,
-  tensorFrom,
-  zerosTensor,
-} from './gpu/mod.ts';
-export type { AdapterSummary, DeviceLostEvent, DispatchSpec, DType, KernelTime, PoolStats, SubmitResult } from './gpu/mod.ts';
+export { AdmissionError, DeviceLostError, JobCancelledError, JobStateError, NonFiniteStepsError } from './runtime/errors.ts';
+export { WorkerCrashedError } from './runtime/gpu_client.ts';
+export { LostWithDeviceError } from './runtime/worker_service.ts';
+export { StoreCorruptError, StoreError, StoreNotFoundError, StoreQuotaError } from './runtime/store/mod.ts';
+export { ArithmeticError, EnvironmentError, InvalidInputError, SampleContractError, TokenizerError } from './env/mod.ts';
+export { HubError } from './hub/mod.ts';
+export type { HubErrorKind } from './hub/mod.ts';
+export { ModelConfigError, SafetensorsError, WeightsError } from './model/errors.ts';
+export type { SafetensorsErrorKind, WeightsErrorKind } from './model/errors.ts';
 
-// Runtime: scheduler, GPU worker client, stores.
-export { Scheduler } from './runtime/scheduler.ts';
-export type { JobKind, JobSpec, JobState, JobStats, PriorityClass, SchedulerEvent } from './runtime/scheduler.ts';
-export { AdmissionError, JobCancelledError, JobStateError } from './runtime/errors.ts';
-export { GpuClient, WorkerCrashedError } from './runtime/gpu_client.ts';
-export type { GpuClientEvent, GpuClientOptions } from './runtime/gpu_client.ts';
-export type { AdapterStoreSpec, GpuWorkerApi, WorkerEvent, WorkerInitOptions } from './runtime/protocol.ts';
-export {
-  AdapterStore,
-  CheckpointStore,
-  defaultKv,
-  IdbKv,
-  MemoryKv,
-  StoreCorruptError,
-  StoreError,
-  StoreNotFoundError,
-  StoreQuotaError,
-} from './runtime/store/mod.ts';
-export type { AdapterInfo, AdapterMeta, AdapterTensor, CheckpointMeta, KvStore } from './runtime/store/mod.ts';
-export { Rng } from './util/rng.ts';
-export type { RngState } from './util/rng.ts';
+// ─── Jobs: one call from an environment to a trained adapter, and the runner under it ──────────
+export { jobOptions, train, TRAIN_DEFAULTS } from './runtime/train.ts';
+export type { TrainSettings } from './runtime/train.ts';
+export { ALGOS, runTraining } from './runtime/rl_job.ts';
+export type { Algo, JobOptions, JobResult, JobSummary, StepMetrics } from './runtime/rl_job.ts';
+export { ENV_NAMES, jobEnv } from './runtime/job_envs.ts';
+export type { EnvName, JobEnv, JobEnvLimits } from './runtime/job_envs.ts';
+export type { DroppedByReason } from './runtime/env_failures.ts';
+export { JobCheckpointer } from './runtime/job_checkpoint.ts';
+export type { JobCheckpoint, JobCheckpointing, JobProgress, StoredJobState } from './runtime/job_checkpoint.ts';
+export { LocalServiceSource, runTrainingRecovering, workerServiceSource } from './runtime/recovery.ts';
+export type { RecoveringOptions, RecoveryEvent, ServiceSource } from './runtime/recovery.ts';
+export { kvMetricsSink, MetricsStream, readKvMetrics } from './runtime/metrics.ts';
+export type { MetricsSink } from './runtime/metrics.ts';
 
-// Agents and environments (src/env): the Gym-like contract, the agent, rollout protocols, built-ins.
+// ─── Environments and agents (src/env): the Gym-like contract, the agent, rollouts, built-ins ──
 export type {
   Demonstration,
   DroppedEpisode,
@@ -69,27 +68,28 @@ export type {
   Tool,
   Trajectory,
   TrajectoryGroup,
+  Turn,
   TurnBasedEnvironment,
   TurnBasedEnvSpec,
+  TurnObservation,
+  TurnStepResult,
 } from './env/mod.ts';
 export {
+  ACTION_STOP_STRINGS,
   Agent,
-  ArithmeticError,
   ByteTokenizer,
   calculatorEnv,
   promptEnv,
   chatFormat,
-  EnvironmentError,
   extractAnswer,
   formatAnswer,
   formatToolCall,
   generationEosIds,
+  groupEpisodes,
   guessNumberEnv,
   hermesToolSyntax,
   hfChatFormat,
   llamaToolSyntax,
-  tagToolSyntax,
-  InvalidInputError,
   nimEnv,
   nimRandomPolicy,
   parseAction,
@@ -100,14 +100,34 @@ export {
   rolloutMultiTurn,
   rolloutSingleTurn,
   rolloutTurnBased,
-  ACTION_STOP_STRINGS,
-  groupEpisodes,
-  SampleContractError,
-  TokenizerError,
+  tagToolSyntax,
 } from './env/mod.ts';
-export type { AgentOptions, EpisodeSpec, GameResult, HfChatFormatOptions, ParsedAction, PromptEnvOptions, PromptFormat, PromptReward, Tokenizer, ToolCallSyntax } from './env/mod.ts';
+export type {
+  AgentOptions,
+  CalculatorOptions,
+  ChatFormatOptions,
+  EpisodeSpec,
+  GameResult,
+  GroupRolloutOptions,
+  GuessNumberOptions,
+  HfChatFormatOptions,
+  NimOptions,
+  ParsedAction,
+  PlainFormatOptions,
+  PromptEnvOptions,
+  PromptFormat,
+  PromptReward,
+  ReplayAgentOptions,
+  ReplayResult,
+  RolloutOptions,
+  Tokenizer,
+  ToolCallSyntax,
+  TurnBasedOptions,
+} from './env/mod.ts';
+export { Rng } from './util/rng.ts';
+export type { RngState } from './util/rng.ts';
 
-// Algorithms (src/algorithms): pure functions from trajectories to datums and loss specs.
+// ─── Algorithms (src/algorithms): pure functions from trajectories to datums and loss specs ────
 export {
   clippedValueLoss,
   crossEntropyLoss,
@@ -134,142 +154,61 @@ export {
   trajectoryToDatum,
   valueLossSpec,
 } from './algorithms/mod.ts';
-export type { Aggregation, Datum, LossSpec, PackedBatch, PackedStep } from './algorithms/mod.ts';
+export type { Aggregation, Datum, GaeOptions, GroupRelativeOptions, LossSpec, PackedBatch, PackedStep, PackOptions, PpoDatumOptions } from './algorithms/mod.ts';
 
-// Models (src/model): configs, presets, weights I/O, PEFT, tokenizers, initialization.
-export {
-  adapterMemoryDevice,
-  configFromHf,
-  configToHf,
-  countParameters,
-  estimateTrainingMemory,
-  trainingMemoryDevice,
-  exportHfWeights,
-  exportPeftAdapter,
-  importHfWeights,
-  importPeftAdapter,
-  initLora,
-  initParameters,
-  loraSpecs,
-  loadHfTokenizer,
-  HfTokenizer,
-  mergeLora,
-  ModelConfigError,
-  openSafetensors,
-  parameterSpecs,
-  preset,
-  PRESETS,
-  SafetensorsError,
-  validateConfig,
-  validateLora,
-  WeightsError,
-  writeSafetensors,
-} from './model/mod.ts';
-export type { LoraConfig, LoraTarget, ModelConfig, PresetName } from './model/mod.ts';
-export type { AdapterWeights, LoraModule, ModelWeights } from './model/weights_view.ts';
-
-// Pretrained checkpoints (src/hub): a Hub repo id or a folder → config, weights, tokenizer; the HF cache.
-export { BrowserHubCache, deleteCachedModel, HubError, listCachedModels, loadPretrained } from './hub/mod.ts';
-export type { CachedModel, CacheOptions, GenerationConfig, HubCache, HubErrorKind, HubProgress, LoadPretrainedOptions, Pretrained } from './hub/mod.ts';
-
-// Kernels' host wrappers (src/ops), for custom models and benchmarks.
-export { add } from './ops/add.ts';
-export { adamw, adamwBiasCorrection, clipScale } from './ops/adamw.ts';
-export type { AdamWOptions } from './ops/adamw.ts';
-export { attentionBackward, attentionDecode, attentionDecodeSplits, attentionForward, attentionTuning, attentionWorkShape } from './ops/attention.ts';
-export type { AttentionDecodeOptions, AttentionOptions, AttentionTuning } from './ops/attention.ts';
-export { embeddingBackward, embeddingForward, embeddingScratchSize } from './ops/embedding.ts';
-export { geluBackward, geluForward } from './ops/gelu.ts';
-export { layernormBackward, layernormForward, layernormScratchSize } from './ops/layernorm.ts';
-export { policyLoss, policyLossScratchSize, POLICY_STATS } from './ops/policy_loss.ts';
-export type { PolicyLossInputs, PolicyLossOutputs } from './ops/policy_loss.ts';
-export { globalL2Norm, reduceScratchSize, sumAll, sumRows } from './ops/reduce.ts';
-export { residualAdd, residualAddInPlace, scaleInPlace } from './ops/residual.ts';
-export { rmsnormBackward, rmsnormForward, rmsnormScratchSize } from './ops/rmsnorm.ts';
-export { ropeBackward, ropeForward, ropeInvFreq } from './ops/rope.ts';
-export type { RopeOptions } from './ops/rope.ts';
-export { sample } from './ops/sample.ts';
-export type { SampleOptions } from './ops/sample.ts';
-export { softmaxBackward, softmaxForward } from './ops/softmax.ts';
-export { swigluBackward, swigluForward } from './ops/swiglu.ts';
-export { valueLoss, VALUE_STATS } from './ops/value_loss.ts';
-
-// The engine (src/model): GPU base weights, LoRA adapters, training, generation.
-export { BaseModel } from './model/base_model.ts';
-export type { BaseModelOptions } from './model/base_model.ts';
-export { LoraAdapter } from './model/lora.ts';
-export type { LoraAdapterOptions } from './model/lora.ts';
-export { Trainer } from './model/trainer.ts';
-export type { ForwardBackwardResult, LogprobsResult, StepStats, Trainable, TrainerOptions, TrainerState } from './model/trainer.ts';
-export type { OptimizerState, OptimStepOptions } from './model/optimizer.ts';
-export { generate } from './model/generate.ts';
-export type { GenerateOptions, GenerateResult } from './model/generate.ts';
-export { engineSampleFn, tokenizerVocabMask } from './model/sample_fn.ts';
-export type { VocabMask } from './ops/vocab_mask.ts';
-export type { EngineSampleFnOptions } from './model/sample_fn.ts';
-
-// Tinker-style clients.
-export { LocalService } from './runtime/local_service.ts';
-export type { LocalServiceOptions } from './runtime/local_service.ts';
-export { fullTrainingOptions, loraTrainingOptions, saveWeightsAndGetSamplingClient } from './runtime/clients.ts';
+// ─── Tinker-style services and clients: in-process, or behind the GPU worker and its scheduler ─
 export type {
   CreateModelOptions,
+  ForwardBackwardResult,
   FullTrainingOptions,
   HostParams,
+  LogprobsResult,
   LoraTrainingOptions,
+  ModelInput,
+  OptimStepOptions,
   OptimStepResult,
+  PublishedAdapter,
+  SampledSequence,
+  SampleResponse,
   SamplingClient,
+  SamplingParams,
   ServiceClient,
+  StopReason,
+  Trainable,
+  TrainerState,
   TrainingClient,
   TrainingClientOptions,
 } from './runtime/clients.ts';
-export { makeSampleCall } from './runtime/sample_call.ts';
-export type {
-  EngineSample,
-  EngineSampleResult,
-  ModelInput,
-  SampleCall,
-  SampledSequence,
-  SampleResponse,
-  SamplerSettings,
-  SamplingParams,
-  StopReason,
-} from './runtime/sample_call.ts';
+export { fullTrainingOptions, loraTrainingOptions, saveWeightsAndGetSamplingClient } from './runtime/clients.ts';
+export { LocalService } from './runtime/local_service.ts';
+export type { LocalServiceOptions } from './runtime/local_service.ts';
+export { WorkerSamplingClient, WorkerService, WorkerTrainingClient } from './runtime/worker_service.ts';
+export type { SamplerScheduleOptions, WorkerServiceEvent, WorkerServiceOptions, WorkerTrainingClientOptions } from './runtime/worker_service.ts';
 
-// Matmul and LoRA linear kernels.
-export { HARDWARE_MATMUL_CONFIG, matmul, matmulConfigFor, matrixBlock, planMatmul, recordMatmul } from './ops/matmul.ts';
-export type { LowRankTerm, MatmulConfig, MatmulOperand, MatmulOptions, MatrixBlock } from './ops/matmul.ts';
-export { LORA_MAX_RANK, loraLinearBackward, loraLinearForward } from './ops/lora_linear.ts';
-export type { LoraLinearBackwardOptions, LoraLinearOptions } from './ops/lora_linear.ts';
+// ─── Stores: versioned adapters and checkpoints over IndexedDB, files or memory ───────────────
+export { AdapterStore, CheckpointStore, defaultKv, IdbKv, MemoryKv } from './runtime/store/mod.ts';
+export type { AdapterInfo, AdapterMeta, AdapterTensor, CheckpointInfo, CheckpointMeta, KvStore } from './runtime/store/mod.ts';
 
-// The GPU worker behind the scheduler, and the training job built on the clients.
-export { LostWithDeviceError, WorkerService } from './runtime/worker_service.ts';
-export type {
-  SamplerScheduleOptions,
-  WorkerSamplingClient,
-  WorkerServiceEvent,
-  WorkerServiceOptions,
-  WorkerTrainingClient,
-  WorkerTrainingClientOptions,
-} from './runtime/worker_service.ts';
-export { ALGOS, runTraining, summaryOf } from './runtime/rl_job.ts';
-export type { Algo, JobOptions, JobResult, JobSummary, StepMetrics } from './runtime/rl_job.ts';
-export { ENV_NAMES, jobEnv } from './runtime/evaluate.ts';
-export type { EnvName, JobEnv, JobEnvLimits } from './runtime/evaluate.ts';
-// One call from an environment to a trained adapter, with `npm run train`'s defaults.
-export { jobOptions, train, TRAIN_DEFAULTS } from './runtime/train.ts';
-export { checkJobOptions, JOB_LIMITS } from './runtime/job_config.ts';
-export type { DroppedByReason } from './runtime/env_failures.ts';
-export type { TrainSettings } from './runtime/train.ts';
+// ─── Models: presets, pretrained checkpoints from the Hub, Hugging Face / PEFT / safetensors I/O ─
+export { preset, PRESETS } from './model/presets.ts';
+export type { PresetName } from './model/presets.ts';
+export type { LoraConfig, LoraTarget, ModelConfig } from './model/config.ts';
+export { BrowserHubCache, deleteCachedModel, listCachedModels, loadPretrained } from './hub/mod.ts';
+export type { CachedModel, CacheOptions, GenerationConfig, HubCache, HubProgress, LoadPretrainedOptions, Pretrained } from './hub/mod.ts';
+export { configFromHf, configToHf } from './model/hf_config.ts';
+export { exportHfWeights, importHfWeights } from './model/weight_names.ts';
+export { exportPeftAdapter, importPeftAdapter } from './model/peft.ts';
+export type { PeftAdapter } from './model/peft.ts';
+export { openSafetensors } from './model/safetensors.ts';
+export { writeSafetensors } from './model/safetensors_write.ts';
+export { HfTokenizer, loadHfTokenizer } from './model/tokenizer/hf.ts';
 
-// Checkpoints, recovery, published adapters, non-finite steps and the metrics stream of jobs.
-export { JobCheckpointer } from './runtime/job_checkpoint.ts';
-export type { JobCheckpoint, JobCheckpointing, JobProgress, StoredJobState } from './runtime/job_checkpoint.ts';
-export { isGpuLoss, LocalServiceSource, runTrainingRecovering, workerServiceSource } from './runtime/recovery.ts';
-export type { RecoveringOptions, RecoveryEvent, ServiceSource } from './runtime/recovery.ts';
-export { DeviceLostError, NonFiniteStepsError } from './runtime/errors.ts';
-export { AdapterRegistry } from './runtime/adapter_registry.ts';
-export type { AdapterRegistryOptions, PublishedAdapter, RegistryModel, RegistryStats } from './runtime/adapter_registry.ts';
-export type { JobStatus } from './runtime/worker_service.ts';
-export { jsonLine, kvMetricsSink, MetricsStream, readKvMetrics, spread, stepLossStats } from './runtime/metrics.ts';
-export type { MetricsSink, StepLossStats } from './runtime/metrics.ts';
+// ─── The engine, in namespaces ───────────────────────────────────────────────────────────────
+/** The transformer on the GPU (BaseModel, LoraAdapter, Trainer, generate, engineSampleFn) and the model layer under it. */
+export * as engine from './model/mod.ts';
+/** The host wrapper of every WGSL kernel, for custom models and benchmarks. */
+export * as ops from './ops/mod.ts';
+/** Device acquisition (acquireGpu), buffer pool, tensors, pipelines, dispatch recorder, profiler. */
+export * as gpu from './gpu/mod.ts';
+/** Scheduler, GPU worker client and protocol, adapter registry, engine sample call, job checks. */
+export * as runtime from './runtime/mod.ts';

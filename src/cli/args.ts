@@ -12,7 +12,7 @@ import { ConfigError } from '../errors.ts';
 import { LORA_TARGETS } from '../model/config.ts';
 import { PRESETS } from '../model/presets.ts';
 import { ALGOS, type Algo } from '../runtime/rl_job.ts';
-import { ENV_NAMES, type EnvName } from '../runtime/evaluate.ts';
+import { ENV_NAMES, type EnvName } from '../runtime/job_envs.ts';
 import { TRAIN_DEFAULTS } from '../runtime/train.ts';
 
 interface FlagDoc {

@@ -16,20 +16,16 @@ import { join, resolve } from 'node:path';
 import process from 'node:process';
 import { WebtinkerError } from '../errors.ts';
 import { acquireGpu, type GpuContext } from '../gpu/device.ts';
-import { Recorder } from '../gpu/recorder.ts';
-import { emptyTensor, tensorFrom } from '../gpu/tensor.ts';
 import { loraSpecs, parameterSpecs } from '../model/params.ts';
 import { exportPeftAdapter } from '../model/peft.ts';
 import { writeSafetensors } from '../model/safetensors_write.ts';
 import { configToHf } from '../model/hf_config.ts';
 import { exportHfWeights } from '../model/weight_names.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
-import { add } from '../ops/add.ts';
-import { addRef } from '../ops/add.ref.ts';
 import { LocalService } from '../runtime/local_service.ts';
 import { LocalServiceSource, runTrainingRecovering } from '../runtime/recovery.ts';
+import { selfCheck } from '../runtime/self_check.ts';
 import { type JobOptions, type JobResult, summaryOf } from '../runtime/rl_job.ts';
-import { Rng } from '../util/rng.ts';
 import { jobOptionsFrom } from './job_args.ts';
 import { DEFAULTS, defaultOutDir, isPreset, parseTrainArgs, type TrainOptions, trainHelp } from './args.ts';
 import { type OpenedPretrained, openPretrainedJob } from '../runtime/pretrained_job.ts';
@@ -92,26 +88,10 @@ export async function writeRunOutputs(dir: string, result: JobResult): Promise<s
   return files;
 }
 
-async function selfCheck(ctx: GpuContext, seed: number, log: (s: string) => void): Promise<number> {
-  const n = 1 << 20;
-  const rng = new Rng(seed);
-  const x = rng.normalArray(n);
-  const y = rng.normalArray(n);
-  const tx = tensorFrom(ctx, x, [n], { owner: 'self-check', label: 'x' });
-  const ty = tensorFrom(ctx, y, [n], { owner: 'self-check', label: 'y' });
-  const out = emptyTensor(ctx, [n], 'f32', { owner: 'self-check', label: 'x+y' });
-  const rec = new Recorder(ctx, { label: 'self-check' });
-  add(rec, out, tx, ty);
-  const read = rec.read(out);
-  await rec.submit();
-  const got = (await read) as Float32Array;
-  const want = new Float32Array(n);
-  addRef(want, x, y);
-  let mismatches = 0;
-  for (let i = 0; i < n; i++) if (Object.is(got[i], want[i]) === false) mismatches++;
-  ctx.pool.releaseOwner('self-check');
-  log(`self-check: add on ${n} elements, ${mismatches} mismatches against the CPU reference`);
-  return mismatches === 0 ? 0 : 1;
+async function runSelfCheck(ctx: GpuContext, seed: number, log: (s: string) => void): Promise<number> {
+  const r = await selfCheck(ctx, 1 << 20, seed);
+  log(`self-check: residual add on ${r.elements} elements, ${r.mismatches} mismatches against the CPU reference`);
+  return r.mismatches === 0 ? 0 : 1;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -145,7 +125,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     const a = ctx.adapter;
     log(`device: ${a.description || a.vendor || 'unknown'}${a.isFallbackAdapter ? ' (software)' : ''} on ${a.host}`);
-    if (opts.selfCheck) return await selfCheck(ctx, opts.seed, log);
+    if (opts.selfCheck) return await runSelfCheck(ctx, opts.seed, log);
 
     const dir = opts.out ?? defaultOutDir(opts);
     await mkdir(dir, { recursive: true });

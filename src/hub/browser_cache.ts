@@ -54,6 +54,7 @@ function key(repo: string, ...parts: string[]): string {
   return `${ORIGIN}/${folder(repo)}/${parts.map((p) => p.split('/').map(encodeURIComponent).join('/')).join('/')}`;
 }
 
+/** The Hub cache of a browser page or Worker, in Cache Storage (`cacheName`); loadPretrained's default there. */
 export class BrowserHubCache implements HubCache {
   readonly location: string;
   constructor(readonly cacheName = DEFAULT_CACHE_NAME, private readonly storage: CacheStorage = globalThis.caches) {

@@ -22,6 +22,7 @@ export interface CachedModel {
   readonly location: string;
 }
 
+/** Where loadPretrained keeps what it downloads (the HF cache folder, or Cache Storage). */
 export interface HubCache {
   /** For messages: the cache folder, or the Cache Storage name. */
   readonly location: string;

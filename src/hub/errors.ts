@@ -5,6 +5,7 @@
  */
 import { WebtinkerError } from '../errors.ts';
 
+/** What went wrong loading from the Hub or a folder (HubError.kind). */
 export type HubErrorKind =
   /** The repo id is malformed. */
   | 'bad-repo-id'
@@ -29,6 +30,7 @@ export type HubErrorKind =
   /** The cache folder could not be read or written. */
   | 'cache';
 
+/** Loading a checkpoint failed; `kind` says how, `repo` (and the message) which repo and file. */
 export class HubError extends WebtinkerError {
   readonly kind: HubErrorKind;
   /** Repo id (or local folder) the error is about. */

@@ -8,6 +8,7 @@
 import type { HfTokenizer } from '../model/tokenizer/hf.ts';
 import { HubError } from './errors.ts';
 
+/** A checkpoint's generation_config.json, as the agent and sampler use it. */
 export interface GenerationConfig {
   /** Ids that end generation (at least one). */
   readonly eosTokenIds: readonly number[];

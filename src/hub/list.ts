@@ -6,6 +6,7 @@ import type { CachedModel, HubCache } from './cache.ts';
 import { checkRepoId } from './http.ts';
 import { hubCacheFor } from './pretrained.ts';
 
+/** Which cache listCachedModels and deleteCachedModel work on. */
 export interface CacheOptions {
   /** Cache folder under Deno/Node (default by HF_HUB_CACHE / HF_HOME). */
   readonly cacheDir?: string;

@@ -29,6 +29,7 @@ import { HubError } from './errors.ts';
 import { checkRepoFile, checkRepoId, checkRevision, fileMetadata, type HubRequest } from './http.ts';
 import { parseGenerationConfig, type GenerationConfig } from './generation_config.ts';
 
+/** Download progress of one file (LoadPretrainedOptions.onProgress). */
 export interface HubProgress {
   /** File within the repo. */
   readonly file: string;
@@ -36,6 +37,7 @@ export interface HubProgress {
   readonly total: number;
 }
 
+/** Settings of loadPretrained. */
 export interface LoadPretrainedOptions {
   /** Branch, tag or commit sha (default 'main'). Ignored for a folder. */
   readonly revision?: string;
@@ -55,6 +57,7 @@ export interface LoadPretrainedOptions {
   readonly fetch?: typeof fetch;
 }
 
+/** What loadPretrained returns: config, weights (read tensor by tensor), tokenizer, chat template, generation settings. */
 export interface Pretrained {
   readonly config: ModelConfig;
   /** The checkpoint's tensors by their HF names (safetensors, single or sharded); files stay open until close(). */

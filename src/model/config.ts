@@ -63,6 +63,7 @@ interface CommonConfig {
   readonly mlpBias: boolean;
 }
 
+/** A transformer: its family (an ArchRecord, arch.ts) and sizes. From a preset, configFromHf, or written out. */
 export interface ModelConfig extends CommonConfig {
   readonly family: ModelFamily;
   /** RoPE base θ (RoPE families; required there): inverse frequencies θ^(−2i/D), i < D/2. */
@@ -82,6 +83,7 @@ export interface ModelConfig extends CommonConfig {
 
 /** Modules LoRA can adapt, in canonical order. gpt2 has no `gate`. */
 export const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
+/** A module LoRA can adapt (LORA_TARGETS). */
 export type LoraTarget = (typeof LORA_TARGETS)[number];
 
 /**

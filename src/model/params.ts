@@ -31,6 +31,7 @@
  */
 import { archOf, blockLinearsOf } from './arch.ts';
 import { type LoraConfig, type LoraTarget, type ModelConfig, loraTargetDims } from './config.ts';
+import { numel } from '../gpu/tensor.ts';
 
 export type ParamKind = 'embedding' | 'linear' | 'bias' | 'norm' | 'norm-bias' | 'lora-a' | 'lora-b';
 
@@ -122,11 +123,8 @@ export function loraSpecs(cfg: ModelConfig, lora: LoraConfig): ParamSpec[] {
   return specs;
 }
 
-export function numel(shape: readonly number[]): number {
-  let n = 1;
-  for (const d of shape) n *= d;
-  return n;
-}
+// numel (elements of a shape) is the GPU layer's; re-exported for the model code that counts parameters.
+export { numel };
 
 /** Exact parameter count (tied embeddings counted once). GPT-2 small: 124,439,808. */
 export function countParameters(cfg: ModelConfig, opts: ParamOptions = {}): number {

@@ -107,6 +107,7 @@ export function checkLoraTensors(cfg: ModelConfig, lora: LoraConfig, tensors: Re
   }
 }
 
+/** A LoRA adapter as PEFT's two files, adapter_config.json and adapter_model.safetensors (exportPeftAdapter's result). */
 export interface PeftAdapter {
   /** adapter_config.json as an object (JSON.stringify it to write the file). */
   readonly adapterConfig: Record<string, unknown>;

@@ -33,6 +33,7 @@ const llama = (name: string, o: { V: number; L: number; C: number; Hq: number; H
 
 const B = BYTE_VOCAB_SIZE;
 
+/** The built-in model configurations by name (byte-level ones for training from scratch, and published shapes). */
 export const PRESETS = Object.freeze({
   'tiny-gpt2': gpt2('tiny-gpt2', B, 2, 24, 3, 64),
   'tiny-llama': llama('tiny-llama', { V: B, L: 2, C: 24, Hq: 6, Hkv: 2, D: 4, F: 40, P: 64, theta: 10000, eps: 1e-5, tied: false, qkvBias: true }),
@@ -45,6 +46,7 @@ export const PRESETS = Object.freeze({
   'qwen2.5-0.5b': llama('qwen2.5-0.5b', { V: 151936, L: 24, C: 896, Hq: 14, Hkv: 2, D: 64, F: 4864, P: 32768, theta: 1000000, eps: 1e-6, tied: true, qkvBias: true }),
 });
 
+/** A key of PRESETS. */
 export type PresetName = keyof typeof PRESETS;
 
 /** A preset by name; ModelConfigError('preset') lists the known names otherwise. */

@@ -22,10 +22,10 @@
  * backward uses a caller-provided workspace [B, Hq, T, 2] (LSE in base 2 and Δ = rowsum(dO∘O)).
  */
 import { ConfigError, LimitError, ShapeError } from '../errors.ts';
-import { expectLoopBudget } from '../gpu/checks.ts';
+import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectShape } from '../gpu/checks.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
-import type { DType, Tensor } from '../gpu/tensor.ts';
+import type { Tensor } from '../gpu/tensor.ts';
 
 const FWD = 'attention_fwd';
 const BWD = 'attention_bwd';
@@ -137,18 +137,6 @@ interface Dims {
 
 const fmt = (t: Tensor) => `${t.label} [${t.shape.join(', ')}]`;
 
-function sameShape(t: Tensor, shape: readonly number[]): boolean {
-  return t.shape.length === shape.length && t.shape.every((d, i) => d === shape[i]);
-}
-
-function expectDtype(op: string, name: string, t: Tensor, dtype: DType): void {
-  if (t.dtype !== dtype) throw new ShapeError(op, `${name} (${t}) must be ${dtype}, got ${t.dtype}`);
-}
-
-function expectShape(op: string, name: string, t: Tensor, shape: readonly number[]): void {
-  if (!sameShape(t, shape)) throw new ShapeError(op, `${name} ${fmt(t)} must have shape [${shape.join(', ')}]`);
-}
-
 function checkHeadDim(op: string, D: number, what: string): void {
   if (D % 4 !== 0 || D < 4 || D > 256) {
     throw new ShapeError(op, `unsupported head size D=${D} (${what}): D must be a multiple of 4 in [4, 256]`);
@@ -192,20 +180,13 @@ function maskOf(op: string, dims: Dims, q: Tensor, opts: AttentionOptions): { mo
 /** Outputs must not alias each other or any input (WebGPU forbids read + write of one buffer in a dispatch). */
 function checkAliasing(op: string, outputs: Record<string, Tensor>, inputs: Record<string, Tensor | undefined>): void {
   const outs = Object.entries(outputs);
-  outs.forEach(([n, t], i) => {
-    for (const [m, u] of [...outs.slice(i + 1), ...Object.entries(inputs)]) {
-      if (u && u.buffer === t.buffer) throw new ShapeError(op, `${n} (${t}) must not alias ${m} (${u})`);
-    }
-  });
+  expectDistinct(op, outs.flatMap(([n, t], i) =>
+    [...outs.slice(i + 1), ...Object.entries(inputs)].map(([m, u]) => [n, t, m, u ?? null] as const)));
 }
 
-function checkLimits(ctx: GpuContext, op: string, tensors: (Tensor | undefined)[], groups: number[]): void {
-  const maxBinding = ctx.limit('maxStorageBufferBindingSize');
-  for (const t of tensors) {
-    if (t && t.bindingBytes > maxBinding) {
-      throw new LimitError(op, `${t} is ${t.bindingBytes} bytes, over the device's maxStorageBufferBindingSize of ${maxBinding}; split the batch`);
-    }
-  }
+/** Every binding within the device's binding size, and the grid within its per-dimension limit. */
+function checkLimits(ctx: GpuContext, op: string, tensors: Record<string, Tensor | undefined>, groups: number[]): void {
+  expectBindable(op, ctx, Object.entries(tensors).map(([n, t]) => [n, t ?? null] as const));
   const maxWg = ctx.limit('maxComputeWorkgroupsPerDimension');
   if (groups.some((g) => g > maxWg)) throw new LimitError(op, `workgroups [${groups.join(', ')}] exceed ${maxWg} per dimension`);
 }
@@ -256,7 +237,7 @@ export function attentionForward(rec: Recorder, out: Tensor, lse: Tensor, q: Ten
   const W = windowOf(FWD, opts.window, T);
   const tune = attentionTuning(rec.ctx, D, opts.tuning);
   const groups = [Math.ceil(T / (tune.wg * tune.rows)), Hq, B];
-  checkLimits(rec.ctx, FWD, [q, k, v, mask, out, lse], groups);
+  checkLimits(rec.ctx, FWD, { q, k, v, mask, out, lse }, groups);
   expectLoopBudget(FWD, rec.ctx, passLoops(tune, D, T, W, 1), `q ${fmt(q)} with window ${W}`);
   if (B * T === 0) return;
   rec.dispatch({
@@ -297,7 +278,7 @@ export function attentionBackward(
   const tune = attentionTuning(rec.ctx, D, opts.tuning);
   const prep = grid1d(rec.ctx, B * Hq * T, tune.wg);
   const rowBlocks = Math.ceil(T / (tune.wg * tune.rows));
-  checkLimits(rec.ctx, BWD, [dq, dk, dv, work, dout, q, k, v, out, lse, mask], [rowBlocks, Hq, B]);
+  checkLimits(rec.ctx, BWD, { dq, dk, dv, work, dout, q, k, v, out, lse, mask }, [rowBlocks, Hq, B]);
   // dkdv walks the G query heads of its group in turn, the heaviest pass.
   expectLoopBudget(BWD, rec.ctx, passLoops(tune, D, T, W, Hq / Hkv), `q ${fmt(q)}, k ${fmt(k)} with window ${W}`);
   if (B * T === 0) return;
@@ -348,7 +329,7 @@ export function attentionDecode(rec: Recorder, out: Tensor, q: Tensor, kCache: T
   const scale = scaleOf(DECODE, D, opts.scale);
   const W = windowOf(DECODE, opts.window, Tmax);
   const splits = attentionDecodeSplits(rec.ctx, D, opts.splits);
-  checkLimits(rec.ctx, DECODE, [out, q, kCache, vCache, lengths], [Hq, B]);
+  checkLimits(rec.ctx, DECODE, { out, q, kCache, vCache, lengths }, [Hq, B]);
   const loops = Math.ceil(W / splits) + 3 * splits + Math.ceil(D / 4 / splits) * splits + D;
   expectLoopBudget(DECODE, rec.ctx, loops, `kCache ${fmt(kCache)} with window ${W} and ${splits} splits`);
   if (B === 0) return;

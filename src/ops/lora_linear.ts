@@ -21,7 +21,7 @@ import type { GpuContext } from '../gpu/device.ts';
 import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { type MatmulConfig, type MatmulPlan, planMatmul, recordMatmul } from './matmul.ts';
-import { expectLoopBudget } from '../gpu/checks.ts';
+import { expectDistinct, expectDtype, expectLoopBudget, expectShape } from '../gpu/checks.ts';
 
 const OP = 'lora_linear';
 export const LORA_MAX_RANK = 64;
@@ -71,7 +71,7 @@ function loraDims(ctx: GpuContext, x: Tensor, w: Tensor, a: Tensor, b: Tensor, u
   for (const [name, t] of [['x', x], ['w', w], ['a', a], ['b', b], ['u', u]] as const) {
     t.assertLive();
     expect(t.shape.length >= 2, `${name} ${fmt(t)} must have at least 2 dimensions`);
-    if (name !== 'w') expect(t.dtype === 'f32', `${name} (${t}) must be f32, got ${t.dtype}`);
+    if (name !== 'w') expectDtype(OP, name, t, 'f32');
   }
   expect(w.dtype === 'f32' || w.dtype === 'f16', `w (${w}) must be f32 or f16, got ${w.dtype}`);
   expect(w.dtype !== 'f16' || ctx.hasF16, `w (${w}) is f16 but this device has no shader-f16; store it as f32`);
@@ -90,15 +90,16 @@ function loraDims(ctx: GpuContext, x: Tensor, w: Tensor, a: Tensor, b: Tensor, u
 
 function expectRows(t: Tensor, name: string, rows: number, cols: number, like: string): void {
   t.assertLive();
-  expect(t.dtype === 'f32', `${name} (${t}) must be f32, got ${t.dtype}`);
+  expectDtype(OP, name, t, 'f32');
   expect(t.shape.length >= 2 && t.shape[t.shape.length - 1] === cols && t.size === rows * cols,
     `${name} ${fmt(t)} should be [${rows}, ${cols}] (${like})`);
 }
 
-function expectShape(t: Tensor, name: string, shape: number[], like: string): void {
+/** A live f32 tensor of exactly this shape (gradients and the bias: no leading dimensions to flatten). */
+function expectExact(t: Tensor, name: string, shape: readonly number[]): void {
   t.assertLive();
-  expect(t.dtype === 'f32', `${name} (${t}) must be f32, got ${t.dtype}`);
-  expect(t.shape.length === shape.length && t.shape.every((d, i) => d === shape[i]), `${name} ${fmt(t)} should be [${shape.join(', ')}] (${like})`);
+  expectDtype(OP, name, t, 'f32');
+  expectShape(OP, name, t, shape);
 }
 
 /**
@@ -108,7 +109,7 @@ function expectShape(t: Tensor, name: string, shape: number[], like: string): vo
 export function loraLinearForward(rec: Recorder, y: Tensor, u: Tensor, x: Tensor, w: Tensor, a: Tensor, b: Tensor, opts: LoraLinearOptions): void {
   const { N, Out, R } = loraDims(rec.ctx, x, w, a, b, u);
   expectRows(y, 'y', N, Out, `x ${fmt(x)}, w ${fmt(w)}`);
-  if (opts.bias) expectShape(opts.bias, 'bias', [Out], `w ${fmt(w)}`);
+  if (opts.bias) expectExact(opts.bias, 'bias', [Out]);
   const x2 = rows2d(x), y2 = rows2d(y), u2 = rows2d(u);
   const common = { config: opts.config, opName: OP };
   const plans: MatmulPlan[] = [
@@ -133,12 +134,12 @@ export function loraLinearBackward(rec: Recorder, dx: Tensor | null, dA: Tensor,
   const { N, In, Out, R } = loraDims(ctx, x, w, a, b, u);
   expectRows(dy, 'dy', N, Out, `x ${fmt(x)}, w ${fmt(w)}`);
   if (dx) expectRows(dx, 'dx', N, In, `x ${fmt(x)}`);
-  expectShape(dA, 'dA', [R, In], `a ${fmt(a)}`);
-  expectShape(dB, 'dB', [Out, R], `b ${fmt(b)}`);
-  if (dW) expectShape(dW, 'dW', [Out, In], `w ${fmt(w)}`);
+  expectExact(dA, 'dA', [R, In]);
+  expectExact(dB, 'dB', [Out, R]);
+  if (dW) expectExact(dW, 'dW', [Out, In]);
   if (db) {
-    expectShape(db, 'db', [Out], `w ${fmt(w)}`);
-    expect(db.buffer !== dy.buffer, `db (${db}) must not alias dy (${dy})`);
+    expectExact(db, 'db', [Out]);
+    expectDistinct(OP, [['db', db, 'dy', dy]]);
   }
   const s = opts.alpha / R;
   const x2 = rows2d(x), dy2 = rows2d(dy), u2 = rows2d(u);

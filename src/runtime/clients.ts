@@ -11,7 +11,7 @@
  */
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
-import type { SampleRequest, SampleResult } from '../env/types.ts';
+import type { SampleRequest } from '../env/types.ts';
 import { ConfigError } from '../errors.ts';
 import type { GenerateOptions } from '../model/generate.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
@@ -138,11 +138,6 @@ export interface SamplingClient {
    * Tinker's form → `{ sequences: [{ tokens, logprobs, stopReason }] }` (sample_call.ts).
    */
   readonly sample: SampleCall;
-  /**
-   * `sample` with each decode chunk's GPU work run through `quantum` (a scheduler's turn), so other
-   * jobs use the device between chunks — how the GPU worker makes decode chunks scheduler quanta.
-   */
-  readonly sampleInQuanta?: (requests: readonly SampleRequest[], quantum: ChunkQuantum) => Promise<readonly SampleResult[]>;
   /** The engine call both forms of `sample` end in, with call-wide settings (in-process clients; the GPU worker's entry). */
   readonly sampleWith?: (requests: readonly SampleRequest[], settings: SamplerSettings, quantum?: ChunkQuantum) => Promise<readonly EngineSampleResult[]>;
   close(): Promise<void>;
@@ -163,9 +158,10 @@ export interface ServiceClient {
    * Sampling from a base model with published adapters chosen per request: `adapterId` is `name`
    * (the latest version when the request is served) or `name@v`; none is the base. Results carry
    * `adapter: { name, version }`. Versions load onto the GPU on demand and are evicted LRU.
-   * (Optional in the interface so wrappers written before it keep compiling; both services have it.)
+   * Tinker's `create_sampling_client(model_path=...)`: how a served policy picks up what training
+   * publishes (`saveWeightsForSampler`), so every service has it.
    */
-  createInferenceClient?(modelId: string): Promise<SamplingClient>;
+  createInferenceClient(modelId: string): Promise<SamplingClient>;
   /** Sampling from a base model, optionally with a LoRA adapter given as host tensors. */
   createSamplingClient(modelId: string, adapter?: { lora: LoraConfig; tensors: HostParams; id?: string }): Promise<SamplingClient>;
   /**

@@ -14,11 +14,6 @@
  */
 import * as Comlink from 'comlink';
 import { acquireGpu, type GpuContext } from '../gpu/device.ts';
-import { Recorder } from '../gpu/recorder.ts';
-import { emptyTensor, tensorFrom } from '../gpu/tensor.ts';
-import { add } from '../ops/add.ts';
-import { addRef } from '../ops/add.ref.ts';
-import { Rng } from '../util/rng.ts';
 import { ConfigError } from '../errors.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import type { SampleRequest } from '../env/types.ts';
@@ -26,6 +21,7 @@ import type { EngineSampleResult, SamplerSettings } from './sample_call.ts';
 import type { ChunkQuantum, HostParams, SamplingClient, TrainingClient } from './clients.ts';
 import { asDeviceLoss } from './device_loss.ts';
 import { LocalService } from './local_service.ts';
+import { selfCheck } from './self_check.ts';
 import { AdapterStore } from './store/adapter_store.ts';
 import { IdbKv } from './store/idb_kv.ts';
 import type { AdapterStoreSpec, ChunkGate, GpuWorkerApi, SamplerInfo, SelfCheckResult, ServiceInitOptions, WorkerEvent, WorkerInitOptions } from './protocol.ts';
@@ -336,28 +332,8 @@ const api: GpuWorkerApi = {
     return Promise.resolve(device().pool.stats());
   },
 
-  async selfCheck(n, seed): Promise<SelfCheckResult> {
-    const c = device();
-    const rng = new Rng(seed);
-    const a = rng.normalArray(n);
-    const b = rng.normalArray(n);
-    const ta = tensorFrom(c, a, [n], { owner: 'self-check' });
-    const tb = tensorFrom(c, b, [n], { owner: 'self-check' });
-    const out = emptyTensor(c, [n], 'f32', { owner: 'self-check' });
-    try {
-      const rec = new Recorder(c, { label: 'self-check', timing: true });
-      add(rec, out, ta, tb);
-      const read = rec.read(out);
-      const { gpuNs } = await rec.submit();
-      const got = (await read) as Float32Array;
-      const want = new Float32Array(n);
-      addRef(want, a, b);
-      let mismatches = 0;
-      for (let i = 0; i < n; i++) if (!Object.is(got[i], want[i])) mismatches++;
-      return { elements: n, mismatches, ...(gpuNs !== undefined ? { gpuNs } : {}) };
-    } finally {
-      c.pool.releaseOwner('self-check');
-    }
+  selfCheck(n, seed): Promise<SelfCheckResult> {
+    return selfCheck(device(), n, seed);
   },
 
   async loseDevice() {

@@ -37,6 +37,7 @@ import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
 
+/** Settings of a LocalService. */
 export interface LocalServiceOptions {
   /** Detokenizer for stop strings in sampling requests. */
   decode?: (ids: readonly number[]) => string;
@@ -68,6 +69,7 @@ function withoutValueHead(p: HostParams): HostParams {
 
 let nextId = 0;
 
+/** The ServiceClient on a device of this thread: `new LocalService(await gpu.acquireGpu())`. */
 export class LocalService implements ServiceClient {
   readonly ctx: GpuContext;
   readonly options: LocalServiceOptions;
@@ -208,7 +210,6 @@ export class LocalService implements ServiceClient {
     return Promise.resolve({
       modelId, adapterId: null, version: 0,
       sample: makeSampleCall(sampleWith),
-      sampleInQuanta: (r, quantum) => sampleWith(r, {}, quantum),
       sampleWith,
       close: () => Promise.resolve(),
     });
@@ -243,7 +244,6 @@ export class LocalService implements ServiceClient {
       adapterId: adapter?.id ?? null,
       version,
       sample: makeSampleCall(sampleWith),
-      sampleInQuanta: (reqs, quantum) => sampleWith(reqs, {}, quantum),
       sampleWith,
       close: () => Promise.resolve(onClose()),
     };

@@ -47,9 +47,11 @@ import { type DroppedByReason, stopIfAllDropped } from './env_failures.ts';
 import { type OpenedPretrained, openPretrainedJob, PRETRAINED_CONTEXT, type PretrainedJob } from './pretrained_job.ts';
 
 export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
-import { type AgentSettings, type JobEnv, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
+import { type AgentSettings, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
+import type { JobEnv } from './job_envs.ts';
 import { spread, stepLossStats } from './metrics.ts';
-import { type PackSettings, type StepOutcome, fitting, forwardTrajectories, packForTraining, runSft, seqLenFor, trainStep } from './sft_job.ts';
+import { runSft } from './sft_job.ts';
+import { type PackSettings, type StepOutcome, fitting, forwardTrajectories, packForTraining, seqLenFor, trainStep } from './train_step.ts';
 
 export const ALGOS = ['grpo', 'ppo', 'rloo', 'reinforce', 'dpo', 'sft'] as const;
 export type Algo = (typeof ALGOS)[number];

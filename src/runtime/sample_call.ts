@@ -30,6 +30,7 @@ import type { SampleRequest, SampleResult } from '../env/types.ts';
 /** A prompt: token ids, or Tinker's ModelInput reduced to its tokens. */
 export type ModelInput = readonly number[] | { readonly tokens: readonly number[] };
 
+/** Tinker's sampling parameters of `sample(prompt, n, params)`. */
 export interface SamplingParams {
   /** New tokens per sequence (≥ 1); fewer when the prompt nearly fills the model's context. */
   readonly maxTokens: number;
@@ -47,8 +48,10 @@ export interface SamplingParams {
   readonly adapter?: string;
 }
 
+/** Why a sequence ended: a stop token or string (`stop`), or the token limit (`length`). */
 export type StopReason = 'stop' | 'length';
 
+/** One sampled continuation of a prompt (Tinker's SampledSequence). */
 export interface SampledSequence {
   readonly tokens: readonly number[];
   /** ln π(token) of the policy at temperature 1, unfiltered (as SampleResult.logprobs). */
@@ -58,6 +61,7 @@ export interface SampledSequence {
   readonly adapter?: { readonly name: string; readonly version: number };
 }
 
+/** What `sample(prompt, n, params)` returns: the n sequences, in order. */
 export interface SampleResponse {
   readonly sequences: readonly SampledSequence[];
 }

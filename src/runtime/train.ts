@@ -17,7 +17,8 @@ import { type LoraConfig, type LoraTarget, type ModelConfig, validateLora } from
 import { loraTargetsByName } from '../model/peft.ts';
 import { preset, PRESETS } from '../model/presets.ts';
 import type { ServiceClient } from './clients.ts';
-import { demonstrationTrajectories, ENV_NAMES, type EnvName, type JobEnv, jobEnv } from './evaluate.ts';
+import { demonstrationTrajectories } from './evaluate.ts';
+import { ENV_NAMES, type EnvName, type JobEnv, jobEnv } from './job_envs.ts';
 import { withProgress } from './train_progress.ts';
 import { checkJobOptions, checkModel, checkTrainSettings, describe, oneOf } from './job_config.ts';
 import { LocalService } from './local_service.ts';
@@ -44,9 +45,10 @@ export const TRAIN_DEFAULTS = Object.freeze({
   /** LoRA RL of a from-scratch model. */
   lr: 5e-3,
   /**
-   * Full-parameter RL of a from-scratch model: a tenth of the LoRA rate. At the LoRA rate full GRPO
-   * collapsed the policy (held-out 31% → 0%); at this one it reached 0.917 ± 0.020 over 3 seeds
-   * (BENCHMARKS.md, paper part). Pretrained models take pretrainedLr (pretrained_job.ts).
+   * Full-parameter RL of a from-scratch model: a tenth of the LoRA rate. Every weight moves at
+   * once, so the LoRA rate collapsed the policy (held-out success to zero); at a tenth full GRPO
+   * learns about as well as LoRA (BENCHMARKS.md, paper part, has both runs' held-out success).
+   * Pretrained models take pretrainedLr (pretrained_job.ts).
    */
   fullLr: 5e-4,
   loraRank: 8,

@@ -14,7 +14,7 @@ import { rolloutMultiTurn } from '../../src/env/rollout.ts';
 import type { Trajectory } from '../../src/env/types.ts';
 import { acquireGpu } from '../../src/gpu/device.ts';
 import { ByteTokenizer } from '../../src/model/tokenizer/byte.ts';
-import type { JobEnv } from '../../src/runtime/evaluate.ts';
+import type { JobEnv } from '../../src/runtime/job_envs.ts';
 import type { JobCheckpoint } from '../../src/runtime/job_checkpoint.ts';
 import { LocalService } from '../../src/runtime/local_service.ts';
 import { type Algo, runTraining, type StepMetrics } from '../../src/runtime/rl_job.ts';

@@ -4,7 +4,7 @@ import { expect, it } from 'vitest';
 import { addFixture, gpuCoreCases } from '../shared/cases/gpu_core.ts';
 import { firstBitDiff } from '../shared/gpu.ts';
 import { registerCases } from '../shared/register.ts';
-import { addRef } from '../../src/ops/add.ref.ts';
+import { residualAddRef } from '../../src/ops/residual.ref.ts';
 import type { AddWorkerApi } from '../shared/add.worker.ts';
 
 registerCases(gpuCoreCases, it);
@@ -17,7 +17,7 @@ it('worker: the same kernel in a module Worker gives the CPU reference bitwise',
     const { host, out } = await api.run(a, b);
     expect(host).toBe('worker');
     const want = new Float32Array(a.length);
-    addRef(want, a, b);
+    residualAddRef(want, a, b);
     expect(firstBitDiff(out, want)).toBe(-1);
   } finally {
     worker.terminate();

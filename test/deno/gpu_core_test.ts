@@ -5,7 +5,7 @@ import * as Comlink from 'comlink';
 import { addFixture, gpuCoreCases } from '../shared/cases/gpu_core.ts';
 import { firstBitDiff } from '../shared/gpu.ts';
 import { registerCases } from '../shared/register.ts';
-import { addRef } from '../../src/ops/add.ref.ts';
+import { residualAddRef } from '../../src/ops/residual.ref.ts';
 import type { AddWorkerApi } from '../shared/add.worker.ts';
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -23,7 +23,7 @@ Deno.test({
       const { host, out } = await api.run(a, b);
       assert.strictEqual(host, 'deno-worker');
       const want = new Float32Array(a.length);
-      addRef(want, a, b);
+      residualAddRef(want, a, b);
       assert.strictEqual(firstBitDiff(out, want), -1);
     } finally {
       worker.terminate();

@@ -1,10 +1,10 @@
-// A dedicated Worker that acquires its own device and runs `add` — used by both GPU suites to
+// A dedicated Worker that acquires its own device and runs the residual add (s = 1) — used by both GPU suites to
 // prove device acquisition and kernels work inside Workers (browser and Deno).
 import * as Comlink from 'comlink';
 import { acquireGpu, type GpuContext } from '../../src/gpu/device.ts';
 import { Recorder } from '../../src/gpu/recorder.ts';
 import { emptyTensor, tensorFrom } from '../../src/gpu/tensor.ts';
-import { add } from '../../src/ops/add.ts';
+import { residualAdd } from '../../src/ops/residual.ts';
 
 let ctx: GpuContext | null = null;
 
@@ -15,7 +15,7 @@ const api = {
     const tb = tensorFrom(ctx, b);
     const out = emptyTensor(ctx, [a.length]);
     const rec = new Recorder(ctx);
-    add(rec, out, ta, tb);
+    residualAdd(rec, out, ta, tb);
     const read = rec.read(out);
     await rec.submit();
     const result = (await read) as Float32Array;

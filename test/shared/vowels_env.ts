@@ -6,7 +6,7 @@
  * ASCII character, the other half for each vowel, over the action's length.
  */
 import type { Demonstration, Environment, EnvSpec } from '../../src/env/types.ts';
-import type { JobEnv } from '../../src/runtime/evaluate.ts';
+import type { JobEnv } from '../../src/runtime/job_envs.ts';
 import type { Rng } from '../../src/util/rng.ts';
 
 export function vowelsSpec(): EnvSpec {

@@ -2,7 +2,7 @@
 // comparison, the settling test, the peak tracker, the checkpoint transfer and the report — all
 // against hand-computed values, no GPU.
 import { describe, expect, it } from 'vitest';
-import { NIM_JOB } from '../../src/runtime/evaluate.ts';
+import { NIM_JOB } from '../../src/runtime/job_envs.ts';
 import type { StepMetrics } from '../../src/runtime/rl_job.ts';
 import { crossCompare } from '../../test/bench/paper_chromium.ts';
 import type { ModeRun, PaperReport } from '../../test/bench/paper.ts';

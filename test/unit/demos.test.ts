@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { DemoStore } from '../../demos/src/lib/adapters.ts';
 import { DEFAULT_SETTINGS, jobOptions, parseSettings, QUICK_SETTINGS } from '../../demos/src/lib/job.ts';
 import { reply, sampleTask } from '../../demos/src/lib/talk.ts';
-import { ByteTokenizer, ConfigError, initLora, initParameters, jobEnv, jobOptions as trainJobOptions, type JobResult, MemoryKv, type SampleFn } from '../../src/mod.ts';
+import { ByteTokenizer, ConfigError, engine, jobEnv, jobOptions as trainJobOptions, type JobResult, MemoryKv, type SampleFn } from '../../src/mod.ts';
 
 const from = (o: Record<string, string>) => (k: string) => o[k] ?? null;
 
@@ -64,12 +64,12 @@ describe('demo adapter store', () => {
   const fakeResult = (seed: number) =>
     ({
       successBefore: 0.25, successAfter: 0.5, rewardAfter: 0.4, wallSeconds: 12, rewardCurve: [0, 0.2, 0.4],
-      trained: { cfg, lora, tensors: initLora(cfg, lora, seed) },
+      trained: { cfg, lora, tensors: engine.initLora(cfg, lora, seed) },
     }) as unknown as JobResult;
 
   it('saves a run with its base, lists it, loads it back exactly, and names the next one apart', async () => {
     const store = new DemoStore(new MemoryKv());
-    const base = initParameters(cfg, 3);
+    const base = engine.initParameters(cfg, 3);
     const r = fakeResult(5);
     const name = await store.save(settings, r, { modelId: 'm', cfg, params: base, seed: undefined });
     expect(name).toBe('calculator-grpo-1');
@@ -85,7 +85,7 @@ describe('demo adapter store', () => {
     expect(await store.save(settings, fakeResult(6), { modelId: 'm', cfg, params: null, seed: 9 })).toBe('calculator-grpo-2');
     // A base that was not warm-started is its seeded initialization.
     const second = await store.load('calculator-grpo-2');
-    const seeded = initParameters(cfg, 9);
+    const seeded = engine.initParameters(cfg, 9);
     expect(Object.keys(second.base).sort()).toEqual(Object.keys(seeded).sort());
     expect(second.base['tok_emb.weight']).toEqual(seeded['tok_emb.weight']);
     expect(second.base['tok_emb.weight']).not.toEqual(base['tok_emb.weight']);
@@ -94,7 +94,7 @@ describe('demo adapter store', () => {
   it('deletes the adapter and its base', async () => {
     const kv = new MemoryKv();
     const store = new DemoStore(kv);
-    const name = await store.save(settings, fakeResult(1), { modelId: 'm', cfg, params: initParameters(cfg, 1), seed: undefined });
+    const name = await store.save(settings, fakeResult(1), { modelId: 'm', cfg, params: engine.initParameters(cfg, 1), seed: undefined });
     await store.delete(name);
     expect(await store.list()).toEqual([]);
     expect(await kv.keys()).toEqual([]);
@@ -102,7 +102,7 @@ describe('demo adapter store', () => {
 
   it('exports PEFT files and the base in Hugging Face layout as one zip', async () => {
     const store = new DemoStore(new MemoryKv());
-    const name = await store.save(settings, fakeResult(2), { modelId: 'm', cfg, params: initParameters(cfg, 2), seed: undefined });
+    const name = await store.save(settings, fakeResult(2), { modelId: 'm', cfg, params: engine.initParameters(cfg, 2), seed: undefined });
     const { filename, blob } = await store.exportZip(name);
     expect(filename).toBe(`${name}-peft.zip`);
     const files = unzipSync(new Uint8Array(await blob.arrayBuffer()));

@@ -2,12 +2,14 @@
 import { describe, expect, it } from 'vitest';
 import { metricsLine, summaryTable } from '../../src/cli/report.ts';
 import { runCurvesSvg } from '../../src/cli/plot.ts';
-import { demonstrationTrajectories, evalEpisodes, jobEnv, NIM_JOB } from '../../src/runtime/evaluate.ts';
+import { demonstrationTrajectories, evalEpisodes } from '../../src/runtime/evaluate.ts';
+import { jobEnv, NIM_JOB } from '../../src/runtime/job_envs.ts';
 import { ByteTokenizer } from '../../src/model/tokenizer/byte.ts';
 import { nimEnv, nimOptimalMove, nimPiles, parseNimMove } from '../../src/env/envs/nim.ts';
 import { Rng } from '../../src/util/rng.ts';
 import { type JobResult, stepSeed, summaryOf } from '../../src/runtime/rl_job.ts';
-import { minibatchOrder, scheduledLr, seqLenFor } from '../../src/runtime/sft_job.ts';
+import { minibatchOrder, scheduledLr } from '../../src/runtime/sft_job.ts';
+import { seqLenFor } from '../../src/runtime/train_step.ts';
 import { datumFromSequence } from '../../src/algorithms/datum.ts';
 import { ConfigError } from '../../src/errors.ts';
 

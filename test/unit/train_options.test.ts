@@ -8,7 +8,7 @@ import { jobOptionsFrom } from '../../src/cli/train.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { preset } from '../../src/model/presets.ts';
 import { configFromHf } from '../../src/model/hf_config.ts';
-import { jobEnv } from '../../src/runtime/evaluate.ts';
+import { jobEnv } from '../../src/runtime/job_envs.ts';
 import { jobOptions, TRAIN_DEFAULTS } from '../../src/runtime/train.ts';
 
 describe('jobOptions', () => {

@@ -13,17 +13,15 @@ import {
   type AdapterMeta,
   CheckpointStore,
   configToHf,
+  engine,
   exportHfWeights,
   exportPeftAdapter,
   type HostParams,
   IdbKv,
-  initParameters,
   type JobResult,
   type KvStore,
   type LoraConfig,
-  loraSpecs,
   type ModelConfig,
-  parameterSpecs,
   StoreError,
   writeSafetensors,
 } from '../../../src/mod.ts';
@@ -80,14 +78,14 @@ export class DemoStore {
     const { cfg, lora, tensors } = result.trained;
     if (!lora) throw new StoreError('only LoRA runs are saved as adapters');
     const name = await this.freshName(`${settings.env}-${settings.algo}`);
-    const baseParams = base.params ?? initParameters(cfg, base.seed ?? 0);
+    const baseParams = base.params ?? engine.initParameters(cfg, base.seed ?? 0);
     const info: RunInfo = {
       settings, cfg, lora, successBefore: result.successBefore, successAfter: result.successAfter,
       rewardCurve: [...result.rewardCurve], wallSeconds: result.wallSeconds,
     };
-    await this.bases.save(name, parameterSpecs(cfg).map((s) => ({ name: s.name, shape: [...s.shape], dtype: 'f32' as const, data: baseParams[s.name] })), { step: settings.warmstart, state: info });
+    await this.bases.save(name, engine.parameterSpecs(cfg).map((s) => ({ name: s.name, shape: [...s.shape], dtype: 'f32' as const, data: baseParams[s.name] })), { step: settings.warmstart, state: info });
     try {
-      await this.adapters.save(name, loraSpecs(cfg, lora).map((s) => ({ name: s.name, shape: [...s.shape], dtype: 'f32' as const, data: tensors[s.name] })), {
+      await this.adapters.save(name, engine.loraSpecs(cfg, lora).map((s) => ({ name: s.name, shape: [...s.shape], dtype: 'f32' as const, data: tensors[s.name] })), {
         baseModel: `${cfg.name ?? cfg.family}+warmstart:${name}`,
         rank: lora.rank,
         alpha: lora.alpha,

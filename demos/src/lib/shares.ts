@@ -7,7 +7,7 @@
  * cutting in while a run trains.
  */
 import { html, render } from 'lit';
-import type { Scheduler } from '../../../src/mod.ts';
+import type { runtime } from '../../../src/mod.ts';
 
 export interface ShareGroup {
   readonly label: string;
@@ -20,14 +20,14 @@ const WINDOW_MS = 10_000;
 
 export class SharePanel {
   readonly el: HTMLElement;
-  readonly scheduler: Scheduler;
+  readonly scheduler: runtime.Scheduler;
   readonly groups: () => readonly ShareGroup[];
   #recent: { t: number; jobId: string; ms: number }[] = [];
   #timer: ReturnType<typeof setInterval>;
   #unsub: () => void;
   #queued = false;
 
-  constructor(el: HTMLElement, scheduler: Scheduler, groups: () => readonly ShareGroup[]) {
+  constructor(el: HTMLElement, scheduler: runtime.Scheduler, groups: () => readonly ShareGroup[]) {
     this.el = el;
     this.scheduler = scheduler;
     this.groups = groups;

@@ -138,6 +138,14 @@ export class TapService implements ServiceClient {
     return s;
   }
 
+  /** Sampling from a base with published adapters chosen per request (WorkerService.createInferenceClient). */
+  async createInferenceClient(modelId: string): Promise<SamplingClient> {
+    this.live('createInferenceClient');
+    const s = await this.inner.createInferenceClient(modelId, { priority: 'normal' });
+    this.schedIds.add(s.id);
+    return s;
+  }
+
   memory() {
     return this.inner.memory();
   }

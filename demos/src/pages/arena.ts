@@ -8,8 +8,8 @@ import { html, render } from 'lit';
 import {
   Agent,
   ByteTokenizer,
+  engine,
   groupEpisodes,
-  initParameters,
   jobEnv,
   rolloutTurnBased,
   type SampleFn,
@@ -139,7 +139,7 @@ async function faceOff(service: WorkerService): Promise<void> {
     const samples: SampleFn[] = [];
     for (const a of agents) {
       const b = a.tap.base!;
-      const modelId = await service.createModel(b.cfg, { params: b.params ?? initParameters(b.cfg, b.seed ?? 0) });
+      const modelId = await service.createModel(b.cfg, { params: b.params ?? engine.initParameters(b.cfg, b.seed ?? 0) });
       matchIds.add(`model:${modelId}`);
       const s = await service.createSamplingClient(modelId, { lora: a.result!.trained.lora!, tensors: a.result!.trained.tensors });
       matchIds.add(s.id);

@@ -16,6 +16,7 @@ export const BYTE_VOCAB_SIZE = 259;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: false });
 
+/** The byte-level tokenizer of the from-scratch presets (ids 0..255 bytes, then pad, bos, eos). */
 export class ByteTokenizer implements Tokenizer {
   readonly vocabSize = BYTE_VOCAB_SIZE;
   readonly bosId = BYTE_BOS_ID;

@@ -58,6 +58,7 @@ function pickTemplate(raw: unknown, name: string): string | undefined {
 /** Placeholder specials that tokenizers reserve for later use (never trained). */
 const UNUSED_TOKEN = /^(<unused\d+>|<\|reserved_special_token_\d+\|>)$/;
 
+/** A Hugging Face tokenizer (tokenizer.json + tokenizer_config.json) behind the Tokenizer contract (loadHfTokenizer). */
 export class HfTokenizer implements Tokenizer {
   readonly vocabSize: number;
   readonly bosId?: number;

@@ -8,6 +8,7 @@
  */
 import { WebtinkerError } from '../../errors.ts';
 
+/** What the agent, SFT and DPO need of a tokenizer: encode, decode (specials dropped), special ids. */
 export interface Tokenizer {
   /** Number of ids, specials included; every id is in [0, vocabSize). */
   readonly vocabSize: number;

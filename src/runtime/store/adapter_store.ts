@@ -23,10 +23,15 @@ export interface AdapterInfo {
   metrics?: Record<string, number>;
 }
 
+/** A stored adapter version as listed: what was saved with it, plus its name, version and save time. */
 export interface AdapterMeta extends AdapterInfo, VersionMeta {
   metrics: Record<string, number>;
 }
 
+/**
+ * Named, versioned LoRA adapters with their metadata in a KvStore: each save of a name is a new
+ * version, durable and visible when `save` resolves; a failed save leaves earlier versions loadable.
+ */
 export class AdapterStore {
   readonly kv: KvStore;
   #records: VersionedRecords<AdapterInfo & { metrics: Record<string, number> }>;

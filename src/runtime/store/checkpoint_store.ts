@@ -9,6 +9,7 @@ import { StoreNotFoundError } from './errors.ts';
 import type { KvStore } from './kv.ts';
 import { type StoredTensor, VersionedRecords, type VersionMeta } from './records.ts';
 
+/** What a checkpoint holds besides its tensors: the step and the run state to resume from. */
 export interface CheckpointInfo<S = unknown> {
   /** Training step the checkpoint was taken after. */
   step: number;
@@ -16,8 +17,13 @@ export interface CheckpointInfo<S = unknown> {
   state: S;
 }
 
+/** A stored checkpoint version as listed: its CheckpointInfo, version and save time. */
 export type CheckpointMeta<S = unknown> = CheckpointInfo<S> & VersionMeta;
 
+/**
+ * Versioned training checkpoints of runs (tensors and plain run state) in a KvStore; `keepLast`
+ * prunes older versions after each save.
+ */
 export class CheckpointStore<S = unknown> {
   readonly kv: KvStore;
   /** Versions kept per run after a save (older ones are deleted); Infinity keeps all. */

@@ -1,6 +1,7 @@
 /** Typed errors of the adapter and checkpoint stores; each names the store, the key or the adapter. */
 import { WebtinkerError } from '../../errors.ts';
 
+/** A store could not read or write what was asked (the base of the store errors). */
 export class StoreError extends WebtinkerError {
   constructor(message: string, options?: { cause?: unknown }, code = 'store') {
     super(code, message, options);
@@ -14,6 +15,7 @@ export class StoreQuotaError extends StoreError {
   }
 }
 
+/** The adapter, checkpoint or version asked for is not in the store. */
 export class StoreNotFoundError extends StoreError {
   constructor(what: string) {
     super(`${what} not found`, undefined, 'store-not-found');

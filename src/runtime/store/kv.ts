@@ -16,6 +16,10 @@
  */
 export type KvValue = unknown;
 
+/**
+ * The key-value backend the stores write through: IndexedDB (IdbKv), files (under Deno and Node),
+ * memory (MemoryKv), or the fleet's NATS bucket. Values are plain JSON data or binary.
+ */
 export interface KvStore {
   /** 'indexeddb' | 'files' | 'memory', or a wrapper's name. */
   readonly kind: string;

@@ -15,10 +15,10 @@ import { acquireGpu, type GpuContext } from '../../../src/gpu/device.ts';
 import { KernelProfiler } from '../../../src/gpu/profiler.ts';
 import { Params, readTensor, Recorder, texelTableWidth } from '../../../src/gpu/recorder.ts';
 import { emptyTensor, tensorFrom, zerosTensor } from '../../../src/gpu/tensor.ts';
-import { add } from '../../../src/ops/add.ts';
 import { attentionTuning } from '../../../src/ops/attention.ts';
 import { HARDWARE_MATMUL_CONFIG, matmulConfigFor } from '../../../src/ops/matmul.ts';
-import { addRef } from '../../../src/ops/add.ref.ts';
+import { residualAdd } from '../../../src/ops/residual.ts';
+import { residualAddRef } from '../../../src/ops/residual.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
 import { firstBitDiff, gpuTunedGpu } from '../gpu.ts';
 import type { GpuCase } from '../register.ts';
@@ -27,7 +27,7 @@ import type { GpuCase } from '../register.ts';
 /** Sizes that are not multiples of any workgroup or tile size. */
 export const ODD_SIZES = [1, 7, 33, 100, 257, 4099, 100_003];
 
-/** The fixed input both suites (and a Worker) feed to `add`, so results can be compared. */
+/** The fixed input both suites (and a Worker) feed to the residual add (s = 1), so results can be compared. */
 export function addFixture(n = 1000): { a: Float32Array; b: Float32Array } {
   const rng = new Rng(1234, 0);
   return { a: rng.normalArray(n), b: rng.normalArray(n) };
@@ -38,7 +38,7 @@ async function runAdd(ctx: GpuContext, a: Float32Array, b: Float32Array): Promis
   const tb = tensorFrom(ctx, b, [b.length], { owner: 'case', label: 'b' });
   const out = emptyTensor(ctx, [a.length], 'f32', { owner: 'case', label: 'out' });
   const rec = new Recorder(ctx, { label: 'add case' });
-  add(rec, out, ta, tb);
+  residualAdd(rec, out, ta, tb);
   const read = rec.read(out);
   await rec.submit();
   const result = (await read) as Float32Array;
@@ -80,21 +80,21 @@ export const gpuCoreCases: GpuCase[] = [
     },
   },
   {
-    name: 'add: matches the CPU reference bitwise on odd sizes',
+    name: 'residual add (s = 1): matches the CPU reference bitwise on odd sizes',
     async fn(ctx) {
       const rng = new Rng(7, 1);
       for (const n of ODD_SIZES) {
         const a = rng.normalArray(n);
         const b = rng.normalArray(n);
         const want = new Float32Array(n);
-        addRef(want, a, b);
+        residualAddRef(want, a, b);
         const got = await runAdd(ctx, a, b);
         assert.strictEqual(firstBitDiff(got, want), -1, `n=${n}`);
       }
     },
   },
   {
-    name: 'add: two runs give bitwise-identical output',
+    name: 'residual add (s = 1): two runs give bitwise-identical output',
     async fn(ctx) {
       const { a, b } = addFixture(5000);
       const r1 = await runAdd(ctx, a, b);
@@ -103,19 +103,19 @@ export const gpuCoreCases: GpuCase[] = [
     },
   },
   {
-    name: 'add: mismatched shapes, wrong dtype and aliasing are refused before dispatch',
+    name: 'residual add: mismatched shapes, wrong dtype and aliasing are refused before dispatch',
     async fn(ctx) {
       const a = zerosTensor(ctx, [3, 4], 'f32', { owner: 'case', label: 'a' });
       const b = zerosTensor(ctx, [4, 3], 'f32', { owner: 'case', label: 'b' });
       const i = zerosTensor(ctx, [3, 4], 'i32', { owner: 'case', label: 'ids' });
       const rec = new Recorder(ctx);
-      assert.throws(() => add(rec, a, a, b), ShapeError, /add: shapes differ: a \[3, 4\], b \[4, 3\]/);
-      assert.throws(() => add(rec, a, i, a), ShapeError, /add: a \(Tensor\(ids: i32\[3, 4\]\)\) must be f32/);
+      assert.throws(() => residualAdd(rec, a, a, b), ShapeError, /residual\.add: shapes differ: out \[3, 4\], a \[3, 4\], b \[4, 3\]/);
+      assert.throws(() => residualAdd(rec, a, i, a), ShapeError, /residual\.add: a \(Tensor\(ids: i32\[3, 4\]\)\) must be f32/);
       const c = zerosTensor(ctx, [3, 4], 'f32', { owner: 'case', label: 'c' });
-      assert.throws(() => add(rec, a, a, c), ShapeError, /must not alias/);
+      assert.throws(() => residualAdd(rec, a, a, c), ShapeError, /must not alias/);
       assert.strictEqual(rec.pending, 0);
       for (const t of [a, b, i, c]) t.release();
-      assert.throws(() => add(rec, a, c, c), ReleasedError);
+      assert.throws(() => residualAdd(rec, a, c, c), ReleasedError);
     },
   },
   {
@@ -158,12 +158,12 @@ export const gpuCoreCases: GpuCase[] = [
   {
     name: 'pipelines: one pipeline per kernel and constants, cached',
     async fn(ctx) {
-      const p1 = await ctx.pipelines.get('add', { WG: 64 });
-      const p2 = await ctx.pipelines.get('add', { WG: 64 });
-      const p3 = await ctx.pipelines.get('add', { WG: 128 });
+      const p1 = await ctx.pipelines.get('residual', { WG: 64 }, 'add');
+      const p2 = await ctx.pipelines.get('residual', { WG: 64 }, 'add');
+      const p3 = await ctx.pipelines.get('residual', { WG: 128 }, 'add');
       assert.strictEqual(p1, p2);
       assert.notStrictEqual(p1, p3);
-      assert.match(p1.label, /^add:main\{WG=64\}$/);
+      assert.match(p1.label, /^residual:add\{WG=64\}$/);
     },
   },
   {
@@ -174,7 +174,7 @@ export const gpuCoreCases: GpuCase[] = [
       for (const how of ['plain', 'timed', 'profiled'] as const) {
         const label = `bad usage ${how}`;
         const rec = new Recorder(ctx, { label, timing: how === 'timed' });
-        rec.dispatch({ kernel: 'add', constants: { WG: 64 }, bindings: [t, t, t], params: new Params().u32(16).u32(64), workgroups: [1] });
+        rec.dispatch({ kernel: 'residual', entryPoint: 'add', constants: { WG: 64 }, bindings: [t, t, t], params: new Params().u32(16).u32(64).f32(1), workgroups: [1] });
         const read = rec.read(t);
         read.catch(() => {});
         if (how === 'profiled') ctx.profiler = new KernelProfiler();
@@ -187,8 +187,8 @@ export const gpuCoreCases: GpuCase[] = [
           ctx.profiler = null;
         }
         assert.instanceOf(err, GpuValidationError, how);
-        assert.deepEqual([...(err as GpuValidationError).kernels], ['add']);
-        assert.match((err as Error).message, /GPU validation error in submission \[add\]/);
+        assert.deepEqual([...(err as GpuValidationError).kernels], ['residual']);
+        assert.match((err as Error).message, /GPU validation error in submission \[residual\]/);
         let readErr: unknown;
         await read.catch((e) => (readErr = e));
         assert.strictEqual(readErr, err, `${how}: the read is rejected with the submission's error`);
@@ -207,7 +207,7 @@ export const gpuCoreCases: GpuCase[] = [
       const rec = new Recorder(ctx, { label: 'chain', timing: true });
       const reads: Promise<unknown>[] = [];
       for (let k = 0; k < 5; k++) {
-        add(rec, y, x, one); // y = x + 1
+        residualAdd(rec, y, x, one); // y = x + 1
         rec.copy(y, x); // x = y
         reads.push(rec.read(x));
       }
@@ -231,9 +231,9 @@ export const gpuCoreCases: GpuCase[] = [
       ctx.profiler = new KernelProfiler({ detailed: true });
       try {
         const rec = new Recorder(ctx, { label: 'profiled' });
-        add(rec, y, x, x);
+        residualAdd(rec, y, x, x);
         rec.copy(y, x);
-        add(rec, y, x, x);
+        residualAdd(rec, y, x, x);
         const read = rec.read(y);
         const res = await rec.submit();
         assert.strictEqual(res.dispatches, 2);
@@ -241,7 +241,7 @@ export const gpuCoreCases: GpuCase[] = [
         const entries = ctx.profiler.entries();
         if (ctx.hasTimestamps) {
           assert.lengthOf(entries, 1);
-          assert.match(entries[0].name, /^add(:\w+)? \{.*\} wg=\d+x1x1$/);
+          assert.match(entries[0].name, /^residual:add \{.*\} wg=\d+x1x1$/);
           assert.strictEqual(entries[0].calls, 2);
           assert.isAtLeast(entries[0].ns, 0);
           assert.match(ctx.profiler.table(), /total [\d.]+ ms$/);
@@ -313,8 +313,8 @@ gpuCoreCases.push({
     const out = emptyTensor(ctx, [n], 'f32', { owner: 'case', label: 'out' });
     const rec = new Recorder(ctx, { label: 'temps' });
     const t = rec.temp([n], 'f32', 'twice');
-    add(rec, t, x, x); // t = 4
-    add(rec, out, t, x); // out = 6
+    residualAdd(rec, t, x, x); // t = 4
+    residualAdd(rec, out, t, x); // out = 6
     assert.strictEqual(ctx.pool.owner('recorder:temps').currentBytes, 512);
     const read = rec.read(out);
     await rec.submit();

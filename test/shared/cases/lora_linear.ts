@@ -199,7 +199,7 @@ export const loraLinearCases: GpuCase[] = [
       assert.throws(fwd({ y: t([N, Out + 1], 'y7') }), ShapeError, /lora_linear: y \[5, 7\] should be \[5, 6\]/);
       const dA = t([R, In], 'dA'), dB = t([Out, R], 'dB');
       assert.throws(() => loraLinearBackward(rec, null, dA, t([R, Out], 'dBt'), null, null, y, x, u, w, a, b, { alpha: 8 }), ShapeError,
-        /lora_linear: dB \[4, 6\] should be \[6, 4\]/);
+        /lora_linear: dB must have shape \[6, 4\], got Tensor\(dBt: f32\[4, 6\]\)/);
       assert.throws(() => loraLinearBackward(rec, t([N, In + 1], 'dx'), dA, dB, null, null, y, x, u, w, a, b, { alpha: 8 }), ShapeError,
         /lora_linear: dx \[5, 9\] should be \[5, 8\]/);
       assert.strictEqual(rec.pending, 0);

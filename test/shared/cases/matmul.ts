@@ -12,7 +12,7 @@ import type { GpuContext } from '../../../src/gpu/device.ts';
 import { Recorder, texelTableWidth } from '../../../src/gpu/recorder.ts';
 import { KEPT_TEXELS_OWNER } from '../../../src/gpu/kept_texels.ts';
 import { Tensor } from '../../../src/gpu/tensor.ts';
-import { add } from '../../../src/ops/add.ts';
+import { residualAdd } from '../../../src/ops/residual.ts';
 import { geluForward } from '../../../src/ops/gelu.ts';
 import { MAX_TEXTURE_COPY_BYTES, type MatmulConfig, matmul, matmulConfigFor, type MatmulOptions, planMatmul } from '../../../src/ops/matmul.ts';
 import { matmulRef } from '../../../src/ops/matmul.ref.ts';
@@ -353,7 +353,7 @@ export const matmulCases: GpuCase[] = [
       // One recording: the product, then a kernel writing w (w = saved + saved), then the product again.
       const [c2, c3] = await run<Float32Array>(ctx, [cs[2], cs[3]], (rec) => {
         product(rec, cs[2]);
-        add(rec, w, wSaved, wSaved);
+        residualAdd(rec, w, wSaved, wSaved);
         product(rec, cs[3]);
       });
       same(c2, want, 'before the write');

@@ -11,7 +11,7 @@ import { packDatums } from '../../../src/algorithms/pack.ts';
 import { sftDatumsFromPairs } from '../../../src/algorithms/sft.ts';
 import { preset } from '../../../src/model/presets.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
-import type { SampledSequence, SamplingClient, ServiceClient, TrainingClient } from '../../../src/runtime/clients.ts';
+import type { SampledSequence, ServiceClient, TrainingClient } from '../../../src/runtime/clients.ts';
 import { LocalService } from '../../../src/runtime/local_service.ts';
 import type { AdapterStoreSpec } from '../../../src/runtime/protocol.ts';
 import { AdapterStore } from '../../../src/runtime/store/adapter_store.ts';
@@ -31,8 +31,6 @@ export interface StoreLocation {
   spec: AdapterStoreSpec;
 }
 
-type Service = ServiceClient & { createInferenceClient(modelId: string): Promise<SamplingClient> };
-
 async function step(job: TrainingClient, lr: number): Promise<void> {
   const batch = packDatums(sftDatumsFromPairs([{ prompt: '3+4=', completion: '7' }, { prompt: '1+1=', completion: '2' }], tok), {
     rows: 2, seqLen: 12, seed: 1, padId: tok.padId, aggregation: 'token_mean', shuffle: false,
@@ -42,7 +40,7 @@ async function step(job: TrainingClient, lr: number): Promise<void> {
 }
 
 /** name@1 and name@2, as an inference client samples them (and what `name` alone gets). */
-async function sampleVersions(service: Service, modelId: string, name: string): Promise<{ latest: SampledSequence[]; v1: SampledSequence[]; v2: SampledSequence[] }> {
+async function sampleVersions(service: ServiceClient, modelId: string, name: string): Promise<{ latest: SampledSequence[]; v1: SampledSequence[]; v2: SampledSequence[] }> {
   const inf = await service.createInferenceClient(modelId);
   try {
     const latest = [...(await inf.sample(prompt, 2, { ...params, adapter: name })).sequences];
@@ -55,7 +53,7 @@ async function sampleVersions(service: Service, modelId: string, name: string): 
 }
 
 /** A service publishes two versions of `name` on model `modelId` (created with seed 3). */
-async function publishTwo(service: Service, modelId: string, name: string): Promise<void> {
+async function publishTwo(service: ServiceClient, modelId: string, name: string): Promise<void> {
   await service.createModel(cfg, { seed: 3, id: modelId });
   const job = await service.createLoraTrainingClient(modelId, { rank: 2, targets: ['q', 'v'], seed: 4 });
   await step(job, 5e-2);

@@ -8,7 +8,7 @@
 import { assert } from 'chai';
 import type { ModelConfig } from '../../../src/model/config.ts';
 import { preset } from '../../../src/model/presets.ts';
-import { jobEnv } from '../../../src/runtime/evaluate.ts';
+import { jobEnv } from '../../../src/runtime/job_envs.ts';
 import { LocalService } from '../../../src/runtime/local_service.ts';
 import { type JobOptions, type StepMetrics, runTraining, summaryOf } from '../../../src/runtime/rl_job.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';

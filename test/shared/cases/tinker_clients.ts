@@ -33,7 +33,7 @@ interface Trace {
 }
 
 /** Everything the case checks on one service; returns what it sampled. */
-async function exercise(service: ServiceClient & { createInferenceClient(modelId: string): ReturnType<NonNullable<ServiceClient['createInferenceClient']>> }): Promise<Trace> {
+async function exercise(service: ServiceClient): Promise<Trace> {
   const modelId = await service.createModel(preset('tiny-gpt2'), { seed: 3, id: 'tinker-base' });
   const prompt = tok.encode('2+2=');
 
