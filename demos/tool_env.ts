@@ -1,4 +1,4 @@
-// Train your own environment with a tool: look a code up, then answer it. `npm run example -- tool` runs it.
+// Train your own environment with a tool: look a code up, then answer it. `npm run example:tool` runs it.
 import { type EnvSpec, extractAnswer, formatAnswer, formatToolCall, Rng, train } from '../src/mod.ts';
 
 const NAMES = ['ada', 'bo', 'cy', 'di', 'ed', 'flo', 'gus', 'hal'];
