@@ -22,7 +22,12 @@ import { ENV_NAMES, type EnvName, type JobEnv, jobEnv } from './job_envs.ts';
 import { withProgress } from './train_progress.ts';
 import { checkJobOptions, checkModel, checkTrainSettings, describe, oneOf } from './job_config.ts';
 import { LocalService } from './local_service.ts';
-import { type Algo, ALGOS, type JobOptions, type JobResult, runTraining } from './rl_job.ts';
+import { agentSettingsOf, type Algo, ALGOS, type JobOptions, type JobResult, runTraining } from './rl_job.ts';
+import { Policy, type SampleTextOptions } from './policy.ts';
+import type { CreateModelOptions } from './clients.ts';
+import type { KvStore } from './store/kv.ts';
+import { AdapterStore } from './store/adapter_store.ts';
+import type { HostParams } from './clients.ts';
 import { type OpenedPretrained, openPretrainedJob, pretrainedLr, type PretrainedJob } from './pretrained_job.ts';
 
 /**
@@ -257,7 +262,7 @@ export function jobOptions(s: TrainSettings): JobOptions {
  * in-process LocalService on it and releases both at the end; with one (a LocalService, or a
  * WorkerService's client in a page) the job runs there, beside its other jobs.
  */
-export async function train(settings: TrainSettings & { readonly service?: ServiceClient }): Promise<JobResult> {
+export async function train(settings: TrainSettings & { readonly service?: ServiceClient }): Promise<TrainResult> {
   if (typeof settings !== 'object' || settings === null) throw new ConfigError('settings', `expected an object, got ${describe(settings)}`);
   const { service: given, ...rest } = settings;
   if (given !== undefined && (typeof given !== 'object' || given === null || typeof given.createModel !== 'function')) {
@@ -270,16 +275,74 @@ export async function train(settings: TrainSettings & { readonly service?: Servi
   const opened = await openModel(job);
   const fitted = opened ? job : await withFittedContext(job);
   const options = withProgress(jobOptions(opened ? { ...job, model: opened } : fitted), progress !== false);
-  if (given) return runTraining(given, options, opened);
+  if (given) return withPolicy(await runTraining(given, options, opened), options, opened, given);
   const ctx = await acquireGpu({ label: 'train' });
   const tok = new ByteTokenizer();
   const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 });
+  let result: JobResult;
   try {
-    return await runTraining(service, options, opened);
+    result = await runTraining(service, options, opened);
   } finally {
     await service.close();
     ctx.destroy();
   }
+  return withPolicy(result, options, opened);
+}
+
+/**
+ * What train() returns: the job's result (curves, held-out success, the trained tensors) plus the
+ * trained policy to talk to and ways to keep it. The methods are not enumerable: `{ ...result }`,
+ * summaryOf and JSON see the data alone.
+ */
+export interface TrainResult extends JobResult {
+  /** The trained agent's reply to `prompt` (one action, in the job's format); acquires a device on first use. */
+  sample(prompt: string, opts?: SampleTextOptions): Promise<string>;
+  /**
+   * Keeps the result: a folder (Deno/Node) gets the run folder `npm run train` writes (summary,
+   * adapter, PEFT export, curve.svg); a KvStore (IndexedDB, files, NATS) gets the trained tensors
+   * as AdapterStore record `name` (default `<env>-<algo>-s<seed>`) and a from-scratch LoRA run's
+   * base as `<name>.base`. Returns the files or records written.
+   */
+  save(target: string | KvStore, name?: string): Promise<string[]>;
+  /** Releases the device sample() acquired. */
+  close(): Promise<void>;
+}
+
+/** `service`: the caller's, which sample() then uses too (else it acquires a device of its own). */
+function withPolicy(result: JobResult, o: JobOptions, opened: OpenedPretrained | undefined, service?: ServiceClient): TrainResult {
+  let policy: Promise<Policy> | null = null;
+  const get = () => (policy ??= (async () => {
+    const t = result.trained;
+    const pre = t.pretrained ? (opened && opened.job.commit === t.pretrained.job.commit ? opened : await openPretrainedJob(t.pretrained.job)) : null;
+    const base: CreateModelOptions = t.base ? { params: t.base } : pre ? { pretrained: pre.serviceRef } : { params: t.tensors };
+    const lora = t.lora && (t.base || pre) ? t.lora : null;
+    return new Policy({ cfg: t.cfg, base, lora, adapter: lora ? t.tensors : null, agent: agentSettingsOf({ ...o, model: t.cfg }, pre) }, service);
+  })());
+  const methods: Pick<TrainResult, 'sample' | 'save' | 'close'> = {
+    sample: async (prompt, opts) => (await get()).sample(prompt, opts),
+    save: async (target, name) => {
+      if (typeof target === 'string') return (await import('../cli/train.ts')).writeRunOutputs(target, result);
+      // A store: the trained tensors as an adapter record, and a from-scratch LoRA run's base beside it.
+      const id = name ?? `${result.env}-${result.algo}-s${result.seed}`;
+      const store = new AdapterStore(target);
+      const t = result.trained;
+      const tensors = (p: HostParams) => Object.entries(p).map(([n, data]) => ({ name: n, shape: [data.length], dtype: 'f32' as const, data }));
+      const info = (rank: number, alpha: number, targets: readonly string[]) => ({
+        baseModel: t.pretrained?.job.repo ?? t.cfg.name ?? t.cfg.family, rank, alpha, targetModules: [...targets], step: result.steps,
+        metrics: { successBefore: result.successBefore, successAfter: result.successAfter },
+      });
+      const written = [`${id}@${(await store.save(id, tensors(t.tensors), info(t.lora?.rank ?? 0, t.lora?.alpha ?? 0, t.lora?.targets ?? []))).version}`];
+      if (t.base) written.push(`${id}.base@${(await store.save(`${id}.base`, tensors(t.base), info(0, 0, []))).version}`);
+      return written;
+    },
+    close: async () => {
+      const p = policy;
+      policy = null;
+      await (await p)?.close();
+    },
+  };
+  for (const [k, v] of Object.entries(methods)) Object.defineProperty(result, k, { value: v, enumerable: false });
+  return result as TrainResult;
 }
 
 /** The opened checkpoint when `settings.model` is a Hub repo id or a folder (not a preset), else undefined. */

@@ -11,6 +11,8 @@ import { NonFiniteError } from '../../../src/errors.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
 import { LocalService } from '../../../src/runtime/local_service.ts';
 import { summaryOf } from '../../../src/runtime/rl_job.ts';
+import { AdapterStore } from '../../../src/runtime/store/adapter_store.ts';
+import { MemoryKv } from '../../../src/runtime/store/kv.ts';
 import { train, type TrainSettings } from '../../../src/runtime/train.ts';
 import type { GpuCase } from '../register.ts';
 
@@ -36,6 +38,18 @@ export const trainApiCases: GpuCase[] = [
         for (const x of [...s.rewardCurve, ...s.lossCurve, s.successBefore, s.successAfter]) assert.isTrue(Number.isFinite(x));
         assert.deepEqual(r.trained.lora, { rank: 2, alpha: 4, targets: ['q', 'v'] });
         assert.isTrue(Object.keys(r.trained.tensors).length > 0 && Object.keys(r.trained.tensors).every((k) => k.includes('lora_')));
+        // The trained policy answers a prompt (one action, the same for the same seed), and is kept in a store.
+        assert.notInclude(Object.keys(r), 'sample', 'methods stay out of the data');
+        const reply = await r.sample('Reverse abc.', { temperature: 0 });
+        assert.isString(reply);
+        assert.strictEqual(await r.sample('Reverse abc.', { temperature: 0 }), reply);
+        assert.isAtMost(new ByteTokenizer().encode(reply).length, 12);
+        const kv = new MemoryKv();
+        assert.deepEqual(await r.save(kv, 'mine'), ['mine@1', 'mine.base@1']);
+        const back = await new AdapterStore(kv).load('mine');
+        assert.deepEqual(back.tensors.map((t) => t.name).sort(), Object.keys(r.trained.tensors).sort());
+        assert.strictEqual(back.meta.rank, 2);
+        await r.close();
       } finally {
         await service.close();
       }
@@ -71,6 +85,17 @@ export const trainApiCases: GpuCase[] = [
       assert.include(summaryOf(r), { env: 'reverse', warmStartSteps: 0, steps: 1 });
       assert.lengthOf(r.rewardCurve, 1);
       assert.isTrue(Number.isFinite(r.lossCurve[0]));
+      // sample() acquires a device of its own (train's is given back), close() releases it; save() writes the run folder.
+      assert.isString(await r.sample('Reverse dcb.'));
+      await r.close();
+      const dir = await Deno.makeTempDir({ prefix: 'wt-save-' });
+      try {
+        const files = await r.save(dir);
+        for (const f of ['summary.json', 'adapter.safetensors', 'curve.svg']) assert.isTrue(files.some((x) => x.endsWith(f)), f);
+        assert.strictEqual(JSON.parse(await Deno.readTextFile(`${dir}/summary.json`)).env, 'reverse');
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
     },
   },
 ];
