@@ -4,7 +4,8 @@
  * worker`, on llvmpipe as the Deno suite runs it). The page says clearly when the server is not
  * reachable over WebSocket; refuses bad flags as `npm run fleet -- submit` does; submits a tiny
  * job, shows it running on the worker with a reward curve that gains a point per RL step, then
- * done; copies its adapter into IndexedDB, and the train page lists it after a reload. Every
+ * done; copies its adapter into IndexedDB, and the train page lists it after a reload; cancels a
+ * second job. Every
  * process started here is stopped by its PID.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -133,9 +134,21 @@ describe('fleet page', () => {
     await row.waitFor({ timeout: 60_000 });
     await screenshot(train, 'fleet-adapter-on-train-page');
 
+    // A longer job, cancelled from its card: queued or running, it ends cancelled.
+    await page.fill('input[name="steps"]', '50');
+    await page.fill('input[name="flags"]', '--id e2e-cancel --warmstart-steps 50 --groups 2 --group-size 2 --eval-episodes 0');
+    await page.click('#submit');
+    await expect.poll(() => page.locator('#submit-msg').innerText()).toBe('Queued e2e-cancel.');
+    const second = page.locator('.job[data-job="e2e-cancel"]');
+    await second.locator('button.cancel').click();
+    await expect.poll(() => second.locator('.job-msg').innerText()).toMatch(/^(Cancelled \(it was queued\)|Cancel sent to its worker: it stops at its next step)\.$/);
+    await page.waitForSelector('.job[data-job="e2e-cancel"][data-state="cancelled"]', { timeout: 120_000 });
+    expect(await second.locator('button.cancel').count()).toBe(0);
+
     // A reloaded fleet page replays the finished job from the stream's start.
     await page.reload();
     await page.waitForSelector('.job[data-job="e2e-job"][data-state="done"]', { timeout: 60_000 });
+    await page.waitForSelector('.job[data-job="e2e-cancel"][data-state="cancelled"]');
     expect(await card.locator('.curve').getAttribute('data-points')).toBe('2');
     expect(errors).toEqual([]);
     expect(trainErrors).toEqual([]);

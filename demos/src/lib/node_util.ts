@@ -36,13 +36,15 @@ export function parseArgs(config: ParseArgsConfig): { values: Record<string, str
       values[name] = inline ?? true;
       return;
     }
+    // Node names an option with a short form as both ('-n, --name') when its value is wrong.
+    const both = `${o.short ? `-${o.short}, ` : ''}--${name}`;
     if (o.type === 'boolean') {
-      if (inline !== undefined && strict) throw new TypeError(`Option '${shown}' does not take an argument`);
+      if (inline !== undefined && strict) throw new TypeError(`Option '${both}' does not take an argument`);
       values[name] = true;
       return;
     }
     const v = inline ?? next();
-    if (v === undefined) throw new TypeError(`Option '${shown} <value>' argument missing`);
+    if (v === undefined) throw new TypeError(`Option '${both} <value>' argument missing`);
     if (inline === undefined && strict && optionLike(v)) {
       throw new TypeError(`Option '${shown}' argument is ambiguous.\nDid you forget to specify the option argument for '${shown}'?\nTo specify an option argument starting with a dash use '${shown}=-XYZ'.`);
     }
