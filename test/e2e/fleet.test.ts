@@ -33,16 +33,20 @@ beforeAll(async () => {
   browser = await launch();
 });
 
+/** Stop the worker by its PID: SIGTERM (it hands its jobs back and exits), SIGKILL after 10 s. */
+async function stopWorker(): Promise<void> {
+  if (worker?.pid === undefined || worker.exitCode !== null || worker.signalCode !== null) return;
+  const exited = new Promise((r) => worker.once('exit', r));
+  process.kill(worker.pid, 'SIGTERM');
+  const t = setTimeout(() => worker.exitCode === null && worker.signalCode === null && process.kill(worker.pid!, 'SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(t);
+}
+
 afterAll(async () => {
   await browser?.close();
-  if (worker?.pid !== undefined && worker.exitCode === null && worker.signalCode === null) {
-    const exited = new Promise((r) => worker.once('exit', r));
-    process.kill(worker.pid, 'SIGTERM'); // the worker hands its jobs back and exits
-    const t = setTimeout(() => worker.exitCode === null && process.kill(worker.pid!, 'SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(t);
-  }
-  await server?.stop();
+  await stopWorker();
+  await server?.stop(); // a no-op (but the folder's removal) when the test stopped it already
 });
 
 /** Each job card's (state, curve points) as they change, recorded in the page. */
@@ -153,6 +157,12 @@ describe('fleet page', () => {
     expect(errors).toEqual([]);
     expect(trainErrors).toEqual([]);
     expect(workerLog).not.toMatch(/error/i);
+
+    // The server goes away (the worker first): the page says it is reconnecting.
+    await stopWorker();
+    await server.stop();
+    await page.waitForSelector('#conn[data-state="reconnecting"]', { timeout: 30_000 });
+    expect(await page.locator('#conn').innerText()).toMatch(/^Lost the connection to ws:\/\/127\.0\.0\.1:\d+: reconnecting…$/);
     await context.close();
   });
 });

@@ -42,7 +42,7 @@ const get = query();
 const jobsEl = document.getElementById('jobs')!;
 const jobs = new Map<string, JobView>();
 let url = get('nats') ?? '';
-let conn: { state: 'idle' | 'connecting' | 'connected' | 'error' | 'closed'; text: string } = { state: 'idle', text: 'Not connected.' };
+let conn: { state: 'idle' | 'connecting' | 'connected' | 'reconnecting' | 'error' | 'closed'; text: string } = { state: 'idle', text: 'Not connected.' };
 let ctx: FleetCtx | null = null;
 let fleetKv: Promise<KvStore> | null = null;
 let submitMsg: Message = null;
@@ -105,6 +105,7 @@ async function connect(): Promise<void> {
   conn = { state: 'connected', text: `Connected to ${url}.` };
   draw();
   const mine = ctx;
+  void watchStatus(mine);
   void nc.closed().then((err) => {
     if (ctx !== mine) return;
     conn = { state: 'closed', text: `The connection to ${url} closed${err ? `: ${errorText(err)}` : ''}.` };
@@ -115,6 +116,17 @@ async function connect(): Promise<void> {
     conn = { state: 'error', text: `Stopped following the jobs' events: ${errorText(e)}` };
     draw();
   });
+}
+
+/** The connection's ups and downs: it reconnects on its own (connectFleetWs), the page says so. */
+async function watchStatus(c: FleetCtx): Promise<void> {
+  for await (const st of c.nc.status()) {
+    if (ctx !== c) return;
+    if (st.type === 'disconnect') conn = { state: 'reconnecting', text: `Lost the connection to ${url}: reconnecting…` };
+    else if (st.type === 'reconnect') conn = { state: 'connected', text: `Connected to ${url} (reconnected).` };
+    else continue;
+    draw();
+  }
 }
 
 /** Every job's events from the start of the stream, then live: one ordered consumer. */
