@@ -3,7 +3,7 @@
 // argv — and through both parsers of the CLI (npm run train's, npm run fleet -- submit's) the
 // same options or the same ConfigError field.
 import { parseArgs as nodeParseArgs } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parseArgs } from '../../demos/src/lib/node_util.ts';
 
 const options = {
@@ -74,4 +74,47 @@ describe('node:util parseArgs stand-in for the pages', () => {
       expect(flagOf(() => parseArgs(cfg))).toBe(want);
     });
   }
+});
+
+// The CLI's parsers themselves, loaded once with Node's parseArgs and once with the stand-in (as a
+// page loads them): the same options for every argv, or a ConfigError naming the same field.
+describe('npm run fleet -- submit flags parsed with the stand-in, as with node:util', () => {
+  const argvs: string[][] = [
+    ['--steps', '2', '--model', 'tiny-gpt2', '--warmstart-steps', '8', '--groups', '2', '--group-size', '2', '--eval-episodes', '0'],
+    ['--id', 'job-1', '--priority', 'background', '--weight', '2', '--env', 'nim', '--algo', 'rloo', '--seed=7'],
+    ['--full', '--lora-rank', '4'],
+    ['--no-warmstart', '--lr', '0.001', '--checkpoint-every', '3'],
+    ['--groups', '0'],
+    ['--out', 'runs/x'],
+    ['--bogus', '1'],
+    ['--steps'],
+    ['--steps', '--seed', '1'],
+    ['--full=yes'],
+    ['stray'],
+    ['--model', 'gpt2-nope'],
+  ];
+  type Parse = (argv: readonly string[]) => unknown;
+  const outcome = (parse: Parse, argv: string[]) => {
+    try {
+      return { ok: parse(['submit', '--nats', 'ws://127.0.0.1:1', ...argv]) };
+    } catch (e) {
+      return { field: (e as { field?: string }).field ?? `not a ConfigError: ${(e as Error).message}` };
+    }
+  };
+  it('gives the same result for each argv', async () => {
+    vi.resetModules();
+    const real = (await import('../../src/fleet/cli_args.ts')).parseFleetArgs as Parse;
+    const standIn = vi.fn(parseArgs);
+    vi.doMock('node:util', () => ({ parseArgs: standIn }));
+    vi.resetModules();
+    const shimmed = (await import('../../src/fleet/cli_args.ts')).parseFleetArgs as Parse;
+    vi.doUnmock('node:util');
+    expect(shimmed).not.toBe(real);
+    for (const argv of argvs) expect(outcome(shimmed, argv), argv.join(' ')).toEqual(outcome(real, argv));
+    expect(standIn).toHaveBeenCalled();
+    // The cases cover accepted argv and each kind of refusal (the field Node's message quotes).
+    expect(argvs.map((a) => outcome(real, a)).map((o) => ('ok' in o ? 'ok' : o.field))).toEqual(
+      ['ok', 'ok', '--lora-rank', 'ok', '--groups', '--out', '--bogus', '--steps <value>', '--steps', '--full', 'arguments', '--model'],
+    );
+  });
 });
