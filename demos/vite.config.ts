@@ -12,6 +12,9 @@ export default defineConfig({
   base: './',
   appType: 'mpa',
   worker: { format: 'es' },
+  // The fleet page checks a job's flags with the CLI's own parsers, which use node:util's
+  // parseArgs: a browser implementation of it stands in (demos/src/lib/node_util.ts).
+  resolve: { alias: { 'node:util': resolve(here, 'src/lib/node_util.ts') } },
   build: {
     outDir: resolve(here, '../dist-demos'),
     emptyOutDir: true,
@@ -26,6 +29,8 @@ export default defineConfig({
       // or Node only; their externalized node: imports are never loaded by a page.
       onwarn(warning, warn) {
         if (/externalized for browser compatibility, imported by ".*\/src\/(runtime\/store\/fs_kv|model\/bytes_fs|hub\/fs_cache)\.ts"/.test(warning.message)) return;
+        // The NATS Object Store (the fleet page) hashes with node:crypto only where it exists, by a dynamic import.
+        if (/"node:crypto" has been externalized for browser compatibility, imported by ".*\/@nats-io\/obj\/lib\/sha256\.js"/.test(warning.message)) return;
         warn(warning);
       },
       // Plugin timing notes appear whenever the machine is busy; they are not about this build.

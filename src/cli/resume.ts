@@ -17,13 +17,9 @@ export const RUN_FILE = 'run.json';
 export const RUN_FORMAT = 'webtinker-run/1';
 const FORMAT = RUN_FORMAT;
 
-/** What run.json keeps: the settings that define the run (not where its outputs go). */
-export type RunSettings = Omit<TrainOptions, 'help' | 'json' | 'out' | 'quiet' | 'selfCheck' | 'resume' | 'overwrite'>;
-
-export function settingsOf(o: TrainOptions): RunSettings {
-  const { help: _h, json: _j, out: _o, quiet: _q, selfCheck: _s, resume: _r, overwrite: _w, ...settings } = o;
-  return settings;
-}
+// The run's settings live in run_settings.ts (browser-safe, for the fleet page); re-exported here.
+import { type RunSettings, settingsOf } from './run_settings.ts';
+export { type RunSettings, settingsOf };
 
 /** The options of `--resume DIR --steps N ...`: the run's saved settings, with this command's steps, outputs and checkpoint interval. */
 export async function resumedOptions(cli: TrainOptions): Promise<TrainOptions> {

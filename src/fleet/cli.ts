@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import process from 'node:process';
-import { jetstream, type JetStreamClient, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { WebtinkerError } from '../errors.ts';
 import type { JobSummary, StepMetrics } from '../runtime/rl_job.ts';
@@ -19,8 +19,9 @@ import { summaryTable } from '../cli/report.ts';
 import { RUN_FILE, RUN_FORMAT } from '../cli/resume.ts';
 import { type FleetArgs, fleetHelp, parseFleetArgs, priorityOf, queueOf } from './cli_args.ts';
 import { API_TIMEOUT_MS, connectFleet, openStore } from './connect.ts';
-import { type FleetEvent, foldEvents, jobIds, lastEvent, publishEvent, replayEvents } from './events.ts';
-import { CANCEL_SUBJECT, ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, JOBS_SUBJECT, makeJob } from './jobs.ts';
+import { type FleetEvent, foldEvents, jobIds, lastEvent, replayEvents } from './events.ts';
+import { cancelJob, type FleetCtx, jobHistory, submitJob } from './control.ts';
+import { ensureFleet, type FleetJob, JOBS_CONSUMER, JOBS_STREAM, makeJob } from './jobs.ts';
 import { isPreset } from '../cli/args.ts';
 import { readRepoTexts } from '../hub/pretrained.ts';
 import type { ModelConfig } from '../model/config.ts';
@@ -28,24 +29,9 @@ import { configFromHf } from '../model/hf_config.ts';
 import { loadResult, writeRunFolder } from './results.ts';
 import { FleetWorker } from './worker.ts';
 
-interface Ctx {
-  nc: NatsConnection;
-  js: JetStreamClient;
-  jsm: JetStreamManager;
-}
+type Ctx = FleetCtx;
 
-/** Queue a job (validated); resolves with its id and whether the server dropped it as a duplicate. */
-export async function submitJob(c: Ctx, job: FleetJob): Promise<{ id: string; duplicate: boolean; seq: number }> {
-  const ack = await c.js.publish(`${JOBS_SUBJECT}.${job.id}`, JSON.stringify(job), { msgID: job.id });
-  if (!ack.duplicate) await publishEvent(c.js, job.id, { type: 'submitted', spec: job, seq: ack.seq });
-  return { id: job.id, duplicate: ack.duplicate, seq: ack.seq };
-}
-
-async function history(c: Ctx, id: string): Promise<FleetEvent[]> {
-  const events: FleetEvent[] = [];
-  await replayEvents(c.js, c.jsm, id, (e) => events.push(e));
-  return events;
-}
+export { cancelJob, submitJob } from './control.ts';
 
 const STATE_OF: Partial<Record<FleetEvent['type'], string>> = {
   submitted: 'queued', started: 'running', phase: 'running', step: 'running', checkpoint: 'running', done: 'done',
@@ -54,7 +40,7 @@ const STATE_OF: Partial<Record<FleetEvent['type'], string>> = {
 
 async function status(c: Ctx, a: FleetArgs): Promise<number> {
   if (a.job) {
-    const f = foldEvents(await history(c, a.job));
+    const f = foldEvents(await jobHistory(c, a.job));
     if (!f.job && f.starts === 0 && f.state === 'queued') throw new WebtinkerError('fleet-not-found', `job "${a.job}" has no events: never submitted to this server`);
     const lines = [
       `job       ${a.job}`,
@@ -122,27 +108,6 @@ async function watch(c: Ctx, id: string): Promise<number> {
   return 1;
 }
 
-/**
- * Cancel a job: 'cancelled' when it was still queued (its message deleted), 'sent' when a worker
- * runs it (it stops at its next step), 'ended' when it had ended already.
- */
-export async function cancelJob(c: Ctx, id: string): Promise<'cancelled' | 'sent' | 'ended'> {
-  const h = await history(c, id);
-  const f = foldEvents(h);
-  if (!f.job) throw new WebtinkerError('fleet-not-found', `job "${id}" was never submitted to this server`);
-  if (['done', 'dead', 'cancelled'].includes(f.state)) return 'ended';
-  // The event first (a worker checks it as it takes the job), then the running worker, then the queue.
-  await publishEvent(c.js, id, { type: 'cancel' });
-  c.nc.publish(`${CANCEL_SUBJECT}.${id}`, '');
-  const sub = h.find((e) => e.type === 'submitted');
-  const removed = sub?.type === 'submitted' ? await c.jsm.streams.deleteMessage(JOBS_STREAM, sub.seq).catch(() => false) : false;
-  if (removed && f.state === 'queued' && f.starts === 0) {
-    await publishEvent(c.js, id, { type: 'cancelled' });
-    return 'cancelled';
-  }
-  return 'sent';
-}
-
 async function cancel(c: Ctx, id: string): Promise<number> {
   const r = await cancelJob(c, id);
   console.log(`${id}: ${r === 'cancelled' ? 'cancelled (it was queued)' : r === 'sent' ? 'cancel sent to its worker' : 'it has ended already'}`);
@@ -150,7 +115,7 @@ async function cancel(c: Ctx, id: string): Promise<number> {
 }
 
 async function fetch(c: Ctx, id: string, out: string): Promise<number> {
-  const f = foldEvents(await history(c, id));
+  const f = foldEvents(await jobHistory(c, id));
   if (f.state !== 'done' || !f.job) throw new WebtinkerError('fleet-not-done', `job "${id}" is ${f.job ? f.state : 'unknown'}: only a finished job can be fetched`);
   const result = await loadResult(await openStore(c.nc), id);
   const files = await writeRunFolder(out, result, f.metrics);

@@ -19,8 +19,8 @@ import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { loraTargetsByName } from '../model/peft.ts';
 import { PRETRAINED_CONTEXT } from '../runtime/pretrained_job.ts';
 import { TRAIN_DEFAULTS } from '../runtime/train.ts';
-import { jobOptionsFrom } from '../cli/train.ts';
-import { type RunSettings, settingsOf } from '../cli/resume.ts';
+import { jobOptionsFrom } from '../cli/job_args.ts';
+import { type RunSettings, settingsOf } from '../cli/run_settings.ts';
 
 export * from './streams.ts';
 

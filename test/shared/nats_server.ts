@@ -79,7 +79,8 @@ export async function startNatsServer(opts: { websocket?: boolean } = {}): Promi
     pid: child.pid!,
     dir,
     async stop() {
-      if (child.exitCode === null) process.kill(child.pid!, 'SIGKILL');
+      // Once only: a second stop must not signal the PID again (it may belong to another process by then).
+      if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, 'SIGKILL');
       await exited;
       await rm(dir, { recursive: true, force: true });
     },

@@ -59,8 +59,11 @@ const hostOf = (tensors: readonly { name: string; data: Float32Array | Uint16Arr
 export class DemoStore {
   readonly adapters: AdapterStore;
   readonly bases: CheckpointStore<RunInfo>;
+  /** The store both live in (the fleet page copies a fleet job's adapter into it). */
+  readonly kv: KvStore;
 
   constructor(kv: KvStore = new IdbKv('webtinker-demos')) {
+    this.kv = kv;
     this.adapters = new AdapterStore(kv);
     this.bases = new CheckpointStore<RunInfo>(kv, { keepLast: 1 });
   }

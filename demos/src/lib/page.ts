@@ -14,6 +14,7 @@ const PAGES = [
   ['chat.html', 'chat', 'Chat while training'],
   ['arena.html', 'arena', 'Arena'],
   ['embed.html', 'embed', 'Embed'],
+  ['fleet.html', 'fleet', 'Fleet'],
 ] as const;
 
 export type PageName = (typeof PAGES)[number][1];
