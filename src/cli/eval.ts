@@ -12,14 +12,13 @@ import { join } from 'node:path';
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { ConfigError, WebtinkerError } from '../errors.ts';
-import { acquireGpu } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { openByteSource } from '../model/bytes.ts';
 import { openSafetensors } from '../model/safetensors.ts';
 import { importHfWeights } from '../model/weight_names.ts';
 import type { CreateModelOptions, HostParams } from '../runtime/clients.ts';
 import { evaluate } from '../runtime/evaluate.ts';
-import { LocalService } from '../runtime/local_service.ts';
+import { Policy, type PolicyParts } from '../runtime/policy.ts';
 import { type OpenedPretrained, openPretrainedJob } from '../runtime/pretrained_job.ts';
 import { agentSettingsOf } from '../runtime/rl_job.ts';
 import { isPreset, parseTrainArgs } from './args.ts';
@@ -61,13 +60,12 @@ export interface EvalResult {
   readonly runSuccessAfter: number | null;
 }
 
-export async function evalRun(dir: string, opts: { episodes?: number; seed?: number } = {}): Promise<EvalResult> {
+/** A trained run folder as a policy: its job (run.json), its weights and its agent's settings. */
+export async function openRun(dir: string): Promise<{ job: ReturnType<typeof jobOptionsFrom>; parts: PolicyParts; successAfter: number | null }> {
   const settings = await resumedOptions({ ...parseTrainArgs([]), resume: dir, steps: 1 });
   let opened: OpenedPretrained | undefined;
   if (!isPreset(settings.model)) opened = await openPretrainedJob({ repo: settings.model, ...(settings.revision !== undefined ? { revision: settings.revision } : {}) });
   const job = jobOptionsFrom(settings, opened);
-  const episodes = opts.episodes ?? (job.evalEpisodes > 0 ? job.evalEpisodes : 128);
-  const seed = opts.seed ?? job.seed;
   const summary = await readFile(join(dir, 'summary.json'), 'utf8').then((t) => JSON.parse(t) as { successAfter?: number }, () => null);
   const lora = job.algo === 'sft' && !opened ? null : job.lora;
   const trained = await readTensors(join(dir, lora ? 'adapter.safetensors' : 'model.safetensors'));
@@ -76,21 +74,20 @@ export async function evalRun(dir: string, opts: { episodes?: number; seed?: num
   if (!lora) base = { params: trained.tensors };
   else if (opened) base = { pretrained: opened.serviceRef };
   else base = { params: await readTensorsHf(join(dir, 'base', 'model.safetensors'), cfg) };
-  const agent = agentSettingsOf({ ...job, model: cfg }, opened ?? null);
-  const ctx = await acquireGpu({ label: 'eval' });
-  const service = new LocalService(ctx, { decode: (ids) => agent.tokenizer.decode(ids) });
+  const parts: PolicyParts = { cfg, base, lora: lora as LoraConfig | null, adapter: lora ? trained.tensors : null, agent: agentSettingsOf({ ...job, model: cfg }, opened ?? null) };
+  return { job, parts, successAfter: summary?.successAfter ?? null };
+}
+
+export async function evalRun(dir: string, opts: { episodes?: number; seed?: number } = {}): Promise<EvalResult> {
+  const { job, parts, successAfter } = await openRun(dir);
+  const episodes = opts.episodes ?? (job.evalEpisodes > 0 ? job.evalEpisodes : 128);
+  const seed = opts.seed ?? job.seed;
+  const policy = new Policy(parts);
   try {
-    const modelId = await service.createModel(cfg, base);
-    const sampler = await service.createSamplingClient(modelId, lora ? { lora: lora as LoraConfig, tensors: trained.tensors } : undefined);
-    try {
-      const r = await evaluate(job.env, sampler.sample, episodes, seed, agent);
-      return { run: dir, env: job.env.name, episodes, seed, success: r.success, meanReward: r.meanReward, runSuccessAfter: summary?.successAfter ?? null };
-    } finally {
-      await sampler.close();
-    }
+    const r = await evaluate(job.env, await policy.sampleFn(), episodes, seed, parts.agent);
+    return { run: dir, env: job.env.name, episodes, seed, success: r.success, meanReward: r.meanReward, runSuccessAfter: successAfter };
   } finally {
-    await service.close();
-    ctx.destroy();
+    await policy.close();
   }
 }
 

@@ -62,6 +62,11 @@ export class Policy {
     return this.#sampler;
   }
 
+  /** The policy as the agent layer's SampleFn (for evaluate() and rollouts). */
+  async sampleFn(): Promise<SamplingClient['sample']> {
+    return (await this.#client()).sample;
+  }
+
   /** The prompt's tokens as an episode would start (format, BOS once). */
   promptTokens(prompt: string, tools: readonly Tool[] = []): number[] {
     return [...new EpisodeBuilder(this.#agent(), prompt, tools).tokensT];

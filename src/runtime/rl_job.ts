@@ -189,7 +189,7 @@ export function agentSettingsOf(o: JobOptions, pre: OpenedPretrained | null): Ag
     maxSequenceTokens: pre ? Math.min(o.model.maxSeqLen, PRETRAINED_CONTEXT) : o.model.maxSeqLen,
     temperature: o.temperature,
     ...(o.stepTimeoutMs !== undefined ? { stepTimeoutMs: o.stepTimeoutMs } : {}),
-    ...(pre ? { format: pre.format, eosTokenIds: pre.eosTokenIds } : {}),
+    ...(pre ? { format: pre.format, eosTokenIds: pre.eosTokenIds } : o.env.format ? { format: o.env.format } : {}),
   };
 }
 

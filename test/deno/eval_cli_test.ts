@@ -11,6 +11,17 @@ import { evalRun } from '../../src/cli/eval.ts';
 
 const TRAIN = fileURLToPath(new URL('../../src/cli/train.ts', import.meta.url));
 const EVAL = fileURLToPath(new URL('../../src/cli/eval.ts', import.meta.url));
+const CHAT = fileURLToPath(new URL('../../src/cli/chat.ts', import.meta.url));
+
+/** `npm run chat -- ARGS` with `input` on stdin. */
+function chat(args: string[], input: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = execFile(Deno.execPath(), ['run', '--allow-read', '--allow-write', '--allow-env', CHAT, ...args], { env: { ...Deno.env.toObject(), NO_COLOR: '1' } }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout: String(stdout), stderr: String(stderr) });
+    });
+    p.stdin!.end(input);
+  });
+}
 
 function deno(script: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -42,6 +53,12 @@ Deno.test('eval: a run folder re-measured gives its final evaluation again (LoRA
     assert.strictEqual(bad.code, 2);
     assert.match(bad.stderr, /run\.json cannot be read/);
     assert.strictEqual((await deno(EVAL, [join(root, 'lora'), '--episodes', '0'])).code, 2);
+    // chat: one reply per prompt line, greedy by default (the same replies twice).
+    const said = await chat([join(root, 'lora')], 'What is 2+3?\n\nWhat is 12*7?\n');
+    assert.strictEqual(said.code, 0, said.stderr);
+    assert.isAbove(said.stdout.length, 0);
+    assert.strictEqual((await chat([join(root, 'lora')], 'What is 2+3?\n\nWhat is 12*7?\n')).stdout, said.stdout);
+    assert.strictEqual((await chat([join(root, 'lora'), '--temperature', '-1'], '')).code, 2);
   } finally {
     await rm(root, { recursive: true, force: true });
   }
