@@ -70,6 +70,12 @@ export interface GenerateOptions {
    * toward. Default: every id of the model.
    */
   vocabMask?: VocabMask;
+  /**
+   * Streaming: called after each decode chunk's readback with each sequence's new tokens (in
+   * order; `done` once its last token has come). Tokens arrive a chunk at a time (`chunk` decode
+   * steps per submission). A throw ends generate with that error.
+   */
+  onTokens?: (sequence: number, tokens: readonly number[], done: boolean) => void;
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -216,6 +222,8 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
       submissions++;
       steps += K;
       const floats = new Float32Array(words.buffer, words.byteOffset, words.length);
+      const before = opts.onTokens ? out.tokens.map((t) => t.length) : null;
+      const open = before ? finish.map((f) => f === null) : null;
       for (let s = 0; s < K; s++) {
         for (let b = 0; b < B; b++) {
           if (finish[b] !== null) continue;
@@ -234,6 +242,9 @@ export async function generate(ctx: GpuContext, weights: ModelWeights, adapter: 
             ? 'stop'
             : out.tokens[b].length >= maxTok[b] ? 'length' : null;
         }
+      }
+      if (before && open) {
+        for (let b = 0; b < B; b++) if (open[b]) opts.onTokens!(b, out.tokens[b].slice(before[b]), finish[b] !== null);
       }
     }
   } finally {

@@ -51,6 +51,8 @@ export interface EngineSampleFnOptions {
    * 'length' for maxTokens or the context). Off by default: results stay the env contract's fields.
    */
   readonly stopReasons?: boolean;
+  /** Streaming (generate's onTokens): request `index`'s new tokens after each decode chunk. */
+  readonly onTokens?: (index: number, tokens: readonly number[], done: boolean) => void;
   /** Which log-probs the results carry. Default 'policy'. */
   readonly logprobs?: 'policy' | 'sampling';
   /** Owner of the generation buffers in the pool. Default 'sample'. */
@@ -177,6 +179,7 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
           owner: opts.owner ?? 'sample',
           ...(opts.quantum ? { quantum: opts.quantum } : {}),
           ...(opts.vocabMask ? { vocabMask: opts.vocabMask } : {}),
+          ...(opts.onTokens ? { onTokens: (b: number, t: readonly number[], done: boolean) => opts.onTokens!(idx[b], t, done) } : {}),
         });
         idx.forEach((i, j) => {
           results[i] = {

@@ -229,6 +229,7 @@ export class LocalService implements ServiceClient {
       ...(settings.topP !== undefined ? { topP: settings.topP } : {}),
       ...(settings.seed !== undefined ? { seed: settings.seed } : {}),
       ...(settings.stopReasons ? { stopReasons: true } : {}),
+      ...(settings.onTokens ? { onTokens: settings.onTokens } : {}),
     };
   }
 

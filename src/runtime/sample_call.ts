@@ -46,6 +46,12 @@ export interface SamplingParams {
   readonly seed?: number;
   /** The published adapter to sample from (an inference client: `name` or `name@v`). */
   readonly adapter?: string;
+  /**
+   * Streaming, as WebLLM's users expect: sequence i's new tokens as each decode chunk comes back
+   * (`done` with its last ones), before the call resolves with the whole sequences. In-process
+   * services (LocalService) only: a function cannot cross to the GPU worker.
+   */
+  readonly onTokens?: (sequence: number, tokens: readonly number[], done: boolean) => void;
 }
 
 /** Why a sequence ended: a stop token or string (`stop`), or the token limit (`length`). */
@@ -74,6 +80,8 @@ export interface SamplerSettings {
   readonly seed?: number;
   /** Results also carry `stopReason`. */
   readonly stopReasons?: boolean;
+  /** Streaming: request i's new tokens after each decode chunk (in-process services only). */
+  readonly onTokens?: (index: number, tokens: readonly number[], done: boolean) => void;
 }
 
 /** A SampleResult that may say why it ended (when the engine call asked for it). */
@@ -100,7 +108,7 @@ function posInt(field: string, v: unknown): number {
   return v;
 }
 
-const PARAM_KEYS = new Set(['maxTokens', 'temperature', 'topK', 'topP', 'stop', 'seed', 'adapter']);
+const PARAM_KEYS = new Set(['maxTokens', 'temperature', 'topK', 'topP', 'stop', 'seed', 'adapter', 'onTokens']);
 
 function promptTokens(prompt: unknown): number[] {
   const ids = Array.isArray(prompt) ? prompt : (prompt as { tokens?: unknown } | null)?.tokens;
@@ -134,6 +142,7 @@ export function tinkerRequests(prompt: ModelInput, n: number, params: SamplingPa
   if (params.topP !== undefined && !(typeof params.topP === 'number' && params.topP > 0 && params.topP <= 1)) throw new ConfigError('params.topP', `must be in (0, 1], got ${String(params.topP)}`);
   const seed = params.seed === undefined ? undefined : u32('params.seed', params.seed);
   if (params.adapter !== undefined && (typeof params.adapter !== 'string' || params.adapter.length === 0)) throw new ConfigError('params.adapter', 'must be a non-empty adapter name (name or name@v)');
+  if (params.onTokens !== undefined && typeof params.onTokens !== 'function') throw new ConfigError('params.onTokens', 'must be a function (sequence, tokens, done) => void');
   const { stopStrings, stopTokens } = stops(params.stop);
   const requests = Array.from({ length: n }, (_, i): SampleRequest => ({
     promptTokens: tokens, maxTokens, stopStrings, stopTokens, temperature, seed: i,
@@ -141,7 +150,10 @@ export function tinkerRequests(prompt: ModelInput, n: number, params: SamplingPa
   }));
   return {
     requests,
-    settings: { ...(params.topK !== undefined ? { topK: params.topK } : {}), ...(params.topP !== undefined ? { topP: params.topP } : {}), stopReasons: true },
+    settings: {
+      ...(params.topK !== undefined ? { topK: params.topK } : {}), ...(params.topP !== undefined ? { topP: params.topP } : {}), stopReasons: true,
+      ...(params.onTokens ? { onTokens: params.onTokens } : {}),
+    },
     seed,
   };
 }

@@ -7,7 +7,7 @@ import * as Comlink from 'comlink';
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
 import type { SampleRequest } from '../env/types.ts';
-import { WebtinkerError } from '../errors.ts';
+import { ConfigError, WebtinkerError } from '../errors.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
@@ -242,6 +242,7 @@ export class WorkerSamplingClient implements SamplingClient {
 
   /** All batches of a call are sent at once; the scheduler interleaves their quanta with other jobs'. */
   async #sampleWith(requests: readonly SampleRequest[], settings: SamplerSettings): Promise<EngineSampleResult[]> {
+    if (settings.onTokens) throw new ConfigError('params.onTokens', 'streaming needs an in-process service (LocalService): a callback cannot cross to the GPU worker');
     const parts: Promise<EngineSampleResult[]>[] = [];
     for (let i = 0; i < requests.length; i += this.requestsPerQuantum) {
       const part = [...requests.slice(i, i + this.requestsPerQuantum)];

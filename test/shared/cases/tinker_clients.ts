@@ -82,6 +82,19 @@ async function exercise(service: ServiceClient): Promise<Trace> {
   assert.deepEqual([stopString.sequences[0].tokens, stopString.sequences[0].stopReason], [[first], 'stop']);
   const badCall = await rejection(snap.sample(prompt, 2, { maxTokens: 5, topP: 2 }));
   assert.strictEqual((badCall as ConfigError).field, 'params.topP');
+  // Streaming: each sequence's tokens arrive a decode chunk at a time, in order, the last call
+  // marked done; together they are the returned sequences, bitwise.
+  if (service instanceof LocalService) {
+    const streamed: number[][] = [[], [], []];
+    const done = [0, 0, 0];
+    const whole = await snap.sample(prompt, 3, { ...params, onTokens: (i, t, d) => (streamed[i].push(...t), d && done[i]++) });
+    assert.deepEqual(streamed, whole.sequences.map((s) => [...s.tokens]));
+    assert.deepEqual(done, [1, 1, 1]);
+    assert.deepEqual(whole.sequences, three.sequences, 'streaming changes nothing');
+  } else {
+    const refused = await rejection(snap.sample(prompt, 1, { ...params, onTokens: () => {} }));
+    assert.strictEqual((refused as ConfigError).field, 'params.onTokens');
+  }
   await snap.close();
 
   // An inference client names the published adapter in params; the sequences say which version.
