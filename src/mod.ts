@@ -180,6 +180,8 @@ export type {
   TrainingClientOptions,
 } from './runtime/clients.ts';
 export { fullTrainingOptions, loraTrainingOptions, saveWeightsAndGetSamplingClient } from './runtime/clients.ts';
+export { forwardBackwardCustom } from './runtime/custom_loss.ts';
+export type { CustomLossFn, SequenceLogprobs } from './runtime/custom_loss.ts';
 export { LocalService } from './runtime/local_service.ts';
 export type { LocalServiceOptions } from './runtime/local_service.ts';
 export { WorkerSamplingClient, WorkerService, WorkerTrainingClient } from './runtime/worker_service.ts';

@@ -16,6 +16,7 @@
  * a doctored run.json (`groups: 1e9`) is refused instead of allocating for minutes. The LoRA rank is
  * bounded by the LoRA kernels (LORA_MAX_RANK) and by each target's own size: rank ≤ min(in, out).
  */
+import { JOB_ALGORITHMS } from './job_algorithms.ts';
 import { ConfigError } from '../errors.ts';
 import { LORA_TARGETS, loraTargetDims, type ModelConfig, validateConfig, validateLora } from '../model/config.ts';
 import { ModelConfigError } from '../model/errors.ts';
@@ -41,7 +42,6 @@ export const JOB_LIMITS = Object.freeze({
 });
 
 /** Algorithms whose advantages compare attempts within a group: one attempt per task gives them nothing. */
-const GROUP_ALGOS = ['grpo', 'rloo', 'dpo'];
 
 export function describe(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
@@ -230,7 +230,7 @@ export function checkJobOptions(o: unknown): JobOptions {
   intIn('steps', j.steps, 0, JOB_LIMITS.steps);
   intIn('seed', j.seed, 0, 0xffffffff);
   const groups = intIn('groups', j.groups, 1, JOB_LIMITS.groups);
-  const groupSize = intIn('groupSize', j.groupSize, GROUP_ALGOS.includes(algo) ? 2 : 1, JOB_LIMITS.groupSize);
+  const groupSize = intIn('groupSize', j.groupSize, algo === 'sft' ? 1 : JOB_ALGORITHMS[algo].minGroupSize, JOB_LIMITS.groupSize);
   if (groups * groupSize > JOB_LIMITS.episodesPerStep) {
     throw new ConfigError('groups', `groups × groupSize = ${groups} × ${groupSize} episodes per step is over ${JOB_LIMITS.episodesPerStep}`);
   }

@@ -20,18 +20,10 @@
  *   that starts from nothing, so the policy gets next to no signal from the outcome;
  * - DPO pairs are made online from each group ranked by reward, the reference is the frozen start
  *   (a fresh adapter on the SFT'd base, B = 0, or an untouched full copy). The engine reduces per
- *   token, so the step computes the policy's log-probs, takes the DPO gradient per token on the
- *   CPU (dpoReference) and trains it as an importance-sampling loss with advantage −∂L/∂logπ.
+ *   token, so the step takes the DPO gradient per token on the host (custom_loss.ts).
+ * Each algorithm's step — datums, loss, what it needs — is its entry in job_algorithms.ts.
  */
-import { EMPTY_BASELINE, type MovingBaseline } from '../algorithms/advantages.ts';
-import type { Datum } from '../algorithms/datum.ts';
-import { dpoDatums, dpoPairsFromGroups, dpoReference } from '../algorithms/dpo.ts';
-import { grpoDatums } from '../algorithms/grpo.ts';
-import { type LossSpec, dpoLoss, grpoLoss, importanceSamplingLoss, ppoLoss, valueLossSpec } from '../algorithms/loss_spec.ts';
-import { type PackedBatch, packDatums } from '../algorithms/pack.ts';
-import { ppoDatums } from '../algorithms/ppo.ts';
-import { reinforceDatums } from '../algorithms/reinforce.ts';
-import { rlooDatums } from '../algorithms/rloo.ts';
+import { EMPTY_BASELINE } from '../algorithms/advantages.ts';
 import { groupEpisodes } from '../env/batch.ts';
 import type { Trajectory } from '../env/types.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
@@ -47,14 +39,18 @@ import { type DroppedByReason, stopIfAllDropped } from './env_failures.ts';
 import { type OpenedPretrained, openPretrainedJob, PRETRAINED_CONTEXT, type PretrainedJob } from './pretrained_job.ts';
 
 export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
+import { type AlgoStepContext, JOB_ALGORITHMS, type JobAlgorithm } from './job_algorithms.ts';
 import { type AgentSettings, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
 import type { JobEnv } from './job_envs.ts';
 import { spread, stepLossStats } from './metrics.ts';
 import { runSft } from './sft_job.ts';
-import { type PackSettings, type StepOutcome, fitting, forwardTrajectories, packForTraining, seqLenFor, trainStep } from './train_step.ts';
+import { type PackSettings, type StepOutcome, trainStep } from './train_step.ts';
 
 export const ALGOS = ['grpo', 'ppo', 'rloo', 'reinforce', 'dpo', 'sft'] as const;
 export type Algo = (typeof ALGOS)[number];
+// Every RL algorithm a job can name has its entry (job_algorithms.ts): checked by the compiler.
+const _everyAlgoRegistered: Record<Exclude<Algo, 'sft'>, JobAlgorithm> = JOB_ALGORITHMS;
+void _everyAlgoRegistered;
 
 export interface JobOptions {
   readonly env: JobEnv;
@@ -199,79 +195,11 @@ export function turnLimitWarning(env: { name: string; maxTurns: number }, step: 
   return `RL step ${step}: ${turnLimited} of ${episodes} episodes of ${env.name} ended at the turn limit (${env.maxTurns} turns; each tool call is one) — raise maxTurns if the agent needs more calls before it answers`;
 }
 
-/** GAE's λ of the job runner's PPO (see the header). */
-export const PPO_LAMBDA = 1;
+export { PPO_LAMBDA } from './job_algorithms.ts';
 
 /** The env and sampler seed of RL step `step` (a stream of its own per step). */
 export function stepSeed(jobSeed: number, step: number): number {
   return new Rng(jobSeed, 0x1000 + step).nextU32();
-}
-
-interface Ctx {
-  readonly o: JobOptions;
-  readonly policy: TrainingClient;
-  readonly reference: TrainingClient | null;
-  readonly pack: PackSettings;
-  baseline: MovingBaseline;
-}
-
-/** Datums and loss of one RL step from its rollout (every algorithm but DPO, which is two-phase). */
-async function rlDatums(c: Ctx, trajGroups: Awaited<ReturnType<typeof rollout>>['groups']): Promise<{ datums: Datum[]; loss: LossSpec }> {
-  switch (c.o.algo) {
-    case 'grpo':
-      return { datums: grpoDatums(trajGroups, { skipUniformGroups: true }), loss: grpoLoss({ klBeta: 0 }) };
-    case 'rloo':
-      return { datums: rlooDatums(trajGroups, { skipUniformGroups: true }), loss: importanceSamplingLoss() };
-    case 'reinforce': {
-      const r = reinforceDatums(trajGroups, c.baseline);
-      c.baseline = r.baseline;
-      return { datums: r.datums, loss: importanceSamplingLoss() };
-    }
-    case 'ppo': {
-      const trajs = trajGroups.flatMap((g) => g.trajectories);
-      const { valuesNT } = await forwardTrajectories(c.policy, trajs, c.pack);
-      if (valuesNT === null) throw new Error('ppo: the policy client has no value head');
-      return { datums: ppoDatums(trajs, valuesNT, { lambda: PPO_LAMBDA }), loss: ppoLoss({ value: valueLossSpec() }) };
-    }
-    default:
-      throw new Error(`rlDatums: ${c.o.algo} is not an outcome/critic algorithm`);
-  }
-}
-
-/** DPO step: online pairs, reference and policy log-probs, the per-token DPO gradient as IS advantages. */
-async function dpoBatches(c: Ctx, trajGroups: Awaited<ReturnType<typeof rollout>>['groups'], seed: number): Promise<{ batches: PackedBatch[]; loss: number; datums: number }> {
-  const trajs = trajGroups.flatMap((g) => g.trajectories);
-  if (trajs.length === 0 || c.reference === null) return { batches: [], loss: 0, datums: 0 };
-  const ref = await forwardTrajectories(c.reference, trajs, c.pack);
-  const refOf = new Map(trajs.map((t, i) => [t, ref.logprobsNT[i]] as const));
-  const datums = fitting(dpoDatums(dpoPairsFromGroups(trajGroups, { refLogprobs: (t) => refOf.get(t)! })), c.pack.maxSeqLen);
-  if (datums.length === 0) return { batches: [], loss: 0, datums: 0 };
-  const rows = c.pack.rows + (c.pack.rows % 2); // pairs share a micro-batch
-  const step = packDatums(datums, { rows, seqLen: seqLenFor(datums, c.pack.maxSeqLen), seed, padId: c.pack.padId, aggregation: 'token_mean' });
-  const byId = new Map(datums.map((d, i) => [d.sequenceId, i] as const));
-  const logprobsST: number[][] = datums.map(() => []);
-  const lpBT: Float32Array[] = [];
-  for (const b of step.batches) {
-    const lp = (await c.policy.computeLogprobs(b)).logprobsBT;
-    lpBT.push(lp);
-    for (let r = 0; r < b.rows; r++) {
-      const s = byId.get(b.sequenceIdB[r]);
-      if (s !== undefined) logprobsST[s] = Array.from(lp.subarray(r * b.seqLen, r * b.seqLen + datums[s].targetsT.length));
-    }
-  }
-  const beta = dpoLoss().beta;
-  const d = dpoReference(beta, datums.map((datum, s) => ({ datum, logprobsT: logprobsST[s] })));
-  const batches = step.batches.map((b, k): PackedBatch => {
-    const advantagesBT = new Float32Array(b.rows * b.seqLen);
-    for (let r = 0; r < b.rows; r++) {
-      const s = byId.get(b.sequenceIdB[r]);
-      if (s === undefined) continue;
-      d.dlogprobsST[s].forEach((g, t) => (advantagesBT[r * b.seqLen + t] = -g));
-    }
-    // ρ = 1 (old = current log-probs) and weight 1 per token: the IS loss's gradient is then −A = ∂L_DPO/∂logπ.
-    return { ...b, advantagesBT, oldLogprobsBT: lpBT[k], tokenScaleBT: b.lossMaskBT };
-  });
-  return { batches, loss: d.loss, datums: datums.length };
 }
 
 /**
@@ -388,11 +316,12 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
     // 2. The RL job on top of the (warm-started) base.
     const trainable = o.lora ? 'lora' : 'all';
     const demos = pre && sftSteps > 0 && from?.phase !== 'rl' ? await demonstrations() : null;
-    const policy = await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, valueHead: o.algo === 'ppo', id: `${prefix}${o.algo === 'sft' ? 'sft' : `rl-${o.algo}`}` });
+    const algo = o.algo === 'sft' ? null : JOB_ALGORITHMS[o.algo];
+    const policy = await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), seed: o.seed, valueHead: algo?.valueHead ?? false, id: `${prefix}${algo ? `rl-${o.algo}` : 'sft'}` });
     toDispose.push(policy);
     if (demos) await warmStart(policy, demos);
     const pretrainedOut = pre ? { pretrained: { job: pre.job, tokenizerFiles: pre.tokenizerFiles } } : {};
-    if (o.algo === 'sft') {
+    if (!algo) {
       o.onPhase?.('eval-after', {});
       const s = await policy.samplingClient();
       try {
@@ -402,13 +331,13 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
         await s.close();
       }
     }
-    // DPO's reference is the frozen start: the policy as the warm start left it.
-    const startAdapter = pre && o.lora && sftSteps > 0 && o.algo === 'dpo' ? { adapter: await policy.weights() } : {};
-    const reference = o.algo === 'dpo' ? await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), ...startAdapter, seed: o.seed, id: `${prefix}reference` }) : null;
+    // A reference is the frozen start: the policy as the warm start left it.
+    const startAdapter = pre && o.lora && sftSteps > 0 && algo.reference ? { adapter: await policy.weights() } : {};
+    const reference = algo.reference ? await service.createTrainingClient({ modelId, trainable, ...(o.lora ? { lora: o.lora } : {}), ...startAdapter, seed: o.seed, id: `${prefix}reference` }) : null;
     if (reference) toDispose.push(reference);
     if (from?.phase === 'rl') await policy.loadState(from.trainer);
     stepRates(policy.id, 0, 0); // the device-time baseline
-    const c: Ctx = { o, policy, reference, pack, baseline };
+    const c: AlgoStepContext = { policy, reference, pack, baseline };
 
     let sampler = await policy.samplingClient();
     if (from?.phase !== 'rl') {
@@ -423,29 +352,14 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
       const ro = await namingStep(`RL step ${step}'s rollout`, () => rollout(o.env, sampler.sample, groupEpisodes(o.groups, o.groupSize, seed), seed, agent));
       const sSec = (performance.now() - ts) / 1000;
       stopIfAllDropped(o.env.name, `RL step ${step}`, ro.episodes, ro.droppedEpisodes); // nothing to learn from: say why
-      let loss: number;
-      let batches: PackedBatch[];
-      let nDatums: number;
-      let lossSpec: LossSpec;
-      if (o.algo === 'dpo') {
-        const d = await dpoBatches(c, ro.groups, seed);
-        ({ batches, loss, datums: nDatums } = d);
-        lossSpec = importanceSamplingLoss();
-      } else {
-        const r = await rlDatums(c, ro.groups);
-        const datums = fitting(r.datums, pack.maxSeqLen);
-        batches = datums.length === 0 ? [] : [...packForTraining(datums, pack, seed, r.loss.kind === 'dpo' ? 'token_mean' : r.loss.aggregation).batches];
-        nDatums = datums.length;
-        lossSpec = r.loss;
-        loss = 0;
-      }
+      const { batches, loss: lossSpec, datums: nDatums, reportedLoss } = await algo.step(c, ro.groups, seed);
       let out: StepOutcome = { loss: 0, gradNorm: 0, skipped: true, tokens: 0, seconds: 0, stats: stepLossStats([]) };
       if (batches.length > 0) {
         out = await trainStep(policy, batches, lossSpec, optim);
         await sampler.close();
         sampler = await policy.samplingClient();
       }
-      if (o.algo !== 'dpo') loss = out.loss;
+      const loss = reportedLoss ?? out.loss;
       warnTurnLimit(step, ro);
       rewardCurve.push(ro.meanReward);
       lossCurve.push(loss);
