@@ -7,6 +7,7 @@
  */
 import { assert } from 'chai';
 import { crossEntropyLoss } from '../../../src/algorithms/loss_spec.ts';
+import { forwardBackwardCustom } from '../../../src/runtime/custom_loss.ts';
 import { packDatums } from '../../../src/algorithms/pack.ts';
 import { sftDatumsFromPairs } from '../../../src/algorithms/sft.ts';
 import type { SampleRequest } from '../../../src/env/types.ts';
@@ -115,6 +116,45 @@ async function exercise(service: ServiceClient): Promise<Trace> {
   return { seeded: [...three.sequences], inference: [...published.sequences] };
 }
 
+/**
+ * forwardBackwardCustom with the loss −(1/N) Σ logπ over the N trained tokens (∂/∂logπ = −1/N)
+ * trains exactly as the engine's token-mean cross-entropy: the same loss and the same weights
+ * after an AdamW step, within f32 rounding.
+ */
+async function customLossMatchesCrossEntropy(service: ServiceClient): Promise<void> {
+  const modelId = await service.createModel(preset('tiny-gpt2'), { seed: 4 });
+  const datums = sftDatumsFromPairs([{ prompt: '2+2=', completion: '4' }, { prompt: '13+4=', completion: '17' }, { prompt: 'hi', completion: ' there' }], tok);
+  const lora = { rank: 2, alpha: 4, targets: ['q', 'v', 'up'] as const };
+  const a = await service.createTrainingClient({ modelId, trainable: 'lora', lora: { ...lora, targets: [...lora.targets] }, seed: 1 });
+  const b = await service.createTrainingClient({ modelId, trainable: 'lora', lora: { ...lora, targets: [...lora.targets] }, seed: 1 });
+  try {
+    // B starts at 0: one step first so the adapter's gradients are all non-zero.
+    for (const c of [a, b]) {
+      await c.forwardBackward(packDatums(datums, { rows: 3, seqLen: 16, seed: 0, padId: tok.padId, aggregation: 'token_mean', shuffle: false }).batches[0], crossEntropyLoss());
+      await c.optimStep({ lr: 1e-2 });
+    }
+    const n = datums.reduce((s, d) => s + d.lossMaskT.reduce((x, m) => x + m, 0), 0);
+    const r = await forwardBackwardCustom(a, datums, (seqs) => ({
+      loss: -seqs.reduce((s, q) => s + q.logprobsT.reduce((x, lp, t) => x + lp * q.datum.lossMaskT[t], 0), 0) / n,
+      dlogprobsST: seqs.map((q) => q.datum.lossMaskT.map((m) => -m / n)),
+    }), { rows: 3, maxSeqLen: 64, padId: tok.padId });
+    const ce = await b.forwardBackward(packDatums(datums, { rows: 3, seqLen: 16, seed: 0, padId: tok.padId, aggregation: 'token_mean', shuffle: false }).batches[0], crossEntropyLoss());
+    assert.approximately(r.loss, ce.loss, 1e-4 * Math.abs(ce.loss));
+    await a.optimStep({ lr: 1e-2 });
+    await b.optimStep({ lr: 1e-2 });
+    const [wa, wb] = [await a.weights(), await b.weights()];
+    for (const k of Object.keys(wb)) {
+      const d = Math.max(...wa[k].map((x, i) => Math.abs(x - wb[k][i])));
+      assert.isAtMost(d, 1e-5, `${k}: |Δ| ${d}`);
+    }
+    assert.isTrue(Object.keys(wb).some((k) => k.endsWith('lora_b') && wb[k].some((x) => x !== 0)), 'the steps moved B off its zero init');
+  } finally {
+    await a.close();
+    await b.close();
+    await service.releaseModel(modelId);
+  }
+}
+
 export const tinkerClientCases: PlainCase[] = [
   {
     name: 'tinker names: front doors and sample(prompt, n, params) on the in-process engine and in the GPU worker, the same sequences on both',
@@ -123,6 +163,7 @@ export const tinkerClientCases: PlainCase[] = [
       let here: Trace;
       try {
         here = await exercise(local);
+        await customLossMatchesCrossEntropy(local);
       } finally {
         await local.close();
       }
@@ -130,6 +171,7 @@ export const tinkerClientCases: PlainCase[] = [
       try {
         const there = await exercise(worker);
         assert.deepEqual(there, here, 'the GPU worker samples what the in-process engine samples');
+        await customLossMatchesCrossEntropy(worker);
       } finally {
         await worker.close();
       }
