@@ -16,7 +16,7 @@ import type { AdapterWeights } from '../model/weights_view.ts';
 import { ConfigError } from '../errors.ts';
 import type { SampleRequest } from '../env/types.ts';
 import { AdapterRegistry, type PublishedAdapter, registrySample } from './adapter_registry.ts';
-import { NonFiniteStepsError } from './errors.ts';
+import { SkipCounter } from './skip_policy.ts';
 import type { AdapterStore } from './store/adapter_store.ts';
 import { makeSampleCall, type SamplerSettings } from './sample_call.ts';
 import {
@@ -267,7 +267,7 @@ class LocalTrainingClient implements TrainingClient {
   readonly id: string;
   readonly trainable;
   #version = 0;
-  #skippedInARow = 0;
+  readonly #skips: SkipCounter;
 
   constructor(
     readonly service: LocalService,
@@ -278,6 +278,7 @@ class LocalTrainingClient implements TrainingClient {
   ) {
     this.id = trainer.id;
     this.trainable = trainer.trainable;
+    this.#skips = new SkipCounter(service.options.maxSkippedInARow ?? Infinity);
   }
 
   forwardBackward(batch: PackedBatch, loss: LossSpec, opts: { logprobs?: boolean } = {}) {
@@ -286,8 +287,8 @@ class LocalTrainingClient implements TrainingClient {
 
   async optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
     const r = await this.trainer.optimStep(opts);
-    this.#skippedInARow = r.skipped ? this.#skippedInARow + 1 : 0;
-    if (this.#skippedInARow >= (this.service.options.maxSkippedInARow ?? Infinity)) throw new NonFiniteStepsError(this.id, this.#skippedInARow);
+    const stop = this.#skips.note(this.id, r.skipped);
+    if (stop) throw stop;
     return { ...r, step: this.trainer.step };
   }
 

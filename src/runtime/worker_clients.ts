@@ -8,6 +8,7 @@ import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
 import type { SampleRequest } from '../env/types.ts';
 import { ConfigError, WebtinkerError } from '../errors.ts';
+import type { SkipCounter } from './skip_policy.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
@@ -135,7 +136,7 @@ export interface Owned {
   /** The worker-side release once under way (a cancel or a close); close() awaits it. */
   release?: Promise<void>;
   /** A training job's skipped steps (non-finite loss or gradients): all, and the current run of them. */
-  skips?: { total: number; inARow: number };
+  skips?: SkipCounter;
 }
 
 export class WorkerTrainingClient implements TrainingClient {

@@ -56,7 +56,8 @@ import {
   type CreateModelOptions, type FullTrainingOptions, fullTrainingOptions, type HostParams, type LoraTrainingOptions, loraTrainingOptions, type OptimStepResult,
   type ServiceClient,
 } from './clients.ts';
-import { JobStateError, NonFiniteStepsError } from './errors.ts';
+import { JobStateError } from './errors.ts';
+import { SkipCounter } from './skip_policy.ts';
 import { type Restored, reviveClients } from './worker_revive.ts';
 import { GpuClient, type GpuClientEvent } from './gpu_client.ts';
 import type { SamplerInfo, ServiceMemory } from './protocol.ts';
@@ -102,7 +103,7 @@ export class WorkerService implements ServiceClient {
       if (e.type === 'state' && e.state === 'cancelled') this.#onCancelled(e.jobId);
       if (e.type === 'state' && e.state === 'active') {
         const skips = [...this.#jobs.values()].find((o) => o.schedId === e.jobId)?.skips;
-        if (skips) skips.inARow = 0; // a resumed job gets a fresh run of chances
+        skips?.reset(); // a resumed job gets a fresh run of chances
       }
     }));
   }
@@ -451,16 +452,10 @@ export class WorkerService implements ServiceClient {
 
   /** Internal to the clients: count a step's skip; the `maxSkippedInARow`-th in a row pauses the job and throws. */
   noteStep(o: Owned, id: string, r: OptimStepResult): void {
-    const s = (o.skips ??= { total: 0, inARow: 0 });
-    if (!r.skipped) {
-      s.inARow = 0;
-      return;
-    }
-    s.total++;
-    s.inARow++;
-    this.#emit({ type: 'step-skipped', jobId: id, step: r.step, gradNorm: r.gradNorm, inARow: s.inARow, total: s.total });
-    if (s.inARow >= (this.options.maxSkippedInARow ?? 5)) {
-      const err = new NonFiniteStepsError(id, s.inARow);
+    const s = (o.skips ??= new SkipCounter(this.options.maxSkippedInARow ?? 5));
+    const err = s.note(id, r.skipped);
+    if (r.skipped) this.#emit({ type: 'step-skipped', jobId: id, step: r.step, gradNorm: r.gradNorm, inARow: s.inARow, total: s.total });
+    if (err) {
       if (this.scheduler.stats(o.schedId).state === 'active') this.scheduler.pause(o.schedId, err.message);
       this.#emit({ type: 'job-paused', jobId: id, error: err.message });
       throw err;
