@@ -65,6 +65,12 @@ export interface PackedBatch {
   /** DPO pair id of each row (−1 none) and role (1 chosen, −1 rejected, 0 none). */
   readonly pairIdB: Int32Array;
   readonly pairRoleB: Int8Array;
+  /**
+   * The aggregation tokenScaleBT was packed for (packDatums sets it): a loss of another
+   * aggregation is refused by forwardBackward rather than trained with the wrong token weights.
+   * Absent on batches whose weights were set by hand.
+   */
+  readonly aggregation?: Aggregation;
 }
 
 export interface PackedStep {
@@ -156,7 +162,7 @@ export function packDatums(datums: readonly Datum[], options: PackOptions): Pack
       lossMaskBT: f32(), tokenScaleBT: f32(), oldLogprobsBT: f32(), advantagesBT: f32(),
       returnsBT: opt('returnsT'), oldValuesBT: opt('oldValuesT'), refLogprobsBT: opt('refLogprobsT'),
       seqIdBT: new Int32Array(B * T).fill(-1), sequenceIdBT: new Int32Array(B * T).fill(-1), sequenceIdB: new Int32Array(B).fill(-1), lengthB: new Int32Array(B),
-      pairIdB: new Int32Array(B).fill(-1), pairRoleB: new Int8Array(B),
+      pairIdB: new Int32Array(B).fill(-1), pairRoleB: new Int8Array(B), aggregation: options.aggregation,
     };
     let segment = 0;
     rowsD.forEach((row, r) => {

@@ -216,6 +216,11 @@ export class Trainer {
   async forwardBackward(batch: PackedBatch, spec: LossSpec, opts: { logprobs?: boolean } = {}): Promise<ForwardBackwardResult> {
     this.#assertLive();
     const needs = lossNeeds(spec, this.hasValueHead);
+    // The token weights were packed for one aggregation: a loss of another would train with them silently.
+    const agg = (spec as { aggregation?: string }).aggregation;
+    if (batch.aggregation !== undefined && agg !== undefined && agg !== batch.aggregation) {
+      throw new ConfigError('loss.aggregation', `is ${agg}, but the batch was packed for ${batch.aggregation} (packDatums' aggregation): pack with the loss's aggregation`);
+    }
     const arena = new Arena(this.ctx, this.owner);
     try {
       const b = uploadBatch(arena, this.cfg, batch, needs);

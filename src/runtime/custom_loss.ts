@@ -51,7 +51,9 @@ export async function customLossBatches(client: TrainingClient, datums: readonly
       d.dlogprobsST[s].forEach((g, t) => (advantagesBT[r * b.seqLen + t] = -g));
     }
     // ρ = 1 (old = current log-probs) and weight 1 per token: the IS loss's gradient is then −A = ∂L/∂logπ.
-    return { ...b, advantagesBT, oldLogprobsBT: lpBT[k], tokenScaleBT: b.lossMaskBT };
+    // The weights are set here, not by an aggregation: the batch says none.
+    const { aggregation: _packed, ...rest } = b;
+    return { ...rest, advantagesBT, oldLogprobsBT: lpBT[k], tokenScaleBT: b.lossMaskBT };
   });
   return { batches, loss: d.loss };
 }

@@ -148,6 +148,10 @@ async function customLossMatchesCrossEntropy(service: ServiceClient): Promise<vo
       assert.isAtMost(d, 1e-5, `${k}: |Δ| ${d}`);
     }
     assert.isTrue(Object.keys(wb).some((k) => k.endsWith('lora_b') && wb[k].some((x) => x !== 0)), 'the steps moved B off its zero init');
+    // A batch packed for sequence_mean is refused with a token_mean loss (its weights would be the wrong ones).
+    const seqMean = packDatums(datums, { rows: 3, seqLen: 16, seed: 0, padId: tok.padId, aggregation: 'sequence_mean', shuffle: false }).batches[0];
+    const refused = await rejection(a.forwardBackward(seqMean, crossEntropyLoss()));
+    assert.match((refused as Error).message, /loss\.aggregation: is token_mean, but the batch was packed for sequence_mean/);
   } finally {
     await a.close();
     await b.close();
