@@ -48,7 +48,8 @@ export interface PromptFormat {
 /** One line per tool and how to call it. */
 export function describeTools(tools: readonly Tool[]): string {
   if (tools.length === 0) return '';
-  const lines = tools.map((t) => `- ${t.name}: ${t.description}`);
+  // A description that already starts with the tool's name ("lookup: WORD → …") is not prefixed again.
+  const lines = tools.map((t) => (t.description.startsWith(`${t.name}:`) ? `- ${t.description}` : `- ${t.name}: ${t.description}`));
   return `Tools:\n${lines.join('\n')}\nCall a tool with ${TOOL_OPEN}name: input${TOOL_CLOSE}.`;
 }
 

@@ -80,3 +80,11 @@ describe('success', () => {
     expect((await run({ ...lookupEnv, success: (t) => t.reward >= 2 })).success).toBe(0);
   });
 });
+
+describe('the tool list', () => {
+  it('does not repeat a name the description starts with', async () => {
+    const { describeTools } = await import('../../src/env/format.ts');
+    const t = (name: string, description: string) => ({ name, description, call: (a: string) => a });
+    expect(describeTools([t('lookup', 'lookup: WORD → its definition'), t('calc', 'adds')])).toBe('Tools:\n- lookup: WORD → its definition\n- calc: adds\nCall a tool with <tool>name: input</tool>.');
+  });
+});
