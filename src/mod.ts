@@ -35,6 +35,7 @@ export type { AdapterSummary, DeviceLostEvent, DispatchSpec, DType, KernelTime, 
 export { Scheduler } from './runtime/scheduler.ts';
 export type { JobKind, JobSpec, JobState, JobStats, PriorityClass, SchedulerEvent } from './runtime/scheduler.ts';
 export { AdmissionError, JobCancelledError, JobStateError } from './runtime/errors.ts';
+export type { AdmissionNumbers } from './runtime/errors.ts';
 export { GpuClient, WorkerCrashedError } from './runtime/gpu_client.ts';
 export type { GpuClientEvent, GpuClientOptions } from './runtime/gpu_client.ts';
 export type { AdapterStoreSpec, GpuWorkerApi, WorkerEvent, WorkerInitOptions } from './runtime/protocol.ts';
