@@ -226,7 +226,8 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
   // scratch: they are keptTexelBytes. The loss's copy of a logits block is one of these: it is
   // given back after its dispatch, and the largest A counts a dlogits block.
   let textureBytes = 0;
-  const weightCopies = opts.device?.textureReads ? weightTexels(cfg, baseBytes, opts.device.maxStorageBufferBindingSize, opts.device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT) : null;
+  // A full job reads (and keeps copies of) its own f32 copy of the weights, whatever the base's storage.
+  const weightCopies = opts.device?.textureReads ? weightTexels(cfg, full ? 4 : baseBytes, opts.device.maxStorageBufferBindingSize, opts.device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT) : null;
   if (weightCopies) {
     const maxA = textureOf(Math.max(N * Math.max(C, Q, F), Nb * V));
     const maxK = llvmpipeMaxK(R);
