@@ -10,10 +10,10 @@
  * size class (src/gpu/pool.ts: 2^k or 1.5·2^k bytes, at least 256 — what the device pays for and
  * what the pool's peaks report; GPT-2 small's 154 MB tok_emb takes a 192 MiB buffer):
  *   base       every parameter (the block linears and an untied head at 2 bytes with an f16 base)
- *   job        'full': an f32 copy of every parameter (exact sizes, a BaseModel: pooling it over-counted
- *              Qwen2.5-0.5B's full step by 868 MB, 6.6%); 'lora': the adapter (lora_a, lora_b per
- *              target module); a value head; per trainable tensor its gradient and two AdamW
- *              moments; the gradient norm, clip scale and non-finite guard
+ *   job        'full': an f32 copy of every parameter (a BaseModel: exact sizes, no size class);
+ *              'lora': the adapter (lora_a, lora_b per target module); a value head; per
+ *              trainable tensor its gradient and two AdamW moments; the gradient norm, clip scale
+ *              and non-finite guard
  *   call       (forward.ts, backward.ts, batch.ts, train_loss.ts) the batch's per-token inputs;
  *              resid[0..L] [N, C]; per block (one shared block with recompute) ln1, mid, ln2 [N, C],
  *              the norm statistics, q, att [N, Q], k, v [N, K], lse [N, Hq], h and act [N, F] (llama
@@ -27,9 +27,8 @@
  *              of the largest A and B operands and one more of the smaller (the recording reuses
  *              a texture given back for a later copy that fits it, so only a few sizes are held);
  *              a weight is a B operand here only where the store did not keep its copy (a kept
- *              copy is in `kept`, never scratch: counting the head here too over-counted a small
- *              Qwen2.5-shaped LoRA step by 27%); the loss's copy of a logits block is given back
- *              after its dispatch like them;
+ *              copy is in `kept`, never scratch: counted in both it would be counted twice); the
+ *              loss's copy of a logits block is given back after its dispatch like them;
  *   kept       there too, the texture copies of the weights kept between steps (Recorder.texels):
  *              every block linear and the head (weightTexels), at most the store's limit —
  *              the base model's, shared by its LoRA jobs (not in jobBytes), or a full job's own
