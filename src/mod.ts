@@ -28,6 +28,7 @@ export {
   WebtinkerError,
 } from './errors.ts';
 export { AdmissionError, DeviceLostError, JobCancelledError, JobStateError, NonFiniteStepsError } from './runtime/errors.ts';
+export type { AdmissionNumbers } from './runtime/errors.ts';
 export { WorkerCrashedError } from './runtime/gpu_client.ts';
 export { LostWithDeviceError } from './runtime/worker_service.ts';
 export { StoreCorruptError, StoreError, StoreNotFoundError, StoreQuotaError } from './runtime/store/mod.ts';
@@ -39,7 +40,8 @@ export type { SafetensorsErrorKind, WeightsErrorKind } from './model/errors.ts';
 
 // ─── Jobs: one call from an environment to a trained adapter, and the runner under it ──────────
 export { jobOptions, train, TRAIN_DEFAULTS } from './runtime/train.ts';
-export type { TrainSettings } from './runtime/train.ts';
+export type { LoadedModel, TrainResult, TrainSettings } from './runtime/train.ts';
+export type { SampleTextOptions } from './runtime/policy.ts';
 export { ALGOS, runTraining } from './runtime/rl_job.ts';
 export type { Algo, JobOptions, JobResult, JobSummary, StepMetrics } from './runtime/rl_job.ts';
 export { ENV_NAMES, jobEnv } from './runtime/job_envs.ts';

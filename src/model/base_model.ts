@@ -202,7 +202,8 @@ export class BaseModel implements ModelWeights {
     try {
       const rec = new Recorder(this.ctx, { label: `${this.owner} copy` });
       for (const s of this.specs) {
-        const t = emptyTensor(this.ctx, s.shape, 'f32', { owner, label: s.name });
+        // Exact size, as every BaseModel tensor (long-lived: a size class would waste up to a third).
+        const t = emptyTensor(this.ctx, s.shape, 'f32', { owner, label: s.name, exact: true });
         tensors.set(s.name, t);
         rec.copy(this.param(s.name), t);
       }

@@ -72,6 +72,21 @@ export function f32ToF16Array(values: ArrayLike<number>): Uint16Array {
   return out;
 }
 
+/**
+ * f32 → bfloat16 bits (the high half of the f32), rounded to nearest even as torch's
+ * `.to(torch.bfloat16)`; NaN stays a quiet NaN of its sign.
+ */
+export function f32ToBf16Array(values: Float32Array): Uint16Array {
+  const u = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  const out = new Uint16Array(values.length);
+  for (let i = 0; i < u.length; i++) {
+    const x = u[i];
+    if ((x & 0x7fffffff) > 0x7f800000) out[i] = (x >>> 16) | 0x40;
+    else out[i] = (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
+  }
+  return out;
+}
+
 export function bf16ToF32Array(bits: Uint16Array): Float32Array {
   const out = new Uint32Array(bits.length);
   for (let i = 0; i < bits.length; i++) out[i] = bits[i] << 16;

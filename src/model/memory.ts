@@ -10,9 +10,10 @@
  * size class (src/gpu/pool.ts: 2^k or 1.5·2^k bytes, at least 256 — what the device pays for and
  * what the pool's peaks report; GPT-2 small's 154 MB tok_emb takes a 192 MiB buffer):
  *   base       every parameter (the block linears and an untied head at 2 bytes with an f16 base)
- *   job        'full': an f32 copy of every parameter; 'lora': the adapter (lora_a, lora_b per
- *              target module); a value head; per trainable tensor its gradient and two AdamW
- *              moments; the gradient norm, clip scale and non-finite guard
+ *   job        'full': an f32 copy of every parameter (a BaseModel: exact sizes, no size class);
+ *              'lora': the adapter (lora_a, lora_b per target module); a value head; per
+ *              trainable tensor its gradient and two AdamW moments; the gradient norm, clip scale
+ *              and non-finite guard
  *   call       (forward.ts, backward.ts, batch.ts, train_loss.ts) the batch's per-token inputs;
  *              resid[0..L] [N, C]; per block (one shared block with recompute) ln1, mid, ln2 [N, C],
  *              the norm statistics, q, att [N, Q], k, v [N, K], lse [N, Hq], h and act [N, F] (llama
@@ -25,16 +26,24 @@
  *   textures   where the matmul reads its operands through texture copies (llvmpipe): the copies
  *              of the largest A and B operands and one more of the smaller (the recording reuses
  *              a texture given back for a later copy that fits it, so only a few sizes are held);
- *              the loss's copy of a logits block is given back after its dispatch like them;
+ *              a weight is a B operand here only where the store did not keep its copy (a kept
+ *              copy is in `kept`, never scratch: counted in both it would be counted twice); the
+ *              loss's copy of a logits block is given back after its dispatch like them;
  *   kept       there too, the texture copies of the weights kept between steps (Recorder.texels):
- *              every block linear and the head (keptWeightTexels), at most the store's limit —
+ *              every block linear and the head (weightTexels), at most the store's limit —
  *              the base model's, shared by its LoRA jobs (not in jobBytes), or a full job's own
  *              copy's (in jobBytes)
  * Logits [N, V] are never built whole: with `device` (or `logitsChunkRows`) Nb is what one storage
  * binding holds (forward.ts logitsBlockRows), else N.
  * Checked against the pool's measured peaks by test/shared/cases/trainer.ts, which requires the
  * estimate to bound a step's peak from above, within 30% (LoRA, full, recompute + value head,
- * logits in blocks).
+ * logits in blocks), and within 10% on a Qwen2.5-shaped LoRA job (test/shared/cases/memory_fit.ts);
+ * the `pretrained` bench compares it at Qwen2.5-0.5B's real shape.
+ *
+ * `largestBuffer` (and `largestBaseBuffer` for the base) name the one biggest buffer asked for, in
+ * bytes as requested (the pool falls back to an exact size where its size class would pass the
+ * device's maxBufferSize), so admission can refuse a job no device buffer can hold before anything
+ * is allocated.
  */
 import { archOf } from './arch.ts';
 import { adapterKind } from '../gpu/adapter_kind.ts';
@@ -106,6 +115,24 @@ export interface TrainingMemoryEstimate {
   readonly jobBytes: number;
   /** sharedBytes + jobBytes (+ keptTexelBytes of the base for a LoRA job): the job alone on a fresh device. */
   readonly totalBytes: number;
+  /** The largest single buffer the job itself asks for (the base's own: largestBaseBuffer), for the device's maxBufferSize. */
+  readonly largestBuffer: BufferNeed;
+}
+
+/** One buffer an allocation plan asks for: what it holds and its bytes as requested. */
+export interface BufferNeed {
+  readonly name: string;
+  readonly bytes: number;
+}
+
+const largest = (needs: readonly BufferNeed[]): BufferNeed => needs.reduce((a, b) => (b.bytes > a.bytes ? b : a));
+
+/**
+ * The base's largest tensor as stored (BaseModel: exact size; linear weights at `baseWeightBytes`,
+ * embeddings and norms f32): e.g. Qwen2.5-0.5B's tied embedding, 151936 × 896 f32 = 544.5 MB.
+ */
+export function largestBaseBuffer(cfg: ModelConfig, baseWeightBytes: 2 | 4 = 4): BufferNeed {
+  return largest(parameterSpecs(cfg).map((p) => ({ name: `${p.name} [${p.shape.join(', ')}] ${f16Eligible(p) && baseWeightBytes === 2 ? 'f16' : 'f32'}`, bytes: (f16Eligible(p) ? baseWeightBytes : 4) * numel(p.shape) })));
 }
 
 /** The device facts the estimate uses, from a GpuContext (structurally: kind and limit()). */
@@ -162,9 +189,12 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
     ...(full ? specs : loraSpecs(cfg, lora as LoraConfig)).map((p) => numel(p.shape)),
     ...(opts.valueHead ? [C, 1] : []),
   ];
-  const weightBytes = pooled(...trainable);
-  const gradBytes = weightBytes;
-  const optimizerBytes = 2 * weightBytes + pooled(1, 1, 1); // + norm, clip scale, non-finite guard
+  // A full job's copy of the base is a BaseModel (exact sizes, like the base at f32); an adapter,
+  // a value head, gradients and moments are pooled.
+  const exact = (elems: number) => Math.max(16, Math.ceil((4 * elems) / 16) * 16);
+  const gradBytes = pooled(...trainable);
+  const weightBytes = full ? specs.reduce((s, p) => s + exact(numel(p.shape)), 0) + (opts.valueHead ? pooled(C, 1) : 0) : gradBytes;
+  const optimizerBytes = 2 * gradBytes + pooled(1, 1, 1); // + norm, clip scale, non-finite guard
 
   // Saved activations.
   const stats = arch.norm === 'layernorm' ? [N, N] : [N];
@@ -188,24 +218,39 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
   const loss = [N, N, N, POLICY_STATS_SIZE, policyLossScratchSize(N), ...(opts.valueHead ? [N, 2] : [])];
   const workspaceBytes = pooled(...backward, ...inputs, ...loss, reduceScratchSize(...trainable)) + L * adapted.length * pooled(N * R);
 
-  // Texture copies: the largest A (activations [N, ·], a dlogits block) and B (a weight, a range
-  // of the head, a K range of llvmpipeMaxK rows) of any product, one more of the smaller of the
-  // two (a copy no texture given back was large enough for). The loss's copy of a logits block is
-  // one of these: it is given back after its dispatch, and the largest A counts a dlogits block.
+  // Texture copies: the largest A (activations [N, ·], a dlogits block) and B (a weight copied per
+  // recording because the store did not keep it, a LoRA factor, a window of llvmpipeMaxK rows of
+  // activations as the B of a weight or factor gradient) of any product, one more of the smaller
+  // of the two (a copy no texture given back was large enough for). Kept weight copies are not
+  // scratch: they are keptTexelBytes. The loss's copy of a logits block is one of these: it is
+  // given back after its dispatch, and the largest A counts a dlogits block.
   let textureBytes = 0;
-  if (opts.device?.textureReads) {
+  // A full job reads (and keeps copies of) its own f32 copy of the weights, whatever the base's storage.
+  const weightCopies = opts.device?.textureReads ? weightTexels(cfg, full ? 4 : baseBytes, opts.device.maxStorageBufferBindingSize, opts.device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT) : null;
+  if (weightCopies) {
     const maxA = textureOf(Math.max(N * Math.max(C, Q, F), Nb * V));
-    const linears = blockLinears(cfg).map((t) => numel(loraTargetDims(cfg, t)));
     const maxK = llvmpipeMaxK(R);
-    const maxB = textureOf(Math.max(...linears, Math.min(V * C, MAX_TEXTURE_COPY_BYTES / 4), Math.min(V, maxK) * C, full ? Math.min(N, maxK) * Math.max(C, Q, F) : 0));
+    const factors = lora ? loraSpecs(cfg, lora).map((p) => numel(p.shape)) : [];
+    const maxB = Math.max(weightCopies.largestCopied, textureOf(Math.max(0, ...factors, Math.min(N, maxK) * Math.max(C, Q, F))));
     textureBytes = maxA + maxB + Math.min(maxA, maxB);
   }
-  const keptTexelBytes = opts.device?.textureReads ? keptWeightTexels(cfg, baseBytes, opts.device.maxStorageBufferBindingSize, opts.device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT) : 0;
+  const keptTexelBytes = weightCopies?.kept ?? 0;
+
+  // The job's own buffers that grow with the model or the batch: trainable tensors (their
+  // gradients and moments are the same size), the activations and backward scratch of one
+  // [N, ·] kind, the logits block, the embedding scratch.
+  const trainableSpecs = [...(full ? specs : loraSpecs(cfg, lora as LoraConfig))];
+  const needs: BufferNeed[] = [
+    ...trainableSpecs.map((p) => ({ name: `${p.name} [${p.shape.join(', ')}] f32 (${full ? 'the job\'s copy, ' : ''}its gradient and AdamW moments)`, bytes: 4 * numel(p.shape) })),
+    { name: `activations [${N}, ${Math.max(C, Q, F)}] f32`, bytes: 4 * N * Math.max(C, Q, F) },
+    { name: `logits block [${Nb}, ${V}] f32`, bytes: 4 * Nb * V },
+    ...(full ? [{ name: 'embedding backward scratch', bytes: 4 * embeddingScratchSize(N, embRows) }] : []),
+  ];
 
   const jobBytes = weightBytes + gradBytes + optimizerBytes + activationBytes + logitsBytes + workspaceBytes + textureBytes + (full ? keptTexelBytes : 0);
   return Object.freeze({
     sharedBytes, weightBytes, gradBytes, optimizerBytes, activationBytes, logitsBytes, logitsRows: Nb, workspaceBytes, textureBytes,
-    keptTexelBytes, jobBytes, totalBytes: sharedBytes + jobBytes + (full ? 0 : keptTexelBytes),
+    keptTexelBytes, jobBytes, totalBytes: sharedBytes + jobBytes + (full ? 0 : keptTexelBytes), largestBuffer: largest(needs),
   });
 }
 
@@ -214,29 +259,34 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
  * what its LoRA jobs' steps and its samplers keep, once, whatever the number of jobs on it.
  */
 export function baseKeptTexelBytes(cfg: ModelConfig, device?: TrainingMemoryDevice, baseBytes = 4): number {
-  return device?.textureReads ? keptWeightTexels(cfg, baseBytes, device.maxStorageBufferBindingSize, device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT) : 0;
+  return device?.textureReads ? weightTexels(cfg, baseBytes, device.maxStorageBufferBindingSize, device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT).kept : 0;
 }
 
 /**
- * Bytes of the weight texture copies a training step keeps (Recorder.texels) of at least
- * KEPT_TEXELS_MIN_ELEMENTS, in the order the step makes them, each while it fits under `limit`:
+ * The weight texture copies a training step makes (Recorder.texels), in the order it makes them:
  * every block linear whole (half the texel bytes for an f16 base, `baseBytes` 2); the head [V, C]
  * in the forward's ranges of N of at most MAX_TEXTURE_COPY_BYTES; and where the forward split it,
  * the backward's own copies for dx = dlogits·head, which reads it unsplit along N — the whole head
- * where it fits one binding, else windows of llvmpipeMaxK rows (its K ranges).
+ * where it fits one binding, else windows of llvmpipeMaxK rows (its K ranges). `kept`: the bytes of
+ * those the store keeps — of at least KEPT_TEXELS_MIN_ELEMENTS, each while it fits under `limit`;
+ * `largestCopied`: the largest of the others, copied into a scratch texture in every recording.
  */
-function keptWeightTexels(cfg: ModelConfig, baseBytes: number, maxBinding: number, limit: number): number {
+function weightTexels(cfg: ModelConfig, baseBytes: number, maxBinding: number, limit: number): { kept: number; largestCopied: number } {
   const { dModel: C, vocabSize: V } = cfg;
-  const copies: number[] = [];
+  const copies: { n: number; bytes: number }[] = [];
   const linears = blockLinears(cfg).map((t) => numel(loraTargetDims(cfg, t)));
-  for (let l = 0; l < cfg.nLayer; l++) for (const n of linears) if (n >= KEPT_TEXELS_MIN_ELEMENTS) copies.push((textureOf(n) * baseBytes) / 4);
+  for (let l = 0; l < cfg.nLayer; l++) for (const n of linears) copies.push({ n, bytes: (textureOf(n) * baseBytes) / 4 });
   const headRows = Math.max(1, Math.floor(MAX_TEXTURE_COPY_BYTES / (4 * C)));
-  for (const [, n] of splitRange(V, headRows)) if (n * C >= KEPT_TEXELS_MIN_ELEMENTS) copies.push(textureOf(n * C));
+  for (const [, n] of splitRange(V, headRows)) copies.push({ n: n * C, bytes: textureOf(n * C) });
   if (4 * V * C > MAX_TEXTURE_COPY_BYTES) {
-    if (4 * V * C <= maxBinding) copies.push(textureOf(V * C));
-    else for (const [, n] of splitRange(V, llvmpipeMaxK(0))) copies.push(textureOf(n * C));
+    if (4 * V * C <= maxBinding) copies.push({ n: V * C, bytes: textureOf(V * C) });
+    else for (const [, n] of splitRange(V, llvmpipeMaxK(0))) copies.push({ n: n * C, bytes: textureOf(n * C) });
   }
   let kept = 0;
-  for (const b of copies) if (kept + b <= limit) kept += b;
-  return kept;
+  let largestCopied = 0;
+  for (const c of copies) {
+    if (c.n >= KEPT_TEXELS_MIN_ELEMENTS && kept + c.bytes <= limit) kept += c.bytes;
+    else largestCopied = Math.max(largestCopied, c.bytes);
+  }
+  return { kept, largestCopied };
 }

@@ -2,23 +2,23 @@
  * safetensors writer: deterministic bytes for the same tensors and metadata.
  *
  * Header keys are sorted ("__metadata__" first when present); data is laid out F32 tensors first,
- * then F16, each group by name (the reference writer also orders by alignment, then name), so every
+ * then the 16-bit ones (F16, BF16), each group by name (the reference writer also orders by alignment, then name), so every
  * tensor starts on a multiple of its element size. The header is padded with spaces (0x20) so the
  * data section starts on an 8-byte boundary, as the format asks.
  *
- * F16 tensors take either raw bits (Uint16Array) or f32 values (Float32Array, rounded to nearest
- * even). Bad input throws SafetensorsError naming the tensor and the file being written.
+ * F16 and BF16 tensors take either raw bits (Uint16Array) or f32 values (Float32Array, rounded to
+ * nearest even; BF16 is how most Hub checkpoints are stored). Bad input throws SafetensorsError naming the tensor and the file being written.
  */
 import { SafetensorsError } from './errors.ts';
-import { f32ToF16Array } from './f16.ts';
+import { f32ToBf16Array, f32ToF16Array } from './f16.ts';
 import { FORBIDDEN_KEYS } from './json.ts';
 
 export interface TensorToWrite {
   readonly name: string;
   readonly shape: readonly number[];
   /** Storage dtype in the file. */
-  readonly dtype: 'F32' | 'F16';
-  /** F32: Float32Array. F16: Uint16Array of bits, or Float32Array values to convert. */
+  readonly dtype: 'F32' | 'F16' | 'BF16';
+  /** F32: Float32Array. F16, BF16: Uint16Array of bits, or Float32Array values to convert. */
   readonly data: Float32Array | Uint16Array;
 }
 
@@ -45,7 +45,7 @@ export function writeSafetensors(tensors: readonly TensorToWrite[], opts: WriteO
     checkName(t.name, file);
     if (seen.has(t.name)) throw new SafetensorsError('header', file, t.name, 'appears twice');
     seen.add(t.name);
-    if (t.dtype !== 'F32' && t.dtype !== 'F16') throw new SafetensorsError('dtype', file, t.name, `cannot write dtype ${JSON.stringify(t.dtype)} (F32 or F16)`);
+    if (t.dtype !== 'F32' && t.dtype !== 'F16' && t.dtype !== 'BF16') throw new SafetensorsError('dtype', file, t.name, `cannot write dtype ${JSON.stringify(t.dtype)} (F32, F16 or BF16)`);
     if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
       throw new SafetensorsError('shape', file, t.name, 'shape must be an array of non-negative integers');
     }
@@ -56,13 +56,13 @@ export function writeSafetensors(tensors: readonly TensorToWrite[], opts: WriteO
       if (!(t.data instanceof Float32Array)) throw new SafetensorsError('dtype', file, t.name, 'F32 data must be a Float32Array');
       data = t.data;
     } else {
-      data = t.data instanceof Uint16Array ? t.data : f32ToF16Array(t.data);
+      data = t.data instanceof Uint16Array ? t.data : t.dtype === 'BF16' ? f32ToBf16Array(t.data) : f32ToF16Array(t.data);
     }
     return { name: t.name, shape: [...t.shape], dtype: t.dtype, data };
   });
 
   const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-  const layout = [...prepared.filter((t) => t.dtype === 'F32').sort(byName), ...prepared.filter((t) => t.dtype === 'F16').sort(byName)];
+  const layout = [...prepared.filter((t) => t.dtype === 'F32').sort(byName), ...prepared.filter((t) => t.dtype !== 'F32').sort(byName)];
   const header: Record<string, unknown> = {};
   let offset = 0;
   const offsets = new Map<string, [number, number]>();

@@ -1,12 +1,29 @@
 /** Typed errors of the runtime: admission control and job lifecycle. */
 import { NonFiniteError, WebtinkerError } from '../errors.ts';
 
-/** A job cannot be admitted: its estimated GPU memory exceeds what the device can ever give it. */
+/** The numbers behind an admission refusal. */
+export interface AdmissionNumbers {
+  /** Bytes the job needs: its whole estimate ('memoryBudgetBytes') or one buffer ('maxBufferSize'). */
+  readonly neededBytes: number;
+  /** The limit it is over. */
+  readonly limitBytes: number;
+  readonly limit: 'memoryBudgetBytes' | 'maxBufferSize';
+  /** For 'maxBufferSize': what the buffer holds, e.g. "tok_emb.weight [151936, 896] f32". */
+  readonly buffer?: string;
+}
+
+/**
+ * A job cannot be admitted: its estimated GPU memory exceeds what the device can ever give it —
+ * the scheduler's budget, or one buffer over the device's maxBufferSize. Refused before anything
+ * is allocated; `numbers` (when given) says by how much.
+ */
 export class AdmissionError extends WebtinkerError {
   readonly jobId: string;
-  constructor(jobId: string, message: string) {
+  readonly numbers: AdmissionNumbers | undefined;
+  constructor(jobId: string, message: string, numbers?: AdmissionNumbers) {
     super('admission', `job "${jobId}": ${message}`);
     this.jobId = jobId;
+    this.numbers = numbers;
   }
 }
 

@@ -163,7 +163,9 @@ export class Scheduler {
     if (!(weight > 0) || !Number.isFinite(weight)) throw new JobStateError(`job "${spec.id}": weight must be a positive number, got ${weight}`);
     if (!(spec.memoryBytes >= 0)) throw new JobStateError(`job "${spec.id}": memoryBytes must be ≥ 0, got ${spec.memoryBytes}`);
     if (spec.memoryBytes > this.memoryBudgetBytes) {
-      throw new AdmissionError(spec.id, `needs an estimated ${fmtBytes(spec.memoryBytes)} of GPU memory, more than the ${fmtBytes(this.memoryBudgetBytes)} budget of this device — use a smaller model, LoRA instead of full fine-tuning, a smaller batch, or recomputation`);
+      throw new AdmissionError(spec.id, `needs an estimated ${fmtBytes(spec.memoryBytes)} of GPU memory, more than the ${fmtBytes(this.memoryBudgetBytes)} budget of this device — use a smaller model, LoRA instead of full fine-tuning, a smaller batch, or recomputation`, {
+        neededBytes: spec.memoryBytes, limitBytes: this.memoryBudgetBytes, limit: 'memoryBudgetBytes',
+      });
     }
     let admit!: () => void;
     let refuse!: (e: unknown) => void;

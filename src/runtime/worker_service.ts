@@ -49,7 +49,8 @@
  */
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
-import { adapterMemoryDevice, baseKeptTexelBytes, estimateTrainingMemory } from '../model/memory.ts';
+import { adapterMemoryDevice, baseKeptTexelBytes, estimateTrainingMemory, largestBaseBuffer } from '../model/memory.ts';
+import { checkBufferFits } from './admission.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
 import type { RegistryStats } from './adapter_registry.ts';
 import {
@@ -291,6 +292,8 @@ export class WorkerService implements ServiceClient {
     // Its bytes: every parameter at f32, and on llvmpipe the texture copies of its weights that its
     // jobs' and samplers' matmuls keep (kept_texels.ts) — once per base, so admitted with it.
     const kept = baseKeptTexelBytes(cfg, adapterMemoryDevice(this.adapter));
+    const f16 = Boolean(opts.f16) && this.adapter.features.includes('shader-f16');
+    checkBufferFits(o.schedId, largestBaseBuffer(cfg, f16 ? 2 : 4), this.adapter, 'a device with larger buffers (the embedding stays f32 even with an f16 base)');
     await this.scheduler.submit({ id: o.schedId, kind: 'inference', priority: 'normal', memoryBytes: 4 * countParameters(cfg) + kept });
     this.#models.set(id, o);
     try {
@@ -321,8 +324,9 @@ export class WorkerService implements ServiceClient {
   }
 
   /**
-   * A training job: admitted by the scheduler (AdmissionError when its estimate can never fit;
-   * waits while it does not fit yet), then created in the worker as its first quantum.
+   * A training job: admitted by the scheduler (AdmissionError when its estimate can never fit, or
+   * when one of its buffers is over the adapter's maxBufferSize; waits while it does not fit yet),
+   * then created in the worker as its first quantum.
    */
   async createTrainingClient(opts: WorkerTrainingClientOptions): Promise<WorkerTrainingClient> {
     await this.#ready;
@@ -341,6 +345,7 @@ export class WorkerService implements ServiceClient {
       // Logits in blocks of rows that fit one binding, texture copies on llvmpipe: as the worker's device runs it.
       device: adapterMemoryDevice(this.adapter),
     });
+    checkBufferFits(id, est.largestBuffer, this.adapter, opts.trainable === 'lora' ? 'a smaller batch or sequence length' : 'LoRA instead of full fine-tuning, or a smaller batch');
     const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'job', closed: false, tail: Promise.resolve() };
     await this.scheduler.submit({
       id,

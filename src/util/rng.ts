@@ -13,8 +13,8 @@ const M1 = 0xcd9e8d57;
 const W0 = 0x9e3779b9;
 const W1 = 0xbb67ae85;
 
-/** High and low 32 bits of the 64-bit product of two u32, exactly (no BigInt). */
-function mulhilo(a: number, b: number): [number, number] {
+/** High 32 bits of the 64-bit product of two u32, exactly (no BigInt); the low half is Math.imul. */
+function mulhi(a: number, b: number): number {
   const al = a & 0xffff;
   const ah = a >>> 16;
   const bl = b & 0xffff;
@@ -24,18 +24,20 @@ function mulhilo(a: number, b: number): [number, number] {
   const hl = ah * bl;
   const hh = ah * bh;
   const mid = (ll >>> 16) + (lh & 0xffff) + (hl & 0xffff);
-  const hi = (hh + (lh >>> 16) + (hl >>> 16) + (mid >>> 16)) >>> 0;
-  const lo = Math.imul(a, b) >>> 0;
-  return [hi, lo];
+  return (hh + (lh >>> 16) + (hl >>> 16) + (mid >>> 16)) >>> 0;
 }
 
-/** Philox4x32 with 10 rounds: four u32 of output for a 128-bit counter and a 64-bit key. */
-export function philox4x32(c0: number, c1: number, c2: number, c3: number, k0: number, k1: number): Uint32Array {
+/**
+ * Philox4x32-10 written into `out` (four u32). No allocation per block: a model's init draws
+ * hundreds of millions of blocks (Qwen2.5-0.5B: ~250M), where a fresh array per call (and per
+ * product) made initParameters take minutes.
+ */
+function philoxInto(out: Uint32Array, c0: number, c1: number, c2: number, c3: number, k0: number, k1: number): Uint32Array {
   let x0 = c0 >>> 0, x1 = c1 >>> 0, x2 = c2 >>> 0, x3 = c3 >>> 0;
   let key0 = k0 >>> 0, key1 = k1 >>> 0;
   for (let r = 0; r < 10; r++) {
-    const [hi0, lo0] = mulhilo(M0, x0);
-    const [hi1, lo1] = mulhilo(M1, x2);
+    const hi0 = mulhi(M0, x0), lo0 = Math.imul(M0, x0) >>> 0;
+    const hi1 = mulhi(M1, x2), lo1 = Math.imul(M1, x2) >>> 0;
     x0 = (hi1 ^ x1 ^ key0) >>> 0;
     x1 = lo1;
     x2 = (hi0 ^ x3 ^ key1) >>> 0;
@@ -43,7 +45,16 @@ export function philox4x32(c0: number, c1: number, c2: number, c3: number, k0: n
     key0 = (key0 + W0) >>> 0;
     key1 = (key1 + W1) >>> 0;
   }
-  return Uint32Array.of(x0, x1, x2, x3);
+  out[0] = x0;
+  out[1] = x1;
+  out[2] = x2;
+  out[3] = x3;
+  return out;
+}
+
+/** Philox4x32 with 10 rounds: four u32 of output for a 128-bit counter and a 64-bit key. */
+export function philox4x32(c0: number, c1: number, c2: number, c3: number, k0: number, k1: number): Uint32Array {
+  return philoxInto(new Uint32Array(4), c0, c1, c2, c3, k0, k1);
 }
 
 /** Plain-data generator state, as stored in checkpoints. */
@@ -62,7 +73,7 @@ export class Rng {
   readonly seed: number;
   readonly stream: number;
   #position = 0;
-  #block: Uint32Array | null = null;
+  #block = new Uint32Array(4);
   #blockIndex = -1;
 
   constructor(seed: number, stream = 0) {
@@ -92,10 +103,10 @@ export class Rng {
     const block = Math.floor(this.#position / 4);
     if (block !== this.#blockIndex) {
       // 64-bit block counter in (c0, c1); the stream in c2 keeps streams apart under one key.
-      this.#block = philox4x32(block >>> 0, Math.floor(block / 0x100000000) >>> 0, this.stream, 0, this.seed, 0x7e87a11e);
+      philoxInto(this.#block, block >>> 0, Math.floor(block / 0x100000000) >>> 0, this.stream, 0, this.seed, 0x7e87a11e);
       this.#blockIndex = block;
     }
-    return this.#block![this.#position++ % 4];
+    return this.#block[this.#position++ % 4];
   }
 
   /** Uniform in [0, 1) with 24 bits (exactly representable in f32). */

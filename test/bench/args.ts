@@ -5,10 +5,12 @@
 import { parseArgs } from 'node:util';
 
 /** Every benchmark part, in the order BENCHMARKS.md lists them. */
-export const PARTS = ['kernels', 'model', 'scheduler', 'algorithms', 'paper', 'fleet'] as const;
+export const PARTS = ['kernels', 'model', 'pretrained', 'scheduler', 'algorithms', 'paper', 'fleet'] as const;
 export type Part = (typeof PARTS)[number];
 /** The parts that have code today; `--only` of another fails with "part X is not implemented yet". */
-export const IMPLEMENTED_PARTS: readonly Part[] = ['kernels', 'model', 'scheduler', 'algorithms', 'paper', 'fleet'];
+export const IMPLEMENTED_PARTS: readonly Part[] = ['kernels', 'model', 'pretrained', 'scheduler', 'algorithms', 'paper', 'fleet'];
+/** Parts that run only when named by --only (pretrained: real model shapes, many minutes on a software adapter). */
+export const OPT_IN_PARTS: readonly Part[] = ['pretrained'];
 
 export const DEFAULT_MARKDOWN = 'BENCHMARKS.md';
 
@@ -17,7 +19,7 @@ export class BenchArgsError extends Error {
 }
 
 const FLAGS = {
-  only: { type: 'string', value: 'PART', help: `run only PART (${PARTS.join(', ')}); repeat or comma-separate for several` },
+  only: { type: 'string', value: 'PART', help: `run only PART (${PARTS.join(', ')}); repeat or comma-separate for several; ${OPT_IN_PARTS.join(', ')} only runs when named` },
   quick: { type: 'boolean', help: 'few iterations and only the small shapes (a smoke run)' },
   filter: { type: 'string', value: 'TEXT', help: 'run only the benchmarks whose name contains TEXT (e.g. attention)' },
   // --quick and --filter runs leave BENCHMARKS.md alone unless --markdown names a file.
@@ -67,7 +69,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     if (!(PARTS as readonly string[]).includes(p)) throw new BenchArgsError(`--only: unknown part "${p}" (parts: ${PARTS.join(', ')})`);
     if (!IMPLEMENTED_PARTS.includes(p as Part)) throw new BenchArgsError(`part ${p} is not implemented yet`);
   }
-  const parts = only.length ? PARTS.filter((p) => only.includes(p)) : [...IMPLEMENTED_PARTS];
+  const parts = only.length ? PARTS.filter((p) => only.includes(p)) : IMPLEMENTED_PARTS.filter((p) => !OPT_IN_PARTS.includes(p));
   const quick = values.quick === true;
   if (values['no-markdown'] === true && values.markdown !== undefined) throw new BenchArgsError('--markdown and --no-markdown contradict each other');
   const markdown = values['no-markdown'] === true ? undefined : (values.markdown as string | undefined) ?? (quick || values.filter !== undefined ? undefined : DEFAULT_MARKDOWN);
@@ -96,7 +98,7 @@ export function benchHelp(): string {
     'Runs the benchmarks under Deno on the WebGPU adapter, beside tfjs-backend-webgpu and jax-js in the',
     'same process, prints a table per part, and regenerates those parts\' sections of BENCHMARKS.md.',
     `Parts: ${PARTS.join(', ')}${missing.length ? ` (not implemented yet: ${missing.join(', ')})` : ''}.`,
-    'Without --only, every implemented part runs.',
+    `Without --only, every implemented part runs but ${OPT_IN_PARTS.join(', ')} (SmolLM2-135M and Qwen2.5-0.5B shapes beside torch CPU: minutes on a software adapter).`,
     '',
     'Flags:',
     ...rows,

@@ -2,7 +2,8 @@
  * `npm run bench [-- --only PART] [--quick] [--json FILE]` — the benchmarks, under Deno's WebGPU.
  *
  * Parts: kernels (ours beside tfjs-backend-webgpu and jax-js), model (training steps, decoding and
- * LoRA vs full memory of the whole engine beside the tfjs reference model and jax-js), scheduler (the runtime's scheduler
+ * LoRA vs full memory of the whole engine beside the tfjs reference model and jax-js), pretrained
+ * (opt-in: SmolLM2-135M and Qwen2.5-0.5B shapes beside torch CPU), scheduler (the runtime's scheduler
  * with the engine in the GPU worker), algorithms (issue 5's guess-number run of grpo, ppo, rloo and
  * dpo from one warm start), and paper (issue 8: LoRA vs full-parameter RL, reproducibility across
  * runs, resumes and adapters, two agents learning nim at once), and fleet (issue 21: jobs on NATS
@@ -20,6 +21,7 @@ import type { Impl, ImplName } from './impl.ts';
 import { ALGORITHMS_QUICK, ALGORITHMS_RUN, algorithmsMarkdown, runAlgorithms } from './algorithms.ts';
 import { kernelsMarkdown, runKernels } from './kernels.ts';
 import { modelMarkdown, runModel } from './model.ts';
+import { pretrainedMarkdown, runPretrained } from './pretrained.ts';
 import { type AdapterInfo, type MachineInfo, measuredLine, renderHeader, type RunInfo, updateMarkdown } from './markdown.ts';
 import { Ours } from './ours.ts';
 import { runPaper } from './paper.ts';
@@ -125,6 +127,14 @@ async function main(args: BenchArgs): Promise<number> {
         json.model_checks = rep.checks;
         json.memory = rep.memory;
         sectionMakers.set('model', () => modelMarkdown(rep, measuredLine(run), args.quick));
+        if (rep.failures.length) {
+          failed = true;
+          for (const f of rep.failures) console.error(`bench: ${f}`);
+        }
+      } else if (part === 'pretrained') {
+        const rep = await runPretrained({ ctx: ours.ctx, quick: args.quick, log });
+        json.pretrained = rep;
+        sectionMakers.set('pretrained', () => pretrainedMarkdown(rep, measuredLine(run), args.quick));
         if (rep.failures.length) {
           failed = true;
           for (const f of rep.failures) console.error(`bench: ${f}`);

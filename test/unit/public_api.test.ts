@@ -46,7 +46,7 @@ const TYPES = [
   'KvStore', 'LoadPretrainedOptions', 'LocalServiceOptions', 'LogprobsResult', 'LoraConfig', 'LoraTarget',
   'LoraTrainingOptions', 'LossSpec', 'MetricsSink', 'ModelConfig', 'ModelInput', 'NimOptions',
   'OptimStepOptions', 'OptimStepResult', 'PackOptions', 'PackedBatch', 'PackedStep', 'ParsedAction',
-  'PeftAdapter', 'PlainFormatOptions', 'PpoDatumOptions', 'PresetName', 'Pretrained', 'CustomLossFn', 'SequenceLogprobs', 'PromptEnvOptions', 'PromptFormat', 'PromptReward',
+  'PeftAdapter', 'PlainFormatOptions', 'PpoDatumOptions', 'PresetName', 'Pretrained', 'AdmissionNumbers', 'LoadedModel', 'TrainResult', 'SampleTextOptions', 'CustomLossFn', 'SequenceLogprobs', 'PromptEnvOptions', 'PromptFormat', 'PromptReward',
   'PublishedAdapter', 'RecoveringOptions', 'RecoveryEvent', 'ReplayAgentOptions', 'ReplayResult', 'RngState',
   'RolloutBatch', 'RolloutMetrics', 'RolloutOptions', 'SafetensorsErrorKind', 'SampleFn', 'SampleRequest',
   'SampleResponse', 'SampleResult', 'SampledSequence', 'SamplerScheduleOptions', 'SamplingClient',

@@ -111,3 +111,28 @@ describe('safetensors laziness', () => {
     expect(closed).toBe(1);
   });
 });
+
+describe('safetensors BF16 writing', () => {
+  it('rounds f32 to nearest even as torch does, keeps raw bits, and reads back as the same f32', async () => {
+    // Ties: 1 + 2^-8 → 1 (even), 1 + 3·2^-8 → 1 + 2^-6 (even); π → 0x4049 (3.140625); 2^-133 (an f32 subnormal) → its high half; NaN stays NaN.
+    const values = Float32Array.of(1 + 2 ** -8, 1 + 3 * 2 ** -8, Math.PI, -2.5, 2 ** -133, Infinity, NaN);
+    const want = Float32Array.of(1, 1 + 2 ** -6, 3.140625, -2.5, 2 ** -133, Infinity, NaN);
+    const bytes = writeSafetensors([
+      { name: 'f', shape: [7], dtype: 'BF16', data: values },
+      { name: 'bits', shape: [2], dtype: 'BF16', data: Uint16Array.of(0x4049, 0xbf80) },
+      { name: 'a', shape: [1], dtype: 'F32', data: Float32Array.of(7) },
+    ]);
+    const f = await openSafetensors(bytes, { name: 'bf16.safetensors' });
+    expect(f.info('f').dtype).toBe('BF16');
+    expect([...(await f.getF32('f'))]).toEqual([...want]);
+    expect([...(await f.getF32('bits'))]).toEqual([3.140625, -1]);
+    expect([...(await f.getF32('a'))]).toEqual([7]);
+    // F32 first, then the 16-bit tensors by name, each on a multiple of its element size.
+    const [a, bits, ff] = ['a', 'bits', 'f'].map((n) => f.info(n).begin);
+    expect([a, bits, ff]).toEqual([0, 4, 8]);
+  });
+
+  it('refuses a dtype it cannot write, naming the tensor', () => {
+    expect(() => writeSafetensors([{ name: 'x', shape: [1], dtype: 'I8' as 'F32', data: new Float32Array(1) }])).toThrow(/x.*F32, F16 or BF16/);
+  });
+});
