@@ -5,10 +5,11 @@
  * action each, as in an episode: they stop at a closed tool call or answer, or an end-of-turn id.
  * Non-interactive use works too: `echo "What is 12*7?" | npm run chat -- runs/x`.
  */
+import { exitCodeOf } from './exit.ts';
 import process from 'node:process';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { ConfigError, WebtinkerError } from '../errors.ts';
+import { ConfigError } from '../errors.ts';
 import type { Tool } from '../env/types.ts';
 import { Policy } from '../runtime/policy.ts';
 import { openRun } from './eval.ts';
@@ -61,11 +62,7 @@ async function main(argv: string[]): Promise<number> {
     }
     return 0;
   } catch (e) {
-    if (e instanceof WebtinkerError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+    return exitCodeOf(e);
   } finally {
     await policy?.close();
   }

@@ -7,11 +7,12 @@
  * evaluation, so it reproduces summary.json's `successAfter` — a check that the folder holds what
  * was trained; other seeds give fresh held-out episodes.
  */
+import { exitCodeOf } from './exit.ts';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import process from 'node:process';
 import { parseArgs } from 'node:util';
-import { ConfigError, WebtinkerError } from '../errors.ts';
+import { ConfigError } from '../errors.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { openByteSource } from '../model/bytes.ts';
 import { openSafetensors } from '../model/safetensors.ts';
@@ -132,11 +133,7 @@ async function main(argv: string[]): Promise<number> {
     if (values.json) await writeFile(values.json as string, JSON.stringify(r, null, 2) + '\n');
     return 0;
   } catch (e) {
-    if (e instanceof WebtinkerError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+    return exitCodeOf(e);
   }
 }
 

@@ -11,6 +11,7 @@
  * and the job resumes from its last checkpoint (runtime/recovery.ts).
  * `--self-check` keeps the old device check (one kernel against its CPU reference) and nothing else.
  */
+import { exitCodeOf } from './exit.ts';
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import process from 'node:process';
@@ -114,11 +115,7 @@ async function main(argv: string[]): Promise<number> {
     }
     job = jobOptionsFrom(opts, opened);
   } catch (e) {
-    if (e instanceof WebtinkerError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+    return exitCodeOf(e);
   }
   const log = opts.quiet ? () => {} : (s: string) => console.error(s);
   const ctx = await acquireGpu({ label: 'train' });

@@ -5,6 +5,7 @@
  * through their events; `fetch` writes a finished job's run folder as `npm run train` would.
  * Exit codes: 0 done, 1 a job that ended otherwise (watch) or a runtime error, 2 a bad command line.
  */
+import { exitCodeOf } from '../cli/exit.ts';
 import { hostname } from 'node:os';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -153,21 +154,13 @@ export async function main(argv: readonly string[]): Promise<number> {
       return 0;
     }
   } catch (e) {
-    if (e instanceof WebtinkerError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+    return exitCodeOf(e);
   }
   let job: FleetJob | null = null;
   try {
     job = a.command === 'submit' ? await submittedJob(a) : null;
   } catch (e) {
-    if (e instanceof WebtinkerError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+    return exitCodeOf(e);
   }
   const nc = await connectFleet(a.nats, `webtinker fleet ${a.command}`);
   try {
