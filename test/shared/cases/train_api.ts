@@ -79,6 +79,22 @@ export const trainApiCases: GpuCase[] = [
     },
   },
   {
+    name: "train(): a newcomer's environment with a tool — 4 turns, the tools in the prompt, the context raised to its longest demonstration",
+    async fn(ctx) {
+      const { codebookEnv } = await import('../../../demos/tool_env.ts');
+      const service = new LocalService(ctx, { decode: (ids) => new ByteTokenizer().decode(ids) });
+      try {
+        const r = await train({ env: codebookEnv, model: 'tiny-gpt2', steps: 1, groups: 1, groupSize: 2, evalEpisodes: 0, warmStart: { steps: 2, demos: 16, batchSize: 4 }, rows: 4, service, progress: false });
+        // A lookup episode (tool list, call, result, answer) is longer than 128 tokens (tiny-gpt2 has 64 positions).
+        assert.isAbove(r.trained.cfg.maxSeqLen, 128);
+        assert.strictEqual(r.trained.cfg.maxSeqLen % 32, 0);
+        assert.lengthOf(r.rewardCurve, 1);
+      } finally {
+        await service.close();
+      }
+    },
+  },
+  {
     name: 'train(): without a service it acquires its own device and gives it back',
     async fn() {
       const r = await train({ ...small, warmStart: null, steps: 1, evalEpisodes: 0 });
