@@ -214,9 +214,10 @@ export function trainHelp(): string {
   return [
     'Usage: npm run train -- [flags]',
     '',
-    'Trains a small transformer from scratch as a tool-using agent on the local WebGPU adapter (a real',
-    'GPU, or the software adapter where there is none): an SFT warm start on the environment\'s',
-    'demonstrations, then RL (LoRA by default), with held-out success measured before RL and after.',
+    'Trains a tool-using agent on the local WebGPU adapter (a real GPU, or the software adapter where',
+    'there is none): a small transformer from scratch with an SFT warm start on the environment\'s',
+    'demonstrations, or a pretrained model (--model org/name) in its own chat format; then RL (LoRA by',
+    'default), with held-out success measured before RL and after.',
     'Progress goes to stderr; the run folder gets metrics.jsonl, the adapter and a learning curve.',
     '',
     'Flags:',
