@@ -21,7 +21,8 @@ export function summaryTable(s: JobSummary, files: readonly string[] = []): stri
     ['held-out success', `${pct(s.successBefore)} → ${pct(s.successAfter)} (${s.successAfter - s.successBefore >= 0 ? '+' : ''}${(100 * (s.successAfter - s.successBefore)).toFixed(1)} points, ${s.evalEpisodes} episodes)`],
     ['held-out reward', `${s.rewardBefore.toFixed(3)} → ${s.rewardAfter.toFixed(3)}`],
     ['train reward', s.rewardCurve.length === 0 ? '-' : `first ${first.length}: ${avg(first).toFixed(3)}, last ${last.length}: ${avg(last).toFixed(3)}`],
-    ['final loss', s.lossCurve.length === 0 ? '-' : s.lossCurve[s.lossCurve.length - 1].toFixed(4)],
+    // An RL step's surrogate loss is ~0 on policy by construction: only SFT's loss tells.
+    ...(s.algo === 'sft' ? [['final loss', s.lossCurve.length === 0 ? '-' : s.lossCurve[s.lossCurve.length - 1].toFixed(4)] as [string, string]] : []),
     ['throughput', `train ${s.trainTokensPerSecond.toFixed(0)} tok/s, sample ${s.sampleTokensPerSecond.toFixed(0)} tok/s`],
     ['peak GPU memory', `${(s.peakGpuBytes / 2 ** 20).toFixed(1)} MiB`],
     ['device', `${s.device.description || s.device.vendor || 'unknown'}${s.device.isFallbackAdapter ? ' (software)' : ''}`],
