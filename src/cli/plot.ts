@@ -35,8 +35,9 @@ const finite = (ys: readonly number[], series: string, first = 1): Point[] => ys
 
 function panel(document: Document, marks: Plot.Markish[], x: string, y: string, yDomain?: [number, number]): string {
   const svg = Plot.plot({
-    document, width: W, height: H, marginLeft: 56, marginBottom: 40, grid: true, style: { fontSize: '11px' },
-    x: { label: x, labelAnchor: 'center', labelArrow: 'none' }, y: { label: y, labelArrow: 'none', ...(yDomain ? { domain: yDomain } : {}) },
+    document, width: W, height: H, marginLeft: 60, marginBottom: 40, grid: true, style: { fontSize: '11px' },
+    // Two significant digits, exponents for tiny values (GRPO's surrogate loss is ~1e-8): labels fit the margin.
+    x: { label: x, labelAnchor: 'center', labelArrow: 'none' }, y: { label: y, labelArrow: 'none', tickFormat: '.2~g', ...(yDomain ? { domain: yDomain } : {}) },
     color: { legend: false },
     marks,
   }) as unknown as { outerHTML: string };

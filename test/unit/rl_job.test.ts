@@ -132,8 +132,9 @@ describe('job runner, pure parts', () => {
     expect(svg).toContain('aria-label="y-grid"');
     // A constant reward keeps the [0, 1] axis (ticks 0.0 … 1.0), not an axis around the constant.
     const rewardPanel = svg.split('<g class="panel"')[2];
-    expect(rewardPanel).toContain('>1.0<');
-    expect(rewardPanel).toContain('>0.0<');
+    expect(rewardPanel).toContain('>1<');
+    expect(rewardPanel).toContain('>0<');
+    expect(rewardPanel).toContain('>0.4<');
     expect(svg.split('<g class="panel"').length).toBe(4);
     expect(runCurvesSvg({ title: 't', reward: [], loss: [] })).toContain('no steps');
     // An SFT job: the warm-start panel and the evaluation points only.
