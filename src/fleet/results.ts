@@ -15,7 +15,7 @@ import type { JobResult, JobSummary } from '../runtime/rl_job.ts';
 import { AdapterStore } from '../runtime/store/adapter_store.ts';
 import { StoreNotFoundError } from '../runtime/store/errors.ts';
 import type { KvStore } from '../runtime/store/kv.ts';
-import { type StoredTensor, VersionedRecords } from '../runtime/store/records.ts';
+import { type StoredTensor, storedF32, VersionedRecords } from '../runtime/store/records.ts';
 import { writeRunOutputs } from '../cli/train.ts';
 import { readRepoTexts } from '../hub/pretrained.ts';
 import { type PretrainedJob, TOKENIZER_FILES } from '../runtime/pretrained_job.ts';
@@ -30,13 +30,12 @@ interface StoredResult {
   pretrained?: PretrainedJob;
 }
 
-const tensorsOf = (p: HostParams): StoredTensor[] => Object.entries(p).map(([name, data]) => ({ name, shape: [data.length], dtype: 'f32' as const, data }));
 const paramsOf = (t: readonly StoredTensor[]): HostParams => Object.fromEntries(t.map((x) => [x.name, x.data as Float32Array]));
 
 /** Store the result (tensors first, `results/<id>` last); returns the adapter's version. */
 export async function saveResult(kv: KvStore, id: string, r: JobResult, summary: JobSummary): Promise<number> {
   const { cfg, lora, tensors, base } = r.trained;
-  const adapter = await new AdapterStore(kv).save(id, tensorsOf(tensors), {
+  const adapter = await new AdapterStore(kv).save(id, storedF32(tensors), {
     baseModel: cfg.name ?? cfg.family,
     rank: lora?.rank ?? 0,
     alpha: lora?.alpha ?? 0,
@@ -44,7 +43,7 @@ export async function saveResult(kv: KvStore, id: string, r: JobResult, summary:
     step: summary.steps,
     metrics: { successBefore: summary.successBefore, successAfter: summary.successAfter, rewardBefore: summary.rewardBefore, rewardAfter: summary.rewardAfter },
   });
-  const baseVersion = base ? (await new VersionedRecords<{ step: number }>(kv, 'bases', 'base').save(id, tensorsOf(base), { step: 0 })).version : null;
+  const baseVersion = base ? (await new VersionedRecords<{ step: number }>(kv, 'bases', 'base').save(id, storedF32(base), { step: 0 })).version : null;
   const stored: StoredResult = { summary, cfg, lora, adapterVersion: adapter.version, baseVersion, ...(r.trained.pretrained ? { pretrained: r.trained.pretrained.job } : {}) };
   // NaN curves (skipped steps) survive JSON tagged, as in checkpoints.
   await kv.setMany([[`results/${id}`, encodeNonFinite(stored)]]);

@@ -20,7 +20,7 @@ import { ConfigError } from '../errors.ts';
 import type { HostParams, TrainerState } from './clients.ts';
 import type { JobOptions } from './rl_job.ts';
 import type { CheckpointStore } from './store/checkpoint_store.ts';
-import type { StoredTensor } from './store/records.ts';
+import { storedF32 } from './store/records.ts';
 
 /** Where a run is, as plain data (see the header). */
 export interface JobProgress {
@@ -109,13 +109,13 @@ export class JobCheckpointer {
     let baseVersion: number | null = null;
     if (c.base) {
       if (this.#base?.params !== c.base) {
-        const meta = await this.store.save(`${this.run}.base`, hostTensors('', c.base), { step: 0, state: { progress: null, trainer: { trainable: 'all', step: 0, skipped: 0 }, baseVersion: null } });
+        const meta = await this.store.save(`${this.run}.base`, storedF32(c.base), { step: 0, state: { progress: null, trainer: { trainable: 'all', step: 0, skipped: 0 }, baseVersion: null } });
         this.#base = { params: c.base, version: meta.version };
       }
       baseVersion = this.#base!.version;
     }
     const { trainer, base: _base, ...progress } = c;
-    const tensors = PARTS.flatMap((p) => hostTensors(`${p}/`, trainer[p]));
+    const tensors = PARTS.flatMap((p) => storedF32(trainer[p], `${p}/`));
     await this.store.save(this.run, tensors, {
       step: c.step,
       state: { progress: encodeNonFinite(progress), trainer: { trainable: trainer.trainable, step: trainer.step, skipped: trainer.skipped }, baseVersion },
@@ -150,10 +150,6 @@ export class JobCheckpointer {
     }
     this.#base = null;
   }
-}
-
-function hostTensors(prefix: string, p: HostParams): StoredTensor[] {
-  return Object.entries(p).map(([name, data]) => ({ name: `${prefix}${name}`, shape: [data.length], dtype: 'f32' as const, data }));
 }
 
 /** Numbers that JSON cannot carry (NaN, ±Infinity) as `{ nonFinite: "NaN" }`. */

@@ -27,7 +27,7 @@ import { Policy, type SampleTextOptions } from './policy.ts';
 import type { CreateModelOptions } from './clients.ts';
 import type { KvStore } from './store/kv.ts';
 import { AdapterStore } from './store/adapter_store.ts';
-import type { HostParams } from './clients.ts';
+import { storedF32 } from './store/records.ts';
 import { type OpenedPretrained, openPretrainedJob, pretrainedLr, type PretrainedJob } from './pretrained_job.ts';
 
 /**
@@ -326,13 +326,12 @@ function withPolicy(result: JobResult, o: JobOptions, opened: OpenedPretrained |
       const id = name ?? `${result.env}-${result.algo}-s${result.seed}`;
       const store = new AdapterStore(target);
       const t = result.trained;
-      const tensors = (p: HostParams) => Object.entries(p).map(([n, data]) => ({ name: n, shape: [data.length], dtype: 'f32' as const, data }));
       const info = (rank: number, alpha: number, targets: readonly string[]) => ({
         baseModel: t.pretrained?.job.repo ?? t.cfg.name ?? t.cfg.family, rank, alpha, targetModules: [...targets], step: result.steps,
         metrics: { successBefore: result.successBefore, successAfter: result.successAfter },
       });
-      const written = [`${id}@${(await store.save(id, tensors(t.tensors), info(t.lora?.rank ?? 0, t.lora?.alpha ?? 0, t.lora?.targets ?? []))).version}`];
-      if (t.base) written.push(`${id}.base@${(await store.save(`${id}.base`, tensors(t.base), info(0, 0, []))).version}`);
+      const written = [`${id}@${(await store.save(id, storedF32(t.tensors), info(t.lora?.rank ?? 0, t.lora?.alpha ?? 0, t.lora?.targets ?? []))).version}`];
+      if (t.base) written.push(`${id}.base@${(await store.save(`${id}.base`, storedF32(t.base), info(0, 0, []))).version}`);
       return written;
     },
     close: async () => {

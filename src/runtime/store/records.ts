@@ -32,6 +32,11 @@ export interface StoredTensor {
   data: Float32Array | Uint16Array;
 }
 
+/** Host f32 tensors by name as stored tensors (flat, shape [length]), names optionally prefixed. */
+export function storedF32(p: Readonly<Record<string, Float32Array>>, prefix = ''): StoredTensor[] {
+  return Object.entries(p).map(([name, data]) => ({ name: `${prefix}${name}`, shape: [data.length], dtype: 'f32' as const, data }));
+}
+
 /** What every version carries besides the caller's own metadata. */
 export interface VersionMeta {
   name: string;
