@@ -20,9 +20,9 @@ import { importHfWeights } from '../model/weight_names.ts';
 import type { CreateModelOptions, HostParams } from '../runtime/clients.ts';
 import { evaluate } from '../runtime/evaluate.ts';
 import { Policy, type PolicyParts } from '../runtime/policy.ts';
-import { type OpenedPretrained, openPretrainedJob } from '../runtime/pretrained_job.ts';
+import { openUnlessPreset } from '../runtime/pretrained_job.ts';
 import { agentSettingsOf } from '../runtime/rl_job.ts';
-import { isPreset, parseTrainArgs } from './args.ts';
+import { parseTrainArgs } from './args.ts';
 import { jobOptionsFrom } from './job_args.ts';
 import { resumedOptions } from './resume.ts';
 
@@ -64,8 +64,7 @@ export interface EvalResult {
 /** A trained run folder as a policy: its job (run.json), its weights and its agent's settings. */
 export async function openRun(dir: string): Promise<{ job: ReturnType<typeof jobOptionsFrom>; parts: PolicyParts; successAfter: number | null }> {
   const settings = await resumedOptions({ ...parseTrainArgs([]), resume: dir, steps: 1 });
-  let opened: OpenedPretrained | undefined;
-  if (!isPreset(settings.model)) opened = await openPretrainedJob({ repo: settings.model, ...(settings.revision !== undefined ? { revision: settings.revision } : {}) });
+  const opened = await openUnlessPreset(settings.model, settings.revision !== undefined ? { revision: settings.revision } : {});
   const job = jobOptionsFrom(settings, opened);
   const summary = await readFile(join(dir, 'summary.json'), 'utf8').then((t) => JSON.parse(t) as { successAfter?: number }, () => null);
   const lora = job.algo === 'sft' && !opened ? null : job.lora;

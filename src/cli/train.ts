@@ -29,7 +29,7 @@ import { selfCheck } from '../runtime/self_check.ts';
 import { type JobOptions, type JobResult, summaryOf } from '../runtime/rl_job.ts';
 import { jobOptionsFrom } from './job_args.ts';
 import { DEFAULTS, defaultOutDir, isPreset, parseTrainArgs, type TrainOptions, trainHelp } from './args.ts';
-import { type OpenedPretrained, openPretrainedJob } from '../runtime/pretrained_job.ts';
+import { type OpenedPretrained, openUnlessPreset } from '../runtime/pretrained_job.ts';
 import { progressBar, quietProgress } from './progress.ts';
 import { metricsLine, summaryTable } from './report.ts';
 import { runCurvesSvg } from './plot.ts';
@@ -110,8 +110,8 @@ async function main(argv: string[]): Promise<number> {
       // Config, tokenizer and chat template now (downloading what the cache lacks; the weights too,
       // so a run never stops half-way for the network); the run pins the commit in run.json.
       if (!opts.quiet) console.error(`loading ${opts.model}${opts.revision ? `@${opts.revision}` : ''}…`);
-      opened = await openPretrainedJob({ repo: opts.model, ...(opts.revision !== undefined ? { revision: opts.revision } : {}) });
-      if (opened.job.commit !== undefined) opts = { ...opts, revision: opened.job.commit };
+      opened = await openUnlessPreset(opts.model, opts.revision !== undefined ? { revision: opts.revision } : {});
+      if (opened?.job.commit !== undefined) opts = { ...opts, revision: opened.job.commit };
     }
     job = jobOptionsFrom(opts, opened);
   } catch (e) {

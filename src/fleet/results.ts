@@ -18,6 +18,7 @@ import type { KvStore } from '../runtime/store/kv.ts';
 import { type StoredTensor, storedF32, VersionedRecords } from '../runtime/store/records.ts';
 import { writeRunOutputs } from '../cli/train.ts';
 import { readRepoTexts } from '../hub/pretrained.ts';
+import { hubOptionsOf } from '../runtime/clients.ts';
 import { type PretrainedJob, TOKENIZER_FILES } from '../runtime/pretrained_job.ts';
 
 interface StoredResult {
@@ -68,10 +69,9 @@ export async function loadResult(kv: KvStore, id: string): Promise<JobResult> {
  * (Qwen's tokenizer.json is 7 MB), and the same bytes wherever they are read.
  */
 async function tokenizerFilesOf(job: PretrainedJob): Promise<Record<string, Uint8Array>> {
-  const revision = job.commit ?? job.revision;
-  const { texts } = await readRepoTexts(job.repo, [], TOKENIZER_FILES, {
-    ...(revision !== undefined ? { revision } : {}), ...(job.endpoint !== undefined ? { endpoint: job.endpoint } : {}), ...(job.cacheDir !== undefined ? { cacheDir: job.cacheDir } : {}),
-  });
+  // Online unless this host says otherwise (HF_HUB_OFFLINE): the fetching host may lack the files.
+  const { offline: _jobOffline, ...where } = job;
+  const { texts } = await readRepoTexts(job.repo, [], TOKENIZER_FILES, hubOptionsOf(where));
   return Object.fromEntries(Object.entries(texts).map(([f, t]) => [f, new TextEncoder().encode(t)]));
 }
 

@@ -31,9 +31,8 @@ import { LocalServiceSource, runTrainingRecovering } from '../runtime/recovery.t
 import { type JobSummary, summaryOf } from '../runtime/rl_job.ts';
 import { CheckpointStore } from '../runtime/store/checkpoint_store.ts';
 import { jobOptionsFrom } from '../cli/train.ts';
-import { isPreset } from '../cli/args.ts';
 import { HubError, type HubErrorKind } from '../hub/errors.ts';
-import { openPretrainedJob } from '../runtime/pretrained_job.ts';
+import { openUnlessPreset } from '../runtime/pretrained_job.ts';
 
 /** Hub errors no retry can cure (a network failure or a full disk may pass: those are retried). */
 const NEVER_LOADS: readonly HubErrorKind[] = ['bad-repo-id', 'bad-revision', 'not-found', 'gated', 'bad-file'];
@@ -237,7 +236,7 @@ export class FleetWorker {
       this.log(`${id}: delivery ${epoch}, ${from ? `resuming from ${from.phase} step ${from.step}` : 'starting'}`);
       await this.#event(id, { type: 'started', ...where, from: from ? { phase: from.phase, step: from.step } : null });
       // A pretrained model: its files into this host's Hugging Face cache (the commit the submitter pinned).
-      const opened = isPreset(options.model) ? undefined : await Promise.race([openPretrainedJob({ repo: options.model, ...(options.revision !== undefined ? { revision: options.revision } : {}) }), aborted]);
+      const opened = await Promise.race([openUnlessPreset(options.model, options.revision !== undefined ? { revision: options.revision } : {}), aborted]);
       const ctx = await Promise.race([acquireGpu({ label: `fleet ${id}` }), aborted]);
       const tok = new ByteTokenizer();
       source = new LocalServiceSource(ctx, (c) => new LocalService(c, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 }), { label: `fleet ${id}` });

@@ -9,6 +9,7 @@
  * below, for every service), and `SamplingClient.sample(prompt, n, params)` is Tinker's call form
  * beside the agent layer's `sample(requests)` (sample_call.ts).
  */
+import type { LoadPretrainedOptions } from '../hub/pretrained.ts';
 import type { LossSpec } from '../algorithms/loss_spec.ts';
 import type { PackedBatch } from '../algorithms/pack.ts';
 import type { SampleRequest } from '../env/types.ts';
@@ -49,6 +50,15 @@ export interface PretrainedRef {
   readonly cacheDir?: string;
   /** Read the cache only (default HF_HUB_OFFLINE). */
   readonly offline?: boolean;
+}
+
+/** loadPretrained's options locating `ref` (its `commit`, when pinned, over its revision). */
+export function hubOptionsOf(ref: Omit<PretrainedRef, 'repo'> & { readonly commit?: string }): Pick<LoadPretrainedOptions, 'revision' | 'endpoint' | 'cacheDir' | 'offline'> {
+  const revision = ref.commit ?? ref.revision;
+  return {
+    ...(revision !== undefined ? { revision } : {}), ...(ref.endpoint !== undefined ? { endpoint: ref.endpoint } : {}),
+    ...(ref.cacheDir !== undefined ? { cacheDir: ref.cacheDir } : {}), ...(ref.offline !== undefined ? { offline: ref.offline } : {}),
+  };
 }
 
 export interface CreateModelOptions {

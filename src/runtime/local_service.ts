@@ -22,6 +22,7 @@ import { makeSampleCall, type SamplerSettings } from './sample_call.ts';
 import {
   type ChunkQuantum,
   type CreateModelOptions,
+  hubOptionsOf,
   type FullTrainingOptions,
   fullTrainingOptions,
   type LoraTrainingOptions,
@@ -113,10 +114,7 @@ export class LocalService implements ServiceClient {
     const ref = opts.pretrained!;
     if (opts.params || opts.seed !== undefined) throw new ConfigError('pretrained', 'a pretrained model takes neither params nor seed');
     const { loadPretrained } = await import('../hub/pretrained.ts');
-    const p = await loadPretrained(ref.repo, {
-      ...(ref.revision !== undefined ? { revision: ref.revision } : {}), ...(ref.endpoint !== undefined ? { endpoint: ref.endpoint } : {}),
-      ...(ref.cacheDir !== undefined ? { cacheDir: ref.cacheDir } : {}), ...(ref.offline !== undefined ? { offline: ref.offline } : {}),
-    });
+    const p = await loadPretrained(ref.repo, hubOptionsOf(ref));
     try {
       if (JSON.stringify(p.config) !== JSON.stringify(cfg)) {
         throw new ConfigError('cfg', `differs from ${ref.repo}'s config.json (configFromHf gives ${JSON.stringify(p.config)})`);

@@ -13,9 +13,11 @@ import { hfChatFormat } from '../env/chat_template.ts';
 import { plainFormat, type PromptFormat } from '../env/format.ts';
 import type { LoadPretrainedOptions } from '../hub/pretrained.ts';
 import type { ModelConfig } from '../model/config.ts';
+import { configToHf } from '../model/hf_config.ts';
+import { PRESETS } from '../model/presets.ts';
 import type { HfTokenizer } from '../model/tokenizer/hf.ts';
 import type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
-import type { PretrainedRef } from './clients.ts';
+import { hubOptionsOf, type PretrainedRef } from './clients.ts';
 
 /** A job's pretrained checkpoint: where it is, and (once resolved) the commit it was trained from. */
 export interface PretrainedJob extends PretrainedRef {
@@ -41,10 +43,19 @@ export const PRETRAINED_CONTEXT = 2048;
  * models). For Qwen2.5-0.5B: LoRA 5.3e-4, full 5.3e-5; SmolLM2-135M: LoRA 1.3e-3, full 1.3e-4.
  */
 export function pretrainedLr(cfg: ModelConfig, lora: boolean): number {
-  // Qwen2/2.5 configs are the llama family with q/k/v biases only (hf_config.ts).
-  const qwen = cfg.family === 'qwen3' || (cfg.family === 'llama' && cfg.qkvBias === true && !cfg.oBias);
-  const p = qwen ? 0.0775 : 0.781;
+  // By the checkpoint's model_type, as the rule is keyed (configToHf: Qwen2 is the llama record's q/k/v-bias alias).
+  const type = configToHf(cfg).model_type;
+  const p = type === 'qwen2' || type === 'qwen3' ? 0.0775 : 0.781;
   return 5e-5 * (lora ? 10 : 1) * (2000 / cfg.dModel) ** p;
+}
+
+/**
+ * The opened checkpoint a job's model names — a Hub repo id or a folder — or undefined for a
+ * from-scratch preset. What train(), `npm run train`, `npm run eval` and fleet workers call.
+ */
+export async function openUnlessPreset(model: string, hub: Omit<PretrainedJob, 'repo'> = {}): Promise<OpenedPretrained | undefined> {
+  if (Object.hasOwn(PRESETS, model)) return undefined;
+  return openPretrainedJob({ repo: model, ...hub });
 }
 
 /** What the agent side of a pretrained job uses. */
@@ -70,12 +81,7 @@ export const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'spec
  */
 export async function openPretrainedJob(ref: PretrainedJob, opts: Pick<LoadPretrainedOptions, 'onProgress' | 'signal'> = {}): Promise<OpenedPretrained> {
   const { loadPretrained } = await import('../hub/pretrained.ts');
-  const revision = ref.commit ?? ref.revision;
-  const hubOpts = {
-    ...(revision !== undefined ? { revision } : {}), ...(ref.endpoint !== undefined ? { endpoint: ref.endpoint } : {}),
-    ...(ref.cacheDir !== undefined ? { cacheDir: ref.cacheDir } : {}), ...(ref.offline !== undefined ? { offline: ref.offline } : {}),
-  };
-  const p = await loadPretrained(ref.repo, { ...hubOpts, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
+  const p = await loadPretrained(ref.repo, { ...hubOptionsOf(ref), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
   try {
     const format = pretrainedFormat(p.tokenizer);
     const job: PretrainedJob = { ...ref, ...(p.commit !== undefined ? { commit: p.commit } : {}) };

@@ -28,7 +28,7 @@ import type { CreateModelOptions } from './clients.ts';
 import type { KvStore } from './store/kv.ts';
 import { AdapterStore } from './store/adapter_store.ts';
 import { storedF32 } from './store/records.ts';
-import { type OpenedPretrained, openPretrainedJob, pretrainedLr, type PretrainedJob } from './pretrained_job.ts';
+import { type OpenedPretrained, openPretrainedJob, openUnlessPreset, pretrainedLr, type PretrainedJob } from './pretrained_job.ts';
 
 /**
  * The zero-config job (what `npm run train` runs with no flags): gpt2-100k (2 layers, C=64, byte
@@ -345,10 +345,8 @@ function withPolicy(result: JobResult, o: JobOptions, opened: OpenedPretrained |
 }
 
 /** The opened checkpoint when `settings.model` is a Hub repo id or a folder (not a preset), else undefined. */
-async function openModel(s: TrainSettings): Promise<OpenedPretrained | undefined> {
-  const m = s.model;
-  if (typeof m !== 'string' || Object.hasOwn(PRESETS, m)) return undefined;
-  return openPretrainedJob({ repo: m, ...s.hub });
+function openModel(s: TrainSettings): Promise<OpenedPretrained | undefined> {
+  return typeof s.model === 'string' ? openUnlessPreset(s.model, s.hub) : Promise.resolve(undefined);
 }
 
 /**
