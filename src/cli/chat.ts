@@ -10,7 +10,7 @@ import process from 'node:process';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../errors.ts';
-import type { Tool } from '../env/types.ts';
+import { specTools } from '../env/demos.ts';
 import { Policy } from '../runtime/policy.ts';
 import { openRun } from './eval.ts';
 
@@ -52,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
     policy = new Policy(parts);
     const tty = process.stdin.isTTY;
     if (tty) console.error(`${job.env.name} · ${job.algo} · ${parts.cfg.name ?? parts.cfg.family}: type a prompt, Ctrl-D to end`);
-    const tools = (job.env.spec.create() as { tools?: readonly Tool[] }).tools ?? [];
+    const tools = specTools(job.env.spec);
     const lines = createInterface({ input: process.stdin, terminal: false });
     let seed = 0;
     for await (const line of lines) {

@@ -37,10 +37,22 @@ export function demonstrationActions(actions: readonly string[], options: Replay
   });
 }
 
+/** An environment's tools, read from a probe instance (closed again, best effort). */
+export function specTools(spec: { create(): object }): readonly Tool[] {
+  const env = spec.create() as { readonly tools?: readonly Tool[]; close?(): Promise<void> | void };
+  const tools = env.tools ?? [];
+  try {
+    void Promise.resolve(env.close?.()).catch(() => {});
+  } catch {
+    // closing a probe instance is best effort
+  }
+  return tools;
+}
+
 /** The tools of one instance of `spec` (created once, on first use). */
 function toolsOnce(spec: { create(): object }): () => readonly Tool[] {
   let tools: readonly Tool[] | undefined;
-  return () => (tools ??= (spec.create() as { readonly tools?: readonly Tool[] }).tools ?? []);
+  return () => (tools ??= specTools(spec));
 }
 
 /**

@@ -11,6 +11,7 @@
 import { ConfigError } from '../errors.ts';
 import { acquireGpu } from '../gpu/device.ts';
 import type { EnvSpec } from '../env/types.ts';
+import { specTools } from '../env/demos.ts';
 import { plainFormat, type PromptFormat } from '../env/format.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import { type LoraConfig, type LoraTarget, type ModelConfig, validateLora } from '../model/config.ts';
@@ -160,22 +161,10 @@ function jobEnvOf(s: TrainSettings): JobEnv {
     throw new ConfigError('env', 'expected an environment name, a JobEnv or an EnvSpec ({ name, create() })');
   }
   // Tools need turns: each call is one, the answer another. One instance tells (created, closed).
-  const maxTurns = s.maxTurns ?? (hasTools(e) ? TRAIN_DEFAULTS.maxTurnsWithTools : TRAIN_DEFAULTS.maxTurns);
+  const maxTurns = s.maxTurns ?? (specTools(e).length > 0 ? TRAIN_DEFAULTS.maxTurnsWithTools : TRAIN_DEFAULTS.maxTurns);
   const maxNewTokens = s.maxNewTokens ?? TRAIN_DEFAULTS.maxNewTokens;
   // A newcomer's environment is met by a model that must learn its tools: list them and the syntax.
   return { name: e.name, kind: 'single', spec: e, maxTurns, maxNewTokens, format: s.format ?? plainFormat() };
-}
-
-/** Whether an instance of `spec` has tools (the instance is closed again). */
-function hasTools(spec: EnvSpec): boolean {
-  const env = spec.create();
-  const n = env.tools?.length ?? 0;
-  try {
-    void Promise.resolve(env.close?.()).catch(() => {});
-  } catch {
-    // closing a probe instance is best effort
-  }
-  return n > 0;
 }
 
 /** `v` when it is an integer ≥ min, else a ConfigError naming `field`. */
