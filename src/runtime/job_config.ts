@@ -19,7 +19,8 @@
 import { JOB_ALGORITHMS } from './job_algorithms.ts';
 import { ConfigError } from '../errors.ts';
 import { LORA_TARGETS, loraTargetDims, type ModelConfig, validateConfig, validateLora } from '../model/config.ts';
-import { ModelConfigError } from '../model/errors.ts';
+import { ModelConfigError, WeightsError } from '../model/errors.ts';
+import { checkHostParams } from '../model/base_model.ts';
 import { BYTE_VOCAB_SIZE } from '../model/tokenizer/byte.ts';
 import { LORA_MAX_RANK } from '../ops/lora_linear.ts';
 import type { JobOptions } from './rl_job.ts';
@@ -93,7 +94,7 @@ function opt(s: Record<string, unknown>, key: string, check: (v: unknown) => unk
 /** Keys a TrainSettings may have (`service` only for train()). */
 export const TRAIN_SETTING_KEYS = [
   'env', 'algo', 'model', 'steps', 'seed', 'groups', 'groupSize', 'lr', 'lora', 'warmStart', 'evalEpisodes', 'temperature',
-  'maxTurns', 'maxNewTokens', 'format', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'onWarning', 'checkpoint', 'id', 'hub', 'progress',
+  'maxTurns', 'maxNewTokens', 'format', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'onWarning', 'checkpoint', 'id', 'hub', 'progress', 'weights',
 ] as const;
 const HUB_KEYS = ['revision', 'endpoint', 'cacheDir', 'offline'];
 const PRETRAINED_KEYS = ['repo', 'commit', ...HUB_KEYS];
@@ -103,7 +104,7 @@ const CHECKPOINT_KEYS = ['every', 'save', 'from'];
 const ENV_KEYS = ['name', 'kind', 'spec', 'maxTurns', 'maxNewTokens', 'format', 'context'];
 const JOB_KEYS = [
   'env', 'algo', 'model', 'lora', 'steps', 'seed', 'groups', 'groupSize', 'lr', 'warmStart', 'evalEpisodes', 'temperature',
-  'maxNewTokens', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'onWarning', 'id', 'checkpoint', 'pretrained',
+  'maxNewTokens', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'onWarning', 'id', 'checkpoint', 'pretrained', 'weights',
 ];
 
 /** A job's pretrained checkpoint reference (PretrainedJob): strings where given, offline a boolean. */
@@ -216,6 +217,16 @@ export function checkJobOptions(o: unknown): JobOptions {
   if (j.pretrained !== undefined) checkPretrainedRef('pretrained', j.pretrained, PRETRAINED_KEYS);
   else if (model.vocabSize < BYTE_VOCAB_SIZE) {
     throw new ConfigError('model.vocabSize', `the job's byte tokenizer has ${BYTE_VOCAB_SIZE} tokens, more than the model's ${model.vocabSize}`);
+  }
+  if (j.weights !== undefined) {
+    if (j.pretrained !== undefined) throw new ConfigError('weights', 'a pretrained model brings its own weights: leave weights out');
+    if (!isObject(j.weights)) throw new ConfigError('weights', `expected the model's tensors by name (Float32Arrays), got ${describe(j.weights)}`);
+    try {
+      checkHostParams(model, j.weights as Record<string, Float32Array>, 'weights');
+    } catch (e) {
+      if (e instanceof WeightsError) throw new ConfigError('weights', e.message);
+      throw e;
+    }
   }
   const env = record('env', j.env, ENV_KEYS);
   if (typeof env.name !== 'string' || env.name === '') throw new ConfigError('env.name', `expected a non-empty string, got ${describe(env.name)}`);

@@ -62,6 +62,12 @@ export interface JobOptions {
    * trains the RL job's own adapter (or weights) on the demonstrations, in the model's tool syntax.
    */
   readonly pretrained?: PretrainedJob;
+  /**
+   * Weights of `model` to start from instead of its seeded init (a from-scratch config only): e.g.
+   * an SFT run's `result.trained.tensors`, or a warm-started checkpoint shipped with an app. The
+   * warm start, if any, continues from them; without one, RL starts on them.
+   */
+  readonly weights?: HostParams;
   /** LoRA of the RL job; null: full-parameter RL. */
   readonly lora: LoraConfig | null;
   /** RL steps (for 'sft': SFT steps). */
@@ -229,7 +235,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
   let before = from?.before ?? { success: 0, meanReward: 0 };
   let baseline = from?.baseline ?? EMPTY_BASELINE;
   /** The RL base's weights when they are not the seeded init (kept for checkpoints). */
-  let base = from?.phase === 'rl' ? from.base : null;
+  let base = from?.phase === 'rl' ? from.base : (o.weights ?? null);
   const prefix = o.id ? `${o.id}/` : '';
   const sftId = `${prefix}${cfg.name ?? cfg.family}-sft-${o.seed}`;
   let modelId = await service.createModel(cfg, pre ? { pretrained: pre.serviceRef, id: `${prefix}${cfg.name}` } : base ? { params: base, id: sftId } : { seed: o.seed });
@@ -240,7 +246,7 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
     await ck.save({
       phase, step, sftLossCurve: [...sftLossCurve], rewardCurve: [...rewardCurve], lossCurve: [...lossCurve],
       before: haveBefore ? { ...before } : null, baseline, trainTokens, trainSeconds, sampledTokens, sampleSeconds,
-      wallSeconds: (performance.now() - t0) / 1000, peakGpuBytes: await peakBytes(), trainer: trainerState, base,
+      wallSeconds: (performance.now() - t0) / 1000, peakGpuBytes: await peakBytes(), trainer: trainerState, base: phase === 'rl' ? base : null,
     });
   };
   const lossStats = (s: StepOutcome) => ({ clipFraction: s.stats.clipFraction, approxKl: s.stats.approxKl, entropy: s.stats.entropy });

@@ -17,7 +17,7 @@ import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import { type LoraConfig, type LoraTarget, type ModelConfig, validateLora } from '../model/config.ts';
 import { loraTargetsByName } from '../model/peft.ts';
 import { preset, PRESETS } from '../model/presets.ts';
-import type { ServiceClient } from './clients.ts';
+import type { CreateModelOptions, HostParams, ServiceClient } from './clients.ts';
 import { demonstrationTrajectories } from './evaluate.ts';
 import { ENV_NAMES, type EnvName, type JobEnv, jobEnv } from './job_envs.ts';
 import { withProgress } from './train_progress.ts';
@@ -25,7 +25,6 @@ import { checkJobOptions, checkModel, checkTrainSettings, describe, oneOf } from
 import { LocalService } from './local_service.ts';
 import { agentSettingsOf, type Algo, ALGOS, type JobOptions, type JobResult, runTraining } from './rl_job.ts';
 import { Policy, type SampleTextOptions } from './policy.ts';
-import type { CreateModelOptions } from './clients.ts';
 import type { KvStore } from './store/kv.ts';
 import { AdapterStore } from './store/adapter_store.ts';
 import { storedF32 } from './store/records.ts';
@@ -87,6 +86,12 @@ export interface TrainSettings {
    * rates by the model's width (pretrainedLr).
    */
   readonly model?: string | ModelConfig | LoadedModel;
+  /**
+   * The from-scratch model's weights to start from instead of its seeded init — an SFT run's
+   * `result.trained.tensors`, or a warm-started checkpoint an app ships (checked against the
+   * config: every tensor by name and size). Typically with `warmStart: null`.
+   */
+  readonly weights?: HostParams;
   /** Where a repo id is fetched from: revision (default 'main'), Hub endpoint, cache folder, offline. */
   readonly hub?: { readonly revision?: string; readonly endpoint?: string; readonly cacheDir?: string; readonly offline?: boolean };
   /** RL steps (for 'sft': SFT steps). */
@@ -222,6 +227,7 @@ export function jobOptions(s: TrainSettings): JobOptions {
     algo,
     model,
     ...(loaded ? { pretrained: loaded.job } : {}),
+    ...(s.weights !== undefined ? { weights: s.weights } : {}),
     lora,
     steps: s.steps ?? TRAIN_DEFAULTS.steps,
     seed: s.seed ?? TRAIN_DEFAULTS.seed,

@@ -33,6 +33,14 @@ describe('one validation of the whole job', () => {
     expect(jobOptions({ env: 'calculator', lora: { rank: 64 } }).lora!.rank).toBe(64);
   });
 
+  it('takes starting weights of a from-scratch model only, checked by name and size', () => {
+    expect(fieldOf({ env: 'calculator', weights: 5 })).toBe('weights');
+    expect(fieldOf({ env: 'calculator', weights: [] })).toBe('weights');
+    const loaded = { config: preset('tiny-gpt2'), source: { repo: 'org/tiny' } };
+    expect(fieldOf({ env: 'calculator', model: loaded, weights: {} })).toBe('weights');
+    expect(() => jobOptions({ env: 'calculator', model: 'tiny-gpt2', weights: { 'tok_emb.weight': new Float32Array(2) } })).toThrow(/tok_emb\.weight|missing/);
+  });
+
   it('refuses empty or impossible targets and bad turn limits up front', () => {
     expect(fieldOf({ env: 'calculator', lora: { targets: [] } })).toBe('lora.targets');
     expect(fieldOf({ env: 'calculator', lora: { targets: ['gate'] } })).toBe('lora.targets');
