@@ -1,15 +1,15 @@
 /**
- * A run's curve.svg drawn with Observable Plot, rendered without a browser (linkedom's DOM): the
- * SFT warm start's loss beside the RL steps' mean reward and loss, with the held-out evaluations
- * (success before and after RL) as points — labelled axes, gridlines, ticks Plot chooses. One SVG
- * file, the panels side by side under the run's title.
+ * A run's curves drawn with Observable Plot — the one specification of the CLI's curve.svg
+ * (src/cli/plot.ts renders it without a browser, on linkedom's DOM) and of a finished run's curve
+ * on the demo pages (the page's own document): the SFT warm start's loss beside the RL steps'
+ * mean reward and loss, with the held-out evaluations (success before and after RL) as points —
+ * labelled axes, gridlines, ticks Plot chooses. One SVG, the panels side by side under the title.
  *
  * Departures from a plain line chart: the reward axis always spans [0, 1] at least (a constant
  * reward gets a readable axis, not −0.5…0.5), and the RL loss, whose scale has nothing to do with
  * the reward's, gets its own panel rather than a second axis over the data.
  */
 import * as Plot from '@observablehq/plot';
-import { parseHTML } from 'linkedom';
 
 export interface RunCurves {
   readonly title: string;
@@ -44,9 +44,8 @@ function panel(document: Document, marks: Plot.Markish[], x: string, y: string, 
   return svg.outerHTML;
 }
 
-/** The run's curves as one standalone SVG document. */
-export function runCurvesSvg(c: RunCurves): string {
-  const { document } = parseHTML('<!doctype html><html><body></body></html>');
+/** The run's curves as one standalone SVG document, drawn with `document` (a browser's, or linkedom's). */
+export function runCurvesSvgWith(document: Document, c: RunCurves): string {
   const panels: string[] = [];
   const sft = finite(c.sftLoss ?? [], 'SFT loss');
   if (sft.length > 0) {
