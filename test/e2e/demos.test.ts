@@ -1,18 +1,20 @@
 /**
  * End to end on the built demos (dist-demos/, served by vite preview; see setup.ts), in headless
  * Chromium with SwiftShader WebGPU:
- *   - train: a short run trains (the curve gains a point per step), finishes, and is saved;
- *     after a reload the adapter is still listed, loads into the GPU worker and plays, exports as
- *     a PEFT zip, and deletes;
- *   - chat: a reply comes back while a training run goes on, and the device-time panel shows
- *     both jobs with device time;
- *   - the widget, embedded with one script tag on a plain page, renders and trains; the embed
- *     page renders its widgets;
+ *   - train: on its defaults (gpt2-100k from the shipped warm start, 10 GRPO steps of 8 × 4) the
+ *     agent visibly learns — held-out success rises — and the run is saved; after a reload the
+ *     adapter is still listed with its curves, loads into the GPU worker and plays, exports as a
+ *     PEFT zip, and deletes;
+ *   - chat: on its defaults a reply comes from the RL policy after some optimizer steps while the
+ *     run goes on, and the device-time panel shows both jobs;
+ *   - the widget, embedded with one script tag and no attributes, trains on its defaults and
+ *     held-out success rises; the embed page renders its widgets;
  *   - without WebGPU (no navigator.gpu; no adapter) the widget and the train page say so plainly.
- * Screenshots: test-results/e2e/*.png. Sizes are the smallest that still show each behaviour: on
- * SwiftShader a page's first step compiles its kernels (tens of seconds on 2 cores).
+ * Screenshots: test-results/e2e/*.png; the default runs' seconds and successes:
+ * test-results/e2e/learning.json (recorded, never asserted). On SwiftShader a page's first step
+ * compiles its kernels (tens of seconds on 2 cores).
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { strFromU8, unzipSync } from 'fflate';
 import type { Browser, BrowserContext, Page } from 'playwright';
@@ -45,20 +47,35 @@ function safetensorsHeader(bytes: Uint8Array): Record<string, { shape: number[] 
   return JSON.parse(strFromU8(bytes.subarray(8, 8 + n)));
 }
 
+/** Seconds a page's default run took, kept for the record (test-results/e2e/learning.json) — never asserted. */
+const learning: Record<string, { seconds: number; successBefore: number; successAfter: number }> = {};
+afterAll(() => {
+  mkdirSync(artifacts, { recursive: true });
+  writeFileSync(join(artifacts, 'learning.json'), JSON.stringify(learning, null, 2) + '\n');
+});
+
 describe('train page', () => {
   let saved = '';
 
-  it('trains a few steps: the curve gains a point per step, progress reaches done, the run is saved and listed', async () => {
+  it('on its defaults the agent visibly learns: held-out success rises over the RL steps; the run is saved with its curves', async () => {
     const page = await context.newPage();
     const errors = pageErrors(page);
-    await page.goto(`${base}train.html?warmstart=2&steps=1&groups=1&groupSize=2&evalEpisodes=0`);
+    await page.goto(`${base}train.html`);
     await expect.poll(() => page.locator('body').getAttribute('data-webgpu')).toBe('yes');
+    // SwiftShader is a software adapter: the page says what the full run would cost here.
+    expect(await page.locator('#software-note').innerText()).toMatch(/software one.*about 3 minutes.*full run/s);
+    const t0 = Date.now();
     await page.click('#start');
-    await page.waitForSelector('#curve[data-points="1"]');
-    await page.waitForSelector('#curve[data-points="2"]');
-    await page.waitForSelector('#progress[data-phase="done"]', { timeout: 180_000 });
-    expect(await num(page, '#curve', 'data-points')).toBe(3); // 2 warm-start steps + 1 RL step
-    expect(await num(page, '#progress', 'data-done')).toBe(3);
+    await page.waitForSelector('#curve[data-points="1"]', { timeout: 240_000 });
+    await page.waitForSelector('#progress[data-phase="done"]', { timeout: 480_000 });
+    const seconds = (Date.now() - t0) / 1000;
+    // The shipped warm start: no SFT steps in the tab, one curve point per RL step.
+    expect(await num(page, '#curve', 'data-points')).toBe(10);
+    const before = await num(page, '#result', 'data-success-before');
+    const after = await num(page, '#result', 'data-success-after');
+    learning['train page'] = { seconds, successBefore: before, successAfter: after };
+    expect(before).toBeGreaterThan(0); // the shipped warm start already answers some tasks
+    expect(after).toBeGreaterThan(before + 0.05); // RL improved the agent, by more than a few episodes' noise
     expect(await page.locator('#curve canvas').count()).toBeGreaterThan(0);
     const row = page.locator('#adapters tr[data-adapter]');
     await row.first().waitFor();
@@ -78,6 +95,12 @@ describe('train page', () => {
     await page.reload();
     const row = page.locator(`#adapters tr[data-adapter="${saved}"]`);
     await row.waitFor();
+    // The finished run's curves come back with it: curve.svg's specification, drawn in the page.
+    const curves = page.locator('#saved-curve');
+    expect(await curves.getAttribute('data-run')).toBe(saved);
+    expect(await num(page, '#saved-curve', 'data-rl-steps')).toBe(10);
+    expect(await num(page, '#saved-curve', 'data-success-after')).toBe(learning['train page']?.successAfter);
+    expect(await curves.locator('svg text', { hasText: 'held-out success' }).count()).toBeGreaterThan(0);
     await screenshot(page, 'train-after-reload');
 
     await row.locator('button.try').click();
@@ -112,18 +135,21 @@ describe('train page', () => {
 });
 
 describe('chat page', () => {
-  it('answers while a training run goes on; the device-time panel shows both jobs', async () => {
+  it('on its defaults a reply comes from the RL policy while it trains; the device-time panel shows both jobs', async () => {
     const page = await context.newPage();
     const errors = pageErrors(page);
-    await page.goto(`${base}chat.html?warmstart=40&steps=40`);
+    await page.goto(`${base}chat.html`);
     await page.click('#train-start');
-    await page.waitForSelector('#progress[data-phase="warmstart"]');
+    // From the shipped warm start straight to RL: wait for two optimizer steps, then ask.
+    await page.waitForSelector('#progress[data-phase="rl"]', { timeout: 240_000 });
+    await page.waitForSelector('#curve[data-points="2"]', { timeout: 240_000 });
     await page.fill('#chat-input', 'What is 7*8?');
     await page.click('#send');
     const reply = page.locator('.msg.agent[data-source="live"]');
     await reply.waitFor({ timeout: 180_000 });
     expect(await reply.getAttribute('data-while-training')).toBe('yes');
-    expect(await page.locator('#progress').getAttribute('data-phase')).toMatch(/^(warmstart|eval-before|rl)$/);
+    expect(Number(await reply.getAttribute('data-steps'))).toBeGreaterThanOrEqual(2);
+    expect(await reply.locator('.who').innerText()).toMatch(/LoRA policy after \d+ optimizer steps/);
     expect((await reply.locator('.bubble').innerText()).length).toBeGreaterThan(0);
     await expect.poll(() => num(page, 'tr[data-group^="training"]', 'data-quanta')).toBeGreaterThan(0);
     await expect.poll(() => num(page, 'tr[data-group="chat"]', 'data-quanta')).toBeGreaterThan(0);
@@ -136,15 +162,21 @@ describe('chat page', () => {
 });
 
 describe('widget', () => {
-  it('embedded with one script tag, it renders, trains and draws its curve', async () => {
+  it('embedded with one script tag and no attributes, it trains on its defaults and held-out success rises', async () => {
     const page = await context.newPage();
     const errors = pageErrors(page);
-    const element = '<webtinker-demo env="calculator" steps="1" warmstart="1" autostart></webtinker-demo>';
+    const element = '<webtinker-demo autostart></webtinker-demo>';
     await page.goto(`${base}e2e-docs-widget.html?element=${encodeURIComponent(element)}`);
     await page.waitForSelector('webtinker-demo[data-state="running"]');
-    await page.waitForSelector('webtinker-demo[data-state="done"]', { timeout: 180_000 });
-    expect(await num(page, 'webtinker-demo .curve', 'data-points')).toBe(2);
-    expect(await page.locator('webtinker-demo .line').innerText()).toMatch(/^done in \d+ s/);
+    const t0 = Date.now();
+    await page.waitForSelector('webtinker-demo[data-state="done"]', { timeout: 480_000 });
+    const seconds = (Date.now() - t0) / 1000;
+    expect(await num(page, 'webtinker-demo .curve', 'data-points')).toBe(10);
+    const before = await num(page, 'webtinker-demo', 'data-success-before');
+    const after = await num(page, 'webtinker-demo', 'data-success-after');
+    learning.widget = { seconds, successBefore: before, successAfter: after };
+    expect(after).toBeGreaterThan(before + 0.05);
+    expect(await page.locator('webtinker-demo .line').innerText()).toMatch(/^done in \d+ s · 10 RL steps, mean reward [\d.]+ → [\d.]+ · held-out success \d+% → \d+%$/);
     await screenshot(page, 'widget-done');
     expect(errors).toEqual([]);
     await page.close();
@@ -155,8 +187,9 @@ describe('widget', () => {
     const errors = pageErrors(page);
     await page.goto(`${base}embed.html`);
     await page.waitForSelector('#widget-calculator[data-state="ready"]');
-    await page.waitForSelector('#widget-nim[data-state="ready"]');
-    expect(await page.locator('#widget-nim button').innerText()).toBe('Train');
+    await page.waitForSelector('#widget-rloo[data-state="ready"]');
+    expect(await page.locator('#widget-rloo button').innerText()).toBe('Train');
+    expect(await page.locator('#widget-rloo .line').innerText()).toMatch(/^gpt2-100k from its shipped warm start, then 10 RLOO steps of 8 × 4, held-out success before and after \(64 episodes\), in this tab$/);
     await screenshot(page, 'embed-page');
     expect(errors).toEqual([]);
     await page.close();

@@ -3,8 +3,11 @@
 // delete, PEFT zip export), and a chat reply that runs the environment's tool.
 import { strFromU8, unzipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
-import { DemoStore } from '../../demos/src/lib/adapters.ts';
-import { DEFAULT_SETTINGS, jobOptions, parseSettings, QUICK_SETTINGS } from '../../demos/src/lib/job.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DemoStore, savedCurves } from '../../demos/src/lib/adapters.ts';
+import { DEFAULT_SETTINGS, type DemoSettings, FULL_SETTINGS, jobOptions, parseSettings, QUICK_SETTINGS } from '../../demos/src/lib/job.ts';
+import { hasShipped, shippedFromBytes } from '../../demos/src/lib/shipped.ts';
 import { reply, sampleTask } from '../../demos/src/lib/talk.ts';
 import { ByteTokenizer, ConfigError, engine, jobEnv, jobOptions as trainJobOptions, type JobResult, MemoryKv, type SampleFn } from '../../src/mod.ts';
 
@@ -35,21 +38,61 @@ describe('demo settings', () => {
     }
   });
 
-  it("make job options through the library's jobOptions: the train page's defaults are `npm run train`'s job", () => {
-    const { env: { spec: _a, ...demoEnv }, ...demo } = jobOptions(DEFAULT_SETTINGS);
+  it("make job options through the library's jobOptions: the full run is `npm run train`'s job, the defaults its RL from the shipped warm start", () => {
+    const { env: { spec: _a, ...demoEnv }, ...demo } = jobOptions(FULL_SETTINGS);
     const { env: { spec: _b, ...cliEnv }, ...cli } = trainJobOptions({ env: 'calculator' });
     expect(demoEnv).toEqual(cliEnv);
     expect(demo).toEqual(cli);
+    // The pages' defaults: the same model, LoRA and learning rate, no warm start in the tab, a shorter RL phase.
+    const d = jobOptions(DEFAULT_SETTINGS);
+    expect(DEFAULT_SETTINGS).toMatchObject({ base: 'shipped', warmstart: 0, model: FULL_SETTINGS.model, env: FULL_SETTINGS.env });
+    expect(d.warmStart).toBeNull();
+    expect({ model: d.model, lora: d.lora, lr: d.lr, rows: d.rows }).toEqual({ model: cli.model, lora: cli.lora, lr: cli.lr, rows: cli.rows });
+    expect(d.steps * d.groups * d.groupSize).toBeLessThan(cli.steps * cli.groups * cli.groupSize);
   });
 
-  it('make job options for the quick pages: a context long enough for the environment, small LoRA without gate on gpt2, no warm start at 0', () => {
-    const calc = jobOptions(QUICK_SETTINGS);
-    const nim = jobOptions({ ...QUICK_SETTINGS, env: 'nim', warmstart: 0 });
+  it('start from the shipped warm start where one exists, else from scratch with a warm start in the tab', () => {
+    expect(hasShipped('calculator', 'gpt2-100k')).toBe(true);
+    expect(parseSettings(from({}))).toMatchObject({ base: 'shipped', warmstart: 0 });
+    // No shipped nim model: scratch, with `npm run train`'s warm start unless the URL says otherwise.
+    expect(parseSettings(from({ env: 'nim' }))).toMatchObject({ env: 'nim', base: 'scratch', warmstart: FULL_SETTINGS.warmstart });
+    expect(parseSettings(from({ base: 'scratch' }))).toMatchObject({ base: 'scratch', warmstart: FULL_SETTINGS.warmstart });
+    expect(parseSettings(from({ base: 'shipped', warmstart: '5' }))).toMatchObject({ base: 'shipped', warmstart: 5 });
+    for (const q of [{ env: 'nim', base: 'shipped' }, { model: 'tiny-gpt2', base: 'shipped' }, { base: 'pretrained' }] as Record<string, string>[]) {
+      let err: unknown;
+      try {
+        parseSettings(from(q));
+      } catch (e) {
+        err = e;
+      }
+      expect(err, JSON.stringify(q)).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).field).toBe('base');
+    }
+  });
+
+  it('the shipped checkpoint is the config the job trains, and its weights go into the job options', async () => {
+    const bytes = new Uint8Array(readFileSync(join(import.meta.dirname, '..', '..', 'demos', 'src', 'lib', 'models', 'calculator-gpt2-100k.safetensors')));
+    const cfg = jobOptions(DEFAULT_SETTINGS).model;
+    const weights = await shippedFromBytes(bytes, cfg, 'calculator-gpt2-100k');
+    expect(Object.keys(weights).sort()).toEqual(engine.parameterSpecs(cfg).map((s) => s.name).sort());
+    const o = jobOptions(DEFAULT_SETTINGS, undefined, weights);
+    expect(o.weights).toBe(weights);
+    // Another config than the job's is refused by name, and so are weights of the wrong shapes.
+    await expect(shippedFromBytes(bytes, { ...cfg, maxSeqLen: 256 }, 'x')).rejects.toThrow(/another config than the job's/);
+    const { ['tok_emb.weight']: _drop, ...missing } = weights;
+    expect(() => jobOptions(DEFAULT_SETTINGS, undefined, missing)).toThrow(/weights: tensor "tok_emb\.weight"/);
+    expect(() => jobOptions(DEFAULT_SETTINGS, undefined, { ...weights, 'tok_emb.weight': new Float32Array(3) })).toThrow(/weights: tensor "tok_emb\.weight"/);
+  });
+
+  it('make job options for tiny models: a context long enough for the environment, small LoRA without gate on gpt2, no warm start at 0', () => {
+    const tiny: DemoSettings = { ...QUICK_SETTINGS, model: 'tiny-gpt2', base: 'scratch', warmstart: 50 };
+    const calc = jobOptions(tiny);
+    const nim = jobOptions({ ...tiny, env: 'nim', warmstart: 0 });
     expect(calc.model.maxSeqLen).toBe(128);
     expect(nim.model.maxSeqLen).toBe(512);
     expect(calc.lora).toMatchObject({ rank: 4, alpha: 8 });
     expect(calc.lora?.targets).not.toContain('gate');
-    expect(calc.warmStart).toMatchObject({ steps: QUICK_SETTINGS.warmstart, demos: 256, batchSize: 16, lr: 2e-2 });
+    expect(calc.warmStart).toMatchObject({ steps: 50, demos: 256, batchSize: 16, lr: 2e-2 });
     expect(calc.rows).toBe(8);
     expect(nim.warmStart).toBeNull();
     expect(nim.env.name).toBe('nim');
@@ -57,13 +100,14 @@ describe('demo settings', () => {
 });
 
 describe('demo adapter store', () => {
-  const settings = { ...QUICK_SETTINGS, warmstart: 2, steps: 3 };
+  const settings: DemoSettings = { ...QUICK_SETTINGS, base: 'scratch', warmstart: 2, steps: 3 };
   const o = jobOptions(settings);
   const cfg = o.model;
   const lora = o.lora!;
   const fakeResult = (seed: number) =>
     ({
-      successBefore: 0.25, successAfter: 0.5, rewardAfter: 0.4, wallSeconds: 12, rewardCurve: [0, 0.2, 0.4],
+      successBefore: 0.25, successAfter: 0.5, rewardAfter: 0.4, wallSeconds: 12, rewardCurve: [0, 0.2, 0.4], lossCurve: [0.1, -0.2, 0.05],
+      sftLossCurve: [2.5, 1.5], evalEpisodes: 32,
       trained: { cfg, lora, tensors: engine.initLora(cfg, lora, seed) },
     }) as unknown as JobResult;
 
@@ -76,6 +120,10 @@ describe('demo adapter store', () => {
     const list = await store.list();
     expect(list.map((x) => x.name)).toEqual([name]);
     expect(list[0].info).toMatchObject({ successBefore: 0.25, successAfter: 0.5, settings });
+    // The curves stay with the run, in curve.svg's specification.
+    expect(savedCurves(list[0])).toMatchObject({
+      title: name, reward: [0, 0.2, 0.4], loss: [0.1, -0.2, 0.05], sftLoss: [2.5, 1.5], evaluation: { before: 0.25, after: 0.5, episodes: 32 },
+    });
     expect(list[0].meta).toMatchObject({ rank: lora.rank, alpha: lora.alpha, step: 3 });
     const loaded = await store.load(name);
     expect(Object.keys(loaded.adapter).sort()).toEqual(Object.keys(r.trained.tensors).sort());

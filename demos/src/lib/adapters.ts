@@ -25,6 +25,7 @@ import {
   StoreError,
   writeSafetensors,
 } from '../../../src/mod.ts';
+import type { RunCurves } from '../../../src/plot/run_curves.ts';
 import type { DemoSettings } from './job.ts';
 import type { CapturedBase } from './tap.ts';
 
@@ -36,6 +37,10 @@ export interface RunInfo {
   readonly successBefore: number;
   readonly successAfter: number;
   readonly rewardCurve: number[];
+  /** The RL loss and the warm start's SFT loss per step, and the evaluations' size (runs saved before these were kept lack them). */
+  readonly lossCurve?: number[];
+  readonly sftLossCurve?: number[];
+  readonly evalEpisodes?: number;
   readonly wallSeconds: number;
 }
 
@@ -84,7 +89,8 @@ export class DemoStore {
     const baseParams = base.params ?? engine.initParameters(cfg, base.seed ?? 0);
     const info: RunInfo = {
       settings, cfg, lora, successBefore: result.successBefore, successAfter: result.successAfter,
-      rewardCurve: [...result.rewardCurve], wallSeconds: result.wallSeconds,
+      rewardCurve: [...result.rewardCurve], lossCurve: [...result.lossCurve], sftLossCurve: [...result.sftLossCurve], evalEpisodes: result.evalEpisodes,
+      wallSeconds: result.wallSeconds,
     };
     await this.bases.save(name, engine.parameterSpecs(cfg).map((s) => ({ name: s.name, shape: [...s.shape], dtype: 'f32' as const, data: baseParams[s.name] })), { step: settings.warmstart, state: info });
     try {
@@ -164,4 +170,18 @@ export function download(blob: Blob, filename: string): void {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** A saved run's curves in the run-curves specification (curve.svg's). */
+export function savedCurves(r: SavedRun): RunCurves {
+  const s = r.info.settings;
+  const from = s.base === 'shipped' ? 'the shipped warm start' : `${s.warmstart} warm-start steps`;
+  return {
+    title: r.name,
+    subtitle: `${s.env} · ${s.algo} · ${r.info.cfg.name ?? r.info.cfg.family} · from ${from} · ${s.steps} RL steps of ${s.groups} × ${s.groupSize}`,
+    reward: r.info.rewardCurve,
+    loss: r.info.lossCurve ?? [],
+    ...(r.info.sftLossCurve ? { sftLoss: r.info.sftLossCurve } : {}),
+    ...(s.evalEpisodes > 0 ? { evaluation: { before: r.info.successBefore, after: r.info.successAfter, episodes: r.info.evalEpisodes ?? s.evalEpisodes } } : {}),
+  };
 }

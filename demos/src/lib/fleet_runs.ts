@@ -29,7 +29,7 @@ interface FleetResult {
 function demoSettings(job: FleetJob, summary: JobSummary): DemoSettings {
   const s = job.settings;
   return {
-    env: s.env, algo: s.algo as DemoAlgo, model: s.model, hub: '', steps: s.steps, warmstart: summary.warmStartSteps,
+    env: s.env, algo: s.algo as DemoAlgo, model: s.model, hub: '', base: 'scratch', steps: s.steps, warmstart: summary.warmStartSteps,
     groups: s.groups, groupSize: s.groupSize, seed: s.seed, evalEpisodes: s.evalEpisodes,
   };
 }

@@ -3,17 +3,17 @@
  * the environment's demonstrations, then LoRA RL) over the page's WorkerService, watched through
  * a TapService, with options made by the library's own `jobOptions` (src/runtime/train.ts).
  *
- * The train page's defaults are `npm run train`'s (TRAIN_DEFAULTS: gpt2-100k from scratch on
- * calculator, 300 warm-start steps, 20 GRPO steps of 16 × 4): the run that measurably improves
- * the agent, so the page shows the same learning the CLI does (minutes on a real GPU; on a
- * software adapter much longer — SwiftShader compiles every kernel on first use). The chat, arena
- * and embed pages default to the tiny models and the short schedules below, to show something
- * within a minute or two anywhere; any page takes other settings from its form or the URL
- * (`train.html?model=tiny-gpt2&warmstart=50&steps=10`).
+ * The pages' defaults (DEFAULT_SETTINGS) are `npm run train`'s model, LoRA and GRPO, from the warm
+ * start it runs first as shipped with the demos (shipped.ts), with a shorter RL phase: held-out
+ * success rises within about 3 minutes even on SwiftShader, which compiles every kernel on first use
+ * and runs ~4× slower than Deno's llvmpipe. FULL_SETTINGS is `npm run train`'s whole job, warm start
+ * in the tab included. Any page takes other settings from its form or the URL
+ * (`train.html?base=scratch&model=tiny-gpt2&warmstart=50&steps=10`).
  */
 import {
   ConfigError,
   ENV_NAMES,
+  type HostParams,
   type EnvName,
   HubError,
   type HubProgress,
@@ -27,6 +27,7 @@ import {
 } from '../../../src/mod.ts';
 import { type OpenedPretrained, openPretrainedJob } from '../../../src/runtime/pretrained_job.ts';
 import { PRETRAINED_JOB, pretrainedSeqLen } from './hub_models.ts';
+import { hasShipped, shippedList, shippedWeights } from './shipped.ts';
 import { TapService } from './tap.ts';
 
 /** The algorithms the pages offer: the RL ones (each trains a LoRA adapter on the warm-started base). */
@@ -43,6 +44,12 @@ export function isRepoId(m: string): boolean {
 /** Whether settings train a pretrained Hub model rather than a from-scratch preset. */
 export const isPretrained = (s: DemoSettings): boolean => !(DEMO_MODELS as readonly string[]).includes(s.model);
 
+/** Where a from-scratch run starts: the warm-started checkpoint shipped with the demos, or the seeded init. */
+export const DEMO_BASES = ['shipped', 'scratch'] as const;
+export type DemoBase = (typeof DEMO_BASES)[number];
+/** How the forms name the bases. */
+export const BASE_LABELS: Readonly<Record<DemoBase, string>> = { shipped: 'the shipped warm start', scratch: 'scratch (seeded init)' };
+
 export interface DemoSettings {
   readonly env: EnvName;
   readonly algo: DemoAlgo;
@@ -52,7 +59,12 @@ export interface DemoSettings {
   readonly hub: string;
   /** RL steps. */
   readonly steps: number;
-  /** SFT warm-start steps (0: RL from the from-scratch model). */
+  /**
+   * A from-scratch preset's starting point: 'shipped' — the warm-started checkpoint that ships with
+   * the demos for this environment and model (shipped.ts) — or 'scratch', the seeded init.
+   */
+  readonly base: DemoBase;
+  /** SFT warm-start steps in this tab (0: none; on a 'shipped' base they continue its warm start). */
   readonly warmstart: number;
   readonly groups: number;
   readonly groupSize: number;
@@ -61,16 +73,27 @@ export interface DemoSettings {
   readonly evalEpisodes: number;
 }
 
-/** The train page's defaults: `npm run train`'s job. */
-export const DEFAULT_SETTINGS: DemoSettings = {
-  env: TRAIN_DEFAULTS.env, algo: 'grpo', model: 'gpt2-100k', hub: '', steps: TRAIN_DEFAULTS.steps, warmstart: TRAIN_DEFAULTS.warmstartSteps,
+/**
+ * `npm run train`'s job: gpt2-100k from scratch, its warm start in the tab, then 20 GRPO steps of
+ * 16 × 4 — minutes on a GPU, over ten on a software adapter (SwiftShader compiles every kernel and
+ * runs ~4× slower than Deno's llvmpipe). The train page offers it as "the full run".
+ */
+export const FULL_SETTINGS: DemoSettings = {
+  env: TRAIN_DEFAULTS.env, algo: 'grpo', model: 'gpt2-100k', hub: '', base: 'scratch', steps: TRAIN_DEFAULTS.steps, warmstart: TRAIN_DEFAULTS.warmstartSteps,
   groups: TRAIN_DEFAULTS.groups, groupSize: TRAIN_DEFAULTS.groupSize, seed: TRAIN_DEFAULTS.seed, evalEpisodes: TRAIN_DEFAULTS.evalEpisodes,
 };
 
-/** The quick settings of the chat, arena and embed pages: a tiny model that shows something within a minute or two. */
-export const QUICK_SETTINGS: DemoSettings = {
-  env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', hub: '', steps: 10, warmstart: 50, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 8,
+/**
+ * The pages' defaults: the same model and RL as the full run, from its warm start as shipped
+ * (shipped.ts), with fewer and smaller RL steps and held-out evaluations — sized so that held-out
+ * success visibly rises within about 3 minutes on SwiftShader (measured by the e2e suite).
+ */
+export const DEFAULT_SETTINGS: DemoSettings = {
+  ...FULL_SETTINGS, base: 'shipped', warmstart: 0, steps: 10, groups: 8, groupSize: 4, evalEpisodes: 64, seed: 1,
 };
+
+/** The widget's and the chat page's defaults: the pages' run, with its evaluations left out where the page shows none. */
+export const QUICK_SETTINGS: DemoSettings = { ...DEFAULT_SETTINGS };
 
 const INT_FIELDS = ['steps', 'warmstart', 'groups', 'groupSize', 'seed', 'evalEpisodes'] as const;
 
@@ -85,16 +108,20 @@ export function parseSettings(get: (name: string) => string | null | undefined, 
     if (!(allowed as readonly string[]).includes(v)) throw new ConfigError(name, `unknown ${name} "${v}" (known: ${allowed.join(', ')})`);
     return v as T;
   };
-  const out: Record<string, unknown> = {
-    env: pick('env', ENV_NAMES, defaults.env),
-    algo: pick('algo', DEMO_ALGOS, defaults.algo),
-    model: pickModel(get('model'), defaults.model, opts.pretrained ?? false),
-    hub: pickHub(get('hub'), defaults.hub),
-  };
+  const env = pick('env', ENV_NAMES, defaults.env);
+  const model = pickModel(get('model'), defaults.model, opts.pretrained ?? false);
+  // The shipped warm start where one exists for this environment and model (unless asked otherwise).
+  const shippable = (DEMO_MODELS as readonly string[]).includes(model) && hasShipped(env, model);
+  const base = pick('base', DEMO_BASES, shippable ? defaults.base : 'scratch');
+  if (base === 'shipped' && !shippable) {
+    throw new ConfigError('base', `no warm-started ${model} for ${env} ships with the demos (shipped: ${shippedList()}): base "scratch" warm-starts in this tab`);
+  }
+  const out: Record<string, unknown> = { env, algo: pick('algo', DEMO_ALGOS, defaults.algo), model, hub: pickHub(get('hub'), defaults.hub), base };
   for (const k of INT_FIELDS) {
     const v = get(k);
     if (v === null || v === undefined || v === '') {
-      out[k] = defaults[k];
+      // A base other than the defaults' brings its own warm start: none on a shipped one, `npm run train`'s from scratch.
+      out[k] = k !== 'warmstart' || base === defaults.base ? defaults[k] : base === 'shipped' ? 0 : TRAIN_DEFAULTS.warmstartSteps;
       continue;
     }
     const n = Number(v);
@@ -138,12 +165,15 @@ function tuning(s: DemoSettings): { warmStart: { demos?: number; batchSize?: num
   return { warmStart: { demos: 256, batchSize: s.env === 'nim' ? 8 : 16, lr: 2e-2 }, lora: { rank: 4 }, rows: 8 };
 }
 
-/** The job runner's options for demo settings, through the library's jobOptions (a pretrained model once opened). */
-export function jobOptions(s: DemoSettings, opened?: OpenedPretrained): JobOptions {
+/**
+ * The job runner's options for demo settings, through the library's jobOptions: a pretrained model
+ * once opened; a shipped base with its weights (without them: the options that tell their config).
+ */
+export function jobOptions(s: DemoSettings, opened?: OpenedPretrained, weights?: HostParams): JobOptions {
   const t = tuning(s);
   if (isPretrained(s) && !opened) throw new ConfigError('model', `"${s.model}" is a Hub repo id: its job options need the opened checkpoint`);
   return trainJobOptions({
-    env: s.env, algo: s.algo, model: opened ?? s.model, steps: s.steps, seed: s.seed, groups: s.groups, groupSize: s.groupSize,
+    env: s.env, algo: s.algo, model: opened ?? s.model, ...(weights ? { weights } : {}), steps: s.steps, seed: s.seed, groups: s.groups, groupSize: s.groupSize,
     evalEpisodes: s.evalEpisodes, lora: t.lora, warmStart: s.warmstart > 0 ? { steps: s.warmstart, ...t.warmStart } : null,
     ...(t.rows === undefined ? {} : { rows: t.rows }),
   });
@@ -197,7 +227,7 @@ export class DemoJob {
 
   constructor(service: WorkerService, settings: DemoSettings, label = `${settings.env}/${settings.algo}`) {
     this.settings = settings;
-    this.#options = isPretrained(settings) ? null : jobOptions(settings);
+    this.#options = isPretrained(settings) || settings.base === 'shipped' ? null : jobOptions(settings);
     this.tap = new TapService(service);
     this.label = label;
     this.total = settings.warmstart + settings.steps;
@@ -205,8 +235,13 @@ export class DemoJob {
 
   /** The job runner's options (a pretrained model's only once it is opened). */
   get options(): JobOptions {
-    if (!this.#options) throw new ConfigError('model', `"${this.settings.model}" is not opened yet: its options come with its config`);
+    if (!this.#options) throw new ConfigError('model', `"${this.settings.model}" is not ${isPretrained(this.settings) ? 'opened' : 'fetched'} yet: its options come with its ${isPretrained(this.settings) ? 'config' : 'weights'}`);
     return this.#options;
+  }
+
+  /** Whether the options are made (a pretrained model opened, a shipped base fetched). */
+  get hasOptions(): boolean {
+    return this.#options !== null;
   }
 
   on(f: (e: JobEvent) => void): () => void {
@@ -262,7 +297,7 @@ export class DemoJob {
   async start(): Promise<JobResult | null> {
     this.#setPhase('starting');
     try {
-      if (!this.#options) {
+      if (!this.#options && isPretrained(this.settings)) {
         const opened = await this.#open();
         this.opened = opened;
         this.#options = jobOptions(this.settings, opened);
@@ -270,6 +305,10 @@ export class DemoJob {
         // (the picker's estimate), not at the model's full context.
         this.tap.schedule = { batch: this.#options.rows, seqLen: pretrainedSeqLen(opened.config) };
         this.#setPhase('starting');
+      } else if (!this.#options) {
+        // The shipped warm start: fetched, checked against the config the job trains, and trained on.
+        const cfg = jobOptions(this.settings).model;
+        this.#options = jobOptions(this.settings, undefined, await shippedWeights(this.settings.env, this.settings.model, cfg, this.#abort.signal));
       }
       const r = await runTraining(this.tap, {
         ...this.options,

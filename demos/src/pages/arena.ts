@@ -22,7 +22,7 @@ import { SharePanel } from '../lib/shares.ts';
 
 const app = document.getElementById('app')!;
 const q = query();
-const base: DemoSettings = parseSettings(q, { env: 'nim', algo: 'grpo', model: 'tiny-gpt2', hub: '', steps: 6, warmstart: 20, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 0 });
+const base: DemoSettings = parseSettings(q, { env: 'nim', algo: 'grpo', model: 'tiny-gpt2', hub: '', base: 'scratch', steps: 6, warmstart: 20, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 0 });
 let algoA = parseSettings((k) => (k === 'algo' ? q('algoA') : null), base).algo;
 let algoB = parseSettings((k) => (k === 'algo' ? q('algoB') : null), { ...base, algo: 'rloo' }).algo;
 let agents: DemoJob[] = [];

@@ -10,7 +10,7 @@ import { html, render } from 'lit';
 import { ENV_NAMES, type JobEnv, jobEnv, type ModelConfig, type SampleFn, type WorkerService } from '../../../src/mod.ts';
 import { DemoStore, type SavedRun } from '../lib/adapters.ts';
 import { type Curve, trainingCurve } from '../lib/curve.ts';
-import { DEMO_ALGOS, DemoJob, type DemoSettings, parseSettings } from '../lib/job.ts';
+import { BASE_LABELS, DEFAULT_SETTINGS, DEMO_ALGOS, DEMO_BASES, DemoJob, type DemoSettings, parseSettings } from '../lib/job.ts';
 import { errorText, fmtSeconds, pageService, pageShell, query } from '../lib/page.ts';
 import { SharePanel } from '../lib/shares.ts';
 import { reply, type ReplyTurn, sampleTask } from '../lib/talk.ts';
@@ -21,13 +21,16 @@ interface Message {
   turns?: ReplyTurn[];
   source?: string;
   detail?: string;
+  /** Optimizer steps of the weights that replied (live replies). */
+  steps?: number;
   whileTraining?: boolean;
 }
 
 const app = document.getElementById('app')!;
 const store = new DemoStore();
 const chatIds = new Set<string>();
-let settings: DemoSettings = parseSettings(query(), { env: 'calculator', algo: 'grpo', model: 'tiny-gpt2', hub: '', steps: 60, warmstart: 50, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 0 });
+// The pages' run from the shipped warm start (replies make sense from the first message), longer, without evaluations.
+let settings: DemoSettings = parseSettings(query(), { ...DEFAULT_SETTINGS, steps: 30, evalEpisodes: 0 });
 let job: DemoJob | null = null;
 let runs: SavedRun[] = [];
 let source = 'live';
@@ -56,13 +59,15 @@ function draw(): void {
             ${runs.map((r) => html`<option value=${`adapter:${r.name}`} ?selected=${source === `adapter:${r.name}`}>stored adapter ${r.name}</option>`)}
           </select></label>
           <div class="chat-log" id="chat-log">
-            ${messages.map((m) => html`<div class="msg ${m.who}" data-source=${m.source ?? ''} data-while-training=${m.whileTraining ? 'yes' : 'no'}>
+            ${messages.map((m) => html`<div class="msg ${m.who}" data-source=${m.source ?? ''} data-while-training=${m.whileTraining ? 'yes' : 'no'} data-steps=${m.steps ?? ''}>
               ${m.who === 'agent' ? html`<div class="who">${m.source === 'live' ? 'training run (live)' : m.source} ${m.detail ? html`· ${m.detail}` : ''}</div>` : ''}
               <div class="bubble">${m.turns ? m.turns.map((t) => html`<div>${t.action || '(empty)'}</div>${t.toolOutput !== undefined ? html`<div class="pill">tool → ${t.toolOutput}</div>` : ''}`) : m.text}</div>
             </div>`)}
           </div>
-          <p class="note">A byte-level model from scratch answers in random bytes at first; the warm start teaches it the
-          environment's format (<code>&lt;tool&gt;…&lt;/tool&gt;</code>, <code>&lt;answer&gt;…&lt;/answer&gt;</code>), RL when to use which.</p>
+          <p class="note">A byte-level model from scratch answers in random bytes; the SFT warm start teaches it the
+          environment's format (<code>&lt;tool&gt;…&lt;/tool&gt;</code>, <code>&lt;answer&gt;…&lt;/answer&gt;</code>), RL when to use which.
+          By default the run starts from the warm start shipped with the demos (the one <code>npm run train</code> runs first), so replies
+          make sense from the first message and RL improves them as you chat.</p>
           <form class="chat-form" @submit=${send}>
             <input id="chat-input" name="text" autocomplete="off" placeholder="Ask something, e.g. What is 7*8?" ?disabled=${!status.ok} />
             <button id="send" type="submit" ?disabled=${pending || !status.ok}>Send</button>
@@ -74,6 +79,7 @@ function draw(): void {
           <form id="settings" class="settings" @submit=${startTraining}>
             <label>environment <select name="env" ?disabled=${running}>${ENV_NAMES.map((o) => html`<option ?selected=${settings.env === o}>${o}</option>`)}</select></label>
             <label>algorithm <select name="algo" ?disabled=${running}>${DEMO_ALGOS.map((o) => html`<option ?selected=${settings.algo === o}>${o}</option>`)}</select></label>
+            <label>start from <select name="base" ?disabled=${running}>${DEMO_BASES.map((o) => html`<option value=${o} ?selected=${settings.base === o}>${BASE_LABELS[o]}</option>`)}</select></label>
             <label>warm-start steps <input name="warmstart" type="number" min="0" .value=${String(settings.warmstart)} ?disabled=${running} /></label>
             <label>RL steps <input name="steps" type="number" min="1" .value=${String(settings.steps)} ?disabled=${running} /></label>
             <button id="train-start" type="submit" ?disabled=${running || !status.ok}>Train</button>
@@ -137,6 +143,7 @@ async function startTraining(ev: Event): Promise<void> {
 
 /** Replies from the training run's current weights; null when it has no training client right now. */
 async function liveReply(j: DemoJob, text: string): Promise<Message | null> {
+  if (!j.hasOptions) return null; // the shipped base is still being fetched
   const env = jobEnv(j.settings.env);
   const cfg = j.options.model;
   const t0 = performance.now();
@@ -148,7 +155,7 @@ async function liveReply(j: DemoJob, text: string): Promise<Message | null> {
   if (r === null) return null;
   const phase = r.info.trainable === 'all' ? 'warm-start weights' : 'LoRA policy';
   return {
-    who: 'agent', text: '', turns: r.turns, source: 'live', whileTraining: j.running,
+    who: 'agent', text: '', turns: r.turns, source: 'live', whileTraining: j.running, steps: r.info.step,
     detail: `${phase} after ${r.info.step} optimizer steps · ${((performance.now() - t0) / 1000).toFixed(1)} s${j.running ? ', training kept going' : ''}`,
   };
 }

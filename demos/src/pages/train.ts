@@ -11,11 +11,13 @@
  * trains a LoRA adapter on it. `?hub=URL` sets the Hub endpoint, `?budget=MiB` the page's budget.
  */
 import { html, render } from 'lit';
+import { unsafeSVG } from 'lit/directives/unsafe-svg.js';
+import { runCurvesSvgWith } from '../../../src/plot/run_curves.ts';
 import { ENV_NAMES, jobEnv, type StepMetrics, type WorkerService } from '../../../src/mod.ts';
-import { DemoStore, download, type SavedRun } from '../lib/adapters.ts';
+import { DemoStore, download, type SavedRun, savedCurves } from '../lib/adapters.ts';
 import { type Curve, trainingCurve } from '../lib/curve.ts';
 import { fmtBytes } from '../lib/hub_models.ts';
-import { DEMO_ALGOS, DEMO_MODELS, DemoJob, type DemoSettings, isPretrained, parseSettings } from '../lib/job.ts';
+import { BASE_LABELS, DEFAULT_SETTINGS, DEMO_ALGOS, DEMO_BASES, DEMO_MODELS, DemoJob, type DemoSettings, FULL_SETTINGS, isPretrained, parseSettings } from '../lib/job.ts';
 import { ModelPicker, pageBudgetBytes } from '../lib/picker.ts';
 import { errorText, fmtPct, fmtSeconds, pageService, pageShell, query } from '../lib/page.ts';
 import { type ShareGroup, SharePanel } from '../lib/shares.ts';
@@ -34,11 +36,32 @@ let tried: { name: string; episodes: Episode[] | null } | null = null;
 const busy = new Set<string>();
 let curve: Curve;
 let shares: SharePanel | null = null;
+/** The saved run whose curves are drawn (default: the newest). */
+let shown: string | null = null;
 
 const status = await pageShell('train');
 const budgetBytes = pageBudgetBytes(status.ok && status.software, query()('budget'));
 const picker = new ModelPicker(status.ok ? status.adapter : null, budgetBytes, () => draw());
 const service = () => pageService({ memoryBudgetBytes: budgetBytes });
+
+/** The defaults in words, for the software-adapter note. */
+const DEFAULT_RUN = `${DEFAULT_SETTINGS.steps} RL steps of ${DEFAULT_SETTINGS.groups} × ${DEFAULT_SETTINGS.groupSize} from the shipped warm start, ${DEFAULT_SETTINGS.evalEpisodes} held-out episodes before and after`;
+
+/** This page with the full run's settings (the environment and algorithm as chosen). */
+function fullRunHref(): string {
+  const f = { ...FULL_SETTINGS, env: settings.env, algo: settings.algo };
+  const q = new URLSearchParams({ env: f.env, algo: f.algo, model: f.model, base: f.base, warmstart: String(f.warmstart), steps: String(f.steps), groups: String(f.groups), groupSize: String(f.groupSize), evalEpisodes: String(f.evalEpisodes), seed: String(f.seed) });
+  return `?${q}`;
+}
+
+/** The curves of the saved run `shown` (else the newest): curve.svg's specification, drawn in this page. */
+function savedCurveView() {
+  const r = runs.find((x) => x.name === shown) ?? runs[0];
+  if (!r) return '';
+  return html`<section class="card"><h2>Finished run: ${r.name} <small>(kept with the run in IndexedDB)</small></h2>
+    <div id="saved-curve" class="saved-curve" data-run=${r.name} data-rl-steps=${r.info.rewardCurve.length}
+      data-success-before=${r.info.successBefore} data-success-after=${r.info.successAfter}>${unsafeSVG(runCurvesSvgWith(document, savedCurves(r)))}</div></section>`;
+}
 
 function draw(): void {
   const running = job?.running ?? false;
@@ -55,6 +78,7 @@ function draw(): void {
       ${status.ok ? '' : html`<p class="error">${status.message}</p>`}
       <form id="settings" class="settings" @submit=${start}>
         ${select('env', 'environment', ENV_NAMES)} ${select('algo', 'algorithm', DEMO_ALGOS)} ${select('model', 'model', models)}
+        ${pretrained ? '' : html`<label>start from <select name="base" ?disabled=${running}>${DEMO_BASES.map((o) => html`<option value=${o} ?selected=${settings.base === o}>${BASE_LABELS[o]}</option>`)}</select></label>`}
         ${field('warmstart', 'SFT warm-start steps')} ${field('steps', 'RL steps', 1)} ${field('groups', 'tasks per step', 1)}
         ${field('groupSize', 'attempts per task', 1)} ${field('evalEpisodes', 'held-out episodes')} ${field('seed', 'seed')}
         <button id="start" type="submit" ?disabled=${running || !status.ok}>Train</button>
@@ -64,8 +88,16 @@ function draw(): void {
         ? html`<p class="about">${settings.model} from the Hub: LoRA ${settings.algo.toUpperCase()} on the pretrained model, in its own chat template and native
           tool-call syntax${settings.warmstart > 0 ? ', after a LoRA SFT warm start on the environment\'s demonstrations' : ''} — downloaded into this browser's cache
           on first use, then the library's job runner (<code>runTraining</code>) over the GPU worker and its scheduler.</p>`
+        : settings.base === 'shipped'
+        ? html`<p class="about">A ${settings.model} transformer from the full-parameter SFT warm start on the environment's demonstrations that
+          <code>npm run train</code> runs first, shipped with the demos${settings.warmstart > 0 ? `, ${settings.warmstart} more SFT steps in this tab` : ''},
+          then LoRA ${settings.algo.toUpperCase()} — the library's job runner (<code>runTraining</code>) over the GPU worker and its scheduler.</p>`
         : html`<p class="about">A ${settings.model} transformer from scratch: a full-parameter SFT warm start on the environment's demonstrations, then LoRA
           ${settings.algo.toUpperCase()} — the library's job runner (<code>runTraining</code>) over the GPU worker and its scheduler.</p>`}
+      ${status.ok && status.software ? html`<p class="note" id="software-note">This browser's WebGPU adapter is a software one (${status.description}):
+        every kernel runs on the CPU. The defaults (${DEFAULT_RUN}) take about 3 minutes here; the full run — <code>npm run train</code>'s, its
+        ${FULL_SETTINGS.warmstart}-step warm start in this tab, then ${FULL_SETTINGS.steps} RL steps of ${FULL_SETTINGS.groups} × ${FULL_SETTINGS.groupSize} —
+        takes over 15 minutes (<a id="full-run" href=${fullRunHref()}>start it anyway</a>); on a GPU it is a matter of minutes.</p>` : ''}
       ${message ? html`<p class=${message.kind} id="message">${message.text}</p>` : ''}
       <section class="grid">
         <div class="card">
@@ -79,6 +111,7 @@ function draw(): void {
           ${shares ? '' : html`<p class="note">The page's GPU worker and its scheduler start with the first job.</p>`}
         </div>
       </section>
+      ${savedCurveView()}
       <section class="card" id="picker">
         <h2>Start from a Hub model <small>(judged against this adapter before any download: its limits, and this page's ${fmtBytes(budgetBytes)} budget, <code>?budget=MiB</code> to change)</small></h2>
         ${picker.view(settings.model, running, pick)}
@@ -100,11 +133,12 @@ function draw(): void {
             <tbody>${runs.map((r) => html`
               <tr data-adapter=${r.name}>
                 <td>${r.name}</td><td>${r.info.settings.env}</td><td>${r.info.settings.algo}</td><td>${r.info.cfg.name}</td>
-                <td>${r.info.settings.warmstart} SFT + ${r.info.settings.steps} RL</td>
+                <td>${r.info.settings.base === 'shipped' ? 'shipped warm start' : `${r.info.settings.warmstart} SFT`}${r.info.settings.base === 'shipped' && r.info.settings.warmstart > 0 ? ` + ${r.info.settings.warmstart} SFT` : ''} + ${r.info.settings.steps} RL</td>
                 <td>${r.info.settings.evalEpisodes > 0 ? `${fmtPct(r.info.successBefore)} → ${fmtPct(r.info.successAfter)}` : '–'}</td>
                 <td>${(r.meta.bytes / 1024).toFixed(0)} KiB</td>
                 <td>${new Date(r.meta.createdAt).toLocaleString()}</td>
                 <td class="actions">
+                  <button class="curve-btn" @click=${() => { shown = r.name; draw(); }}>Curves</button>
                   <button class="try" ?disabled=${busy.has(r.name) || !status.ok} @click=${() => tryRun(r.name)}>Load &amp; play</button>
                   <button class="export" ?disabled=${busy.has(r.name)} @click=${() => exportRun(r.name)}>Export PEFT</button>
                   <button class="delete" ?disabled=${busy.has(r.name)} @click=${() => deleteRun(r.name)}>Delete</button>
@@ -176,7 +210,7 @@ function progressView() {
     <p><b>${job.phase}</b> · step ${job.done} / ${job.total} · ${fmtSeconds(job.elapsed)} elapsed${job.running ? html` · ETA ${fmtSeconds(eta)}` : ''}</p>
     ${m ? html`<p class="metrics">last: ${m.phase === 'sft' ? `SFT loss ${m.loss.toFixed(3)}` : `reward ${m.reward?.toFixed(3)}, success ${fmtPct(m.success ?? 0)}, loss ${m.loss.toFixed(4)}${m.datums === 0 ? ' (every group tied: no update)' : ''}`},
       ${m.trainTokens} tokens trained in ${m.trainSeconds.toFixed(1)} s${m.phase === 'rl' ? `, ${m.sampledTokens} sampled in ${m.sampleSeconds.toFixed(1)} s` : ''}</p>` : ''}
-    ${job.result ? html`<p id="result">Held-out success ${fmtPct(job.result.successBefore)} before RL → ${fmtPct(job.result.successAfter)} after (${job.result.evalEpisodes} episodes); ${job.result.wallSeconds.toFixed(0)} s in all.</p>` : ''}
+    ${job.result ? html`<p id="result" data-success-before=${job.result.successBefore} data-success-after=${job.result.successAfter} data-seconds=${job.result.wallSeconds.toFixed(1)}>Held-out success ${fmtPct(job.result.successBefore)} before RL → ${fmtPct(job.result.successAfter)} after (${job.result.evalEpisodes} episodes); ${job.result.wallSeconds.toFixed(0)} s in all.</p>` : ''}
   </div>`;
 }
 
@@ -227,6 +261,7 @@ async function start(ev: Event): Promise<void> {
   } else if (r && j.tap.base) {
     try {
       const name = await store.save(j.settings, r, j.tap.base);
+      shown = name;
       message = { kind: 'info', text: `Saved as adapter "${name}".` };
     } catch (e) {
       message = { kind: 'error', text: `The run finished but could not be saved: ${errorText(e)}` };

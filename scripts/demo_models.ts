@@ -1,0 +1,45 @@
+/**
+ * Makes the warm-started models the demo pages ship (demos/src/lib/models/, read by
+ * demos/src/lib/shipped.ts): for each environment and preset below, the SFT warm start that
+ * `npm run train` runs before RL (its defaults: full-parameter SFT of the seeded from-scratch
+ * model on the environment's demonstrations), taken from a train() run whose RL part is one
+ * minimal step: its result's `trained.base` is the warm-started model the LoRA applies to, and
+ * `successBefore` that model's held-out success. Written as safetensors with the job's config,
+ * the settings and the held-out success in the metadata.
+ *
+ *   npx deno run --allow-read --allow-write --allow-env --config deno.json scripts/demo_models.ts [ENV/MODEL ...]
+ *
+ * Runs are seeded: the same adapter and Deno give the same bytes (another adapter may round
+ * differently). On llvmpipe, 2 cores: calculator ~3 min.
+ */
+import { parseArgs } from 'node:util';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type EnvName, train, writeSafetensors } from '../src/mod.ts';
+import { parameterSpecs } from '../src/model/params.ts';
+
+/** What ships: the SFT settings per `${env}/${model}`. */
+const MODELS: Readonly<Record<string, { env: EnvName; model: string; seed: number }>> = {
+  'calculator/gpt2-100k': { env: 'calculator', model: 'gpt2-100k', seed: 0 },
+};
+
+const { positionals } = parseArgs({ args: Deno.args, allowPositionals: true });
+const wanted = positionals.length > 0 ? positionals : Object.keys(MODELS);
+for (const key of wanted) {
+  const m = MODELS[key];
+  if (!m) throw new Error(`unknown model "${key}" (known: ${Object.keys(MODELS).join(', ')})`);
+  // train()'s default warm start; the one RL step (one task, two attempts) leaves the base as it was.
+  const settings = { env: m.env, model: m.model, seed: m.seed, evalEpisodes: 128, steps: 1, groups: 1, groupSize: 2 };
+  const r = await train(settings);
+  const { cfg, base: tensors } = r.trained;
+  if (!tensors) throw new Error(`${key}: the run returned no warm-started base`);
+  const meta = {
+    format: 'pt',
+    'webtinker.model': JSON.stringify(cfg),
+    'webtinker.made': JSON.stringify({ by: 'scripts/demo_models.ts', warmStart: r.warmStartSteps, seed: m.seed, success: r.successBefore, evalEpisodes: r.evalEpisodes, device: r.device.description }),
+  };
+  const file = join(import.meta.dirname!, '..', 'demos', 'src', 'lib', 'models', `${m.env}-${m.model}.safetensors`);
+  const specs = parameterSpecs(cfg);
+  await writeFile(file, writeSafetensors(specs.map((s) => ({ name: s.name, shape: s.shape, dtype: 'F32' as const, data: tensors[s.name] })), { metadata: meta }));
+  console.log(`${key}: ${r.warmStartSteps} warm-start steps, held-out success ${r.successBefore} over ${r.evalEpisodes} episodes; wrote ${file}`);
+}
