@@ -4,12 +4,13 @@
 import { strFromU8, unzipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import { configError } from './config_error.ts';
 import { join } from 'node:path';
 import { DemoStore, savedCurves } from '../../demos/src/lib/adapters.ts';
 import { DEFAULT_SETTINGS, type DemoSettings, FULL_SETTINGS, jobOptions, parseSettings, QUICK_SETTINGS } from '../../demos/src/lib/job.ts';
 import { hasShipped, shippedFromBytes } from '../../demos/src/lib/shipped.ts';
 import { reply, sampleTask } from '../../demos/src/lib/talk.ts';
-import { ByteTokenizer, ConfigError, engine, jobEnv, jobOptions as trainJobOptions, type JobResult, MemoryKv, type SampleFn } from '../../src/mod.ts';
+import { ByteTokenizer, engine, jobEnv, jobOptions as trainJobOptions, type JobResult, MemoryKv, type SampleFn } from '../../src/mod.ts';
 
 const from = (o: Record<string, string>) => (k: string) => o[k] ?? null;
 
@@ -26,16 +27,7 @@ describe('demo settings', () => {
       [{ env: 'chess' }, 'env'], [{ algo: 'sft' }, 'algo'], [{ model: 'gpt5' }, 'model'],
       [{ steps: '0' }, 'steps'], [{ steps: '2.5' }, 'steps'], [{ warmstart: '-1' }, 'warmstart'], [{ groupSize: 'x' }, 'groupSize'],
     ];
-    for (const [q, field] of bad) {
-      let err: unknown;
-      try {
-        parseSettings(from(q));
-      } catch (e) {
-        err = e;
-      }
-      expect(err, JSON.stringify(q)).toBeInstanceOf(ConfigError);
-      expect((err as ConfigError).field).toBe(field);
-    }
+    for (const [q, field] of bad) expect(configError(() => parseSettings(from(q))).field, JSON.stringify(q)).toBe(field);
   });
 
   it("make job options through the library's jobOptions: the full run is `npm run train`'s job, the defaults its RL from the shipped warm start", () => {
@@ -59,14 +51,7 @@ describe('demo settings', () => {
     expect(parseSettings(from({ base: 'scratch' }))).toMatchObject({ base: 'scratch', warmstart: FULL_SETTINGS.warmstart });
     expect(parseSettings(from({ base: 'shipped', warmstart: '5' }))).toMatchObject({ base: 'shipped', warmstart: 5 });
     for (const q of [{ env: 'nim', base: 'shipped' }, { model: 'tiny-gpt2', base: 'shipped' }, { base: 'pretrained' }] as Record<string, string>[]) {
-      let err: unknown;
-      try {
-        parseSettings(from(q));
-      } catch (e) {
-        err = e;
-      }
-      expect(err, JSON.stringify(q)).toBeInstanceOf(ConfigError);
-      expect((err as ConfigError).field).toBe('base');
+      expect(configError(() => parseSettings(from(q))).field, JSON.stringify(q)).toBe('base');
     }
   });
 
