@@ -68,6 +68,19 @@ export {
   randomNimMove,
 } from './envs/nim.ts';
 export type { NimMove, NimOptions } from './envs/nim.ts';
+export {
+  parsePick,
+  parseSignal,
+  signalCodeListener,
+  signalCodeSpeaker,
+  signalDemonstrations,
+  signalEnv,
+  signalGame,
+  signalRandomListener,
+  signalRandomSpeaker,
+  signalSuccess,
+} from './envs/signal.ts';
+export type { SignalOptions } from './envs/signal.ts';
 export type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
 export { TokenizerError } from '../model/tokenizer/tokenizer.ts';
 export { BYTE_BOS_ID, BYTE_EOS_ID, BYTE_PAD_ID, BYTE_VOCAB_SIZE, ByteTokenizer } from '../model/tokenizer/byte.ts';

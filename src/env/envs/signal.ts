@@ -1,0 +1,188 @@
+/**
+ * `signal`: Lewis's signalling game for two learning agents that talk to each other. The speaker
+ * (player 1) sees a target object and sends one symbol; the message reaches the listener (player
+ * 2) as its observation, beside the candidates in a seeded order, and the listener picks one.
+ * Both get +1 when the pick is the target, 0 otherwise: the only way to score above chance (1/k)
+ * is a code both agents share, which only their interaction can establish.
+ *
+ * The demonstrations teach the formats alone — a uniformly random symbol from the speaker, a
+ * uniformly random candidate from the listener, each seat demonstrated in every other game — so
+ * a warm start knows how to speak and how to pick, not what to say.
+ *
+ * Departures from the textbook game: the symbol set may be larger than the objects (`symbols`),
+ * so a code is not forced by the alphabet; an unparseable message scores 0 for both whatever the
+ * listener picks (it sees "(nothing)"), and so does an unparseable pick. Scripted seats for
+ * evaluation: `signalRandomSpeaker` / `signalRandomListener` (an untrained partner: success falls
+ * to chance) and `signalCodeSpeaker` / `signalCodeListener` (a fixed code, for tests and as
+ * partners that know one).
+ */
+import { extractAnswer, formatAnswer } from '../actions.ts';
+import type { ScriptedPolicy } from '../multiagent.ts';
+import { Rng } from '../../util/rng.ts';
+import type { Demonstration, Trajectory, TurnBasedEnvironment, TurnBasedEnvSpec, TurnObservation, TurnStepResult } from '../types.ts';
+
+export interface SignalOptions {
+  /** The objects a target is drawn from; every game shows them all as candidates (k = objects.length). Default 4 shapes. */
+  readonly objects?: readonly string[];
+  /** The symbols a message is made of (one symbol per message). Default 'abcdefgh'. */
+  readonly symbols?: string;
+}
+
+type Full = { readonly objects: readonly string[]; readonly symbols: string };
+const GAME_STREAM = 0x516a;
+
+/** Every option filled in and checked (RangeError naming the option). */
+export function resolveSignalOptions(o: SignalOptions = {}): Full {
+  const objects = [...(o.objects ?? ['circle', 'square', 'star', 'cross'])];
+  const symbols = o.symbols ?? 'abcdefgh';
+  if (objects.length < 2) throw new RangeError(`signal: objects needs at least 2 names, got ${objects.length}`);
+  if (new Set(objects).size !== objects.length || objects.some((x) => !/^[a-z]{1,12}$/.test(x))) {
+    throw new RangeError('signal: objects must be distinct lowercase words of 1..12 letters');
+  }
+  const chars = [...symbols];
+  if (chars.length < 2 || new Set(chars).size !== chars.length || chars.some((c) => !/^[a-z]$/.test(c))) {
+    throw new RangeError(`signal: symbols must be 2 or more distinct lowercase letters, got "${symbols}"`);
+  }
+  return { objects, symbols };
+}
+
+/** A game's target (index into objects) and the order the listener sees the candidates in. */
+export function signalGame(seed: number, objects: number): { target: number; order: number[] } {
+  const rng = new Rng(seed, GAME_STREAM);
+  const target = rng.nextInt(objects);
+  const order = Array.from({ length: objects }, (_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = rng.nextInt(i + 1);
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return { target, order };
+}
+
+/** The symbol of a message (its answer tag, or the bare text), or null when it is not one symbol of `symbols`. */
+export function parseSignal(action: string, symbols: string): string | null {
+  const text = (extractAnswer(action) ?? action).trim().toLowerCase();
+  return text.length === 1 && symbols.includes(text) ? text : null;
+}
+
+/** The listener's pick: a candidate's 1-based position, as a 0-based index; null when unparseable or out of range. */
+export function parsePick(action: string, k: number): number | null {
+  const m = /^\s*(\d{1,3})\s*$/.exec(extractAnswer(action) ?? action);
+  if (m === null) return null;
+  const n = Number(m[1]);
+  return n >= 1 && n <= k ? n - 1 : null;
+}
+
+const speakerText = (o: Full, target: number) =>
+  `Signalling game, you are the speaker. The listener must pick the ${o.objects[target]}. Send one letter of ${o.symbols}: <answer>LETTER</answer>.`;
+const listenerText = (o: Full, order: readonly number[], message: string | null) =>
+  `Signalling game, you are the listener. Candidates: ${order.map((x, i) => `${i + 1} ${o.objects[x]}`).join(', ')}. ` +
+  `Message: ${message ?? '(nothing)'}. Pick one: <answer>NUMBER</answer>.`;
+
+class SignalEnvironment implements TurnBasedEnvironment {
+  readonly name = 'signal';
+  readonly numPlayers = 2;
+  readonly #o: Full;
+  #game = { target: 0, order: [] as number[] };
+  #message: string | null = null;
+  #turn = 0;
+
+  constructor(o: Full) {
+    this.#o = o;
+  }
+
+  async reset(seed: number): Promise<TurnObservation> {
+    this.#game = signalGame(seed, this.#o.objects.length);
+    this.#message = null;
+    this.#turn = 0;
+    return { player: 0, observation: speakerText(this.#o, this.#game.target) };
+  }
+
+  async step(action: string): Promise<TurnStepResult> {
+    if (this.#turn === 0) {
+      // The speaker's message is the listener's observation: the one channel between the agents.
+      this.#turn = 1;
+      this.#message = parseSignal(action, this.#o.symbols);
+      return { player: 1, observation: listenerText(this.#o, this.#game.order, this.#message), rewardsP: [0, 0], done: false, info: { message: this.#message } };
+    }
+    const pick = parsePick(action, this.#o.objects.length);
+    const picked = pick === null ? null : this.#game.order[pick];
+    const won = picked === this.#game.target && this.#message !== null;
+    const r = won ? 1 : 0;
+    const outcome = pick === null ? 'The listener made no valid pick.' : `The listener picked the ${this.#o.objects[picked!]}: ${won ? 'right' : 'wrong'}.`;
+    return { player: 1, observation: outcome, rewardsP: [r, r], done: true, info: { target: this.#game.target, picked, message: this.#message, won } };
+  }
+}
+
+/** Whole games: in game i seat i mod 2 is demonstrated; every message and pick uniformly random (the formats, no code). */
+export function signalDemonstrations(n: number, rng: Rng, options: SignalOptions = {}): Demonstration[] {
+  const o = resolveSignalOptions(options);
+  return Array.from({ length: n }, (_, i) => {
+    const seed = rng.nextU32();
+    const symbol = o.symbols[rng.nextInt(o.symbols.length)];
+    const pick = 1 + rng.nextInt(o.objects.length);
+    const player = i % 2;
+    return { seed, actions: [formatAnswer(symbol), formatAnswer(String(pick))], ...(player === 0 ? {} : { player }) };
+  });
+}
+
+/** Success: the listener picked the target (both seats' trajectories end with reward 1). */
+export const signalSuccess = (t: Trajectory): boolean => t.reward >= 1;
+
+export function signalEnv(options: SignalOptions = {}): TurnBasedEnvSpec {
+  const o = resolveSignalOptions(options);
+  return {
+    name: 'signal',
+    numPlayers: 2,
+    create: () => new SignalEnvironment(o),
+    demonstrations: (n, rng) => signalDemonstrations(n, rng, o),
+    success: signalSuccess,
+  };
+}
+
+/** The target's name read back from a speaker's observation. */
+function targetOf(observation: string, o: Full): number {
+  const m = /must pick the ([a-z]+)\./.exec(observation);
+  return m === null ? -1 : o.objects.indexOf(m[1]);
+}
+
+/** Candidates (object indices in shown order) and the message read back from a listener's observation. */
+function listenerView(observation: string, o: Full): { order: number[]; message: string | null } {
+  const c = /Candidates: ([^.]*)\. Message: ([^.]*)\./.exec(observation);
+  if (c === null) return { order: [], message: null };
+  const order = c[1].split(', ').map((s) => o.objects.indexOf(s.replace(/^\d+ /, '')));
+  return { order, message: c[2].length === 1 ? c[2] : null };
+}
+
+/** A speaker without a code: a uniformly random symbol. */
+export function signalRandomSpeaker(options: SignalOptions = {}, id = 'signal-random-speaker'): ScriptedPolicy {
+  const o = resolveSignalOptions(options);
+  return { kind: 'scripted', id, act: (_obs, rng) => formatAnswer(o.symbols[rng.nextInt(o.symbols.length)]) };
+}
+
+/** A listener without a code: a uniformly random candidate. */
+export function signalRandomListener(options: SignalOptions = {}, id = 'signal-random-listener'): ScriptedPolicy {
+  const o = resolveSignalOptions(options);
+  return { kind: 'scripted', id, act: (_obs, rng) => formatAnswer(String(1 + rng.nextInt(o.objects.length))) };
+}
+
+/** A speaker that sends `code[target]` (default: object i → the i-th symbol). */
+export function signalCodeSpeaker(options: SignalOptions = {}, code?: string, id = 'signal-code-speaker'): ScriptedPolicy {
+  const o = resolveSignalOptions(options);
+  const c = code ?? o.symbols.slice(0, o.objects.length);
+  return { kind: 'scripted', id, act: (obs) => formatAnswer(c[targetOf(obs, o)] ?? o.symbols[0]) };
+}
+
+/** A listener that decodes `code` (default as signalCodeSpeaker's); an unknown symbol picks candidate 1. */
+export function signalCodeListener(options: SignalOptions = {}, code?: string, id = 'signal-code-listener'): ScriptedPolicy {
+  const o = resolveSignalOptions(options);
+  const c = code ?? o.symbols.slice(0, o.objects.length);
+  return {
+    kind: 'scripted',
+    id,
+    act: (obs) => {
+      const v = listenerView(obs, o);
+      const object = v.message === null ? -1 : c.indexOf(v.message);
+      return formatAnswer(String(Math.max(0, v.order.indexOf(object)) + 1));
+    },
+  };
+}
