@@ -22,17 +22,20 @@ describe('signalling game', () => {
     const env = signalEnv().create();
     const first = await env.reset(42);
     const { target, order } = signalGame(42, 4);
+    expect([...order].sort()).toEqual([0, 1, 2, 3]);
     expect(first.player).toBe(0);
     expect(first.observation).toContain(`must pick the ${['circle', 'square', 'star', 'cross'][target]}.`);
     const heard = await env.step('<answer>f</answer>');
     expect(heard).toMatchObject({ player: 1, done: false, rewardsP: [0, 0] });
     expect(heard.observation).toMatch(/Message: f\. Pick one/);
-    const right = order.indexOf(target) + 1;
+    const names = ['circle', 'square', 'star', 'cross'];
+    expect(heard.observation).toContain(`Candidates: ${order.map((i) => names[i]).join(', ')}.`);
+    const right = names[target];
     expect(await env.step(`<answer>${right}</answer>`)).toMatchObject({ done: true, rewardsP: [1, 1], info: { won: true, message: 'f' } });
     // A wrong pick, and a message that is no symbol (the listener hears nothing and a right guess scores 0).
     await env.reset(42);
     await env.step('<answer>b</answer>');
-    expect((await env.step(`<answer>${(right % 4) + 1}</answer>`)).rewardsP).toEqual([0, 0]);
+    expect((await env.step(`<answer>${names[(target + 1) % 4]}</answer>`)).rewardsP).toEqual([0, 0]);
     await env.reset(42);
     expect((await env.step('<answer>zz</answer>')).observation).toContain('Message: (nothing).');
     expect((await env.step(`<answer>${right}</answer>`)).rewardsP).toEqual([0, 0]);
@@ -58,7 +61,7 @@ describe('signalling game', () => {
     expect(demos.filter((d) => (d.player ?? 0) === 0).length).toBe(GAMES / 2);
     for (const d of demos) {
       expect(parseSignal(d.actions[0], 'abcdefgh')).not.toBeNull();
-      expect(parsePick(d.actions[1], 4)).not.toBeNull();
+      expect(parsePick(d.actions[1], ['circle', 'square', 'star', 'cross'])).not.toBeNull();
     }
     // The demonstrated messages carry nothing about the target: the best decoder of them (the most
     // frequent target per symbol) does little better than always guessing the most frequent target.
@@ -77,10 +80,10 @@ describe('signalling game', () => {
     expect(parseSignal('<answer> C </answer>', 'abc')).toBe('c');
     expect(parseSignal('<answer>ab</answer>', 'abc')).toBeNull();
     expect(parseSignal('<answer>z</answer>', 'abc')).toBeNull();
-    expect(parsePick('<answer>4</answer>', 4)).toBe(3);
-    expect(parsePick('<answer>5</answer>', 4)).toBeNull();
-    expect(parsePick('<answer>0</answer>', 4)).toBeNull();
-    expect(parsePick('two', 4)).toBeNull();
+    expect(parsePick('<answer> Star</answer>', ['circle', 'star'])).toBe(1);
+    expect(parsePick('<answer>stars</answer>', ['circle', 'star'])).toBeNull();
+    expect(parsePick('<answer>2</answer>', ['circle', 'star'])).toBeNull();
+    expect(parsePick('circle', ['circle', 'star'])).toBe(0);
     expect(() => signalEnv({ objects: ['one'] })).toThrow(RangeError);
     expect(() => signalEnv({ objects: ['a', 'a'] })).toThrow(/distinct/);
     expect(() => signalEnv({ symbols: 'aa' })).toThrow(/symbols/);

@@ -1,7 +1,7 @@
 /**
  * `signal`: Lewis's signalling game for two learning agents that talk to each other. The speaker
  * (player 1) sees a target object and sends one symbol; the message reaches the listener (player
- * 2) as its observation, beside the candidates in a seeded order, and the listener picks one.
+ * 2) as its observation, beside the candidates in a seeded order, and the listener names one.
  * Both get +1 when the pick is the target, 0 otherwise: the only way to score above chance (1/k)
  * is a code both agents share, which only their interaction can establish.
  *
@@ -64,19 +64,17 @@ export function parseSignal(action: string, symbols: string): string | null {
   return text.length === 1 && symbols.includes(text) ? text : null;
 }
 
-/** The listener's pick: a candidate's 1-based position, as a 0-based index; null when unparseable or out of range. */
-export function parsePick(action: string, k: number): number | null {
-  const m = /^\s*(\d{1,3})\s*$/.exec(extractAnswer(action) ?? action);
-  if (m === null) return null;
-  const n = Number(m[1]);
-  return n >= 1 && n <= k ? n - 1 : null;
+/** The listener's pick: the object it names (an index into objects); null when it names none of them. */
+export function parsePick(action: string, objects: readonly string[]): number | null {
+  const i = objects.indexOf((extractAnswer(action) ?? action).trim().toLowerCase());
+  return i < 0 ? null : i;
 }
 
 const speakerText = (o: Full, target: number) =>
   `Signalling game, you are the speaker. The listener must pick the ${o.objects[target]}. Send one letter of ${o.symbols}: <answer>LETTER</answer>.`;
 const listenerText = (o: Full, order: readonly number[], message: string | null) =>
-  `Signalling game, you are the listener. Candidates: ${order.map((x, i) => `${i + 1} ${o.objects[x]}`).join(', ')}. ` +
-  `Message: ${message ?? '(nothing)'}. Pick one: <answer>NUMBER</answer>.`;
+  `Signalling game, you are the listener. Candidates: ${order.map((x) => o.objects[x]).join(', ')}. ` +
+  `Message: ${message ?? '(nothing)'}. Pick one: <answer>NAME</answer>.`;
 
 class SignalEnvironment implements TurnBasedEnvironment {
   readonly name = 'signal';
@@ -104,11 +102,10 @@ class SignalEnvironment implements TurnBasedEnvironment {
       this.#message = parseSignal(action, this.#o.symbols);
       return { player: 1, observation: listenerText(this.#o, this.#game.order, this.#message), rewardsP: [0, 0], done: false, info: { message: this.#message } };
     }
-    const pick = parsePick(action, this.#o.objects.length);
-    const picked = pick === null ? null : this.#game.order[pick];
+    const picked = parsePick(action, this.#o.objects);
     const won = picked === this.#game.target && this.#message !== null;
     const r = won ? 1 : 0;
-    const outcome = pick === null ? 'The listener made no valid pick.' : `The listener picked the ${this.#o.objects[picked!]}: ${won ? 'right' : 'wrong'}.`;
+    const outcome = picked === null ? 'The listener made no valid pick.' : `The listener picked the ${this.#o.objects[picked]}: ${won ? 'right' : 'wrong'}.`;
     return { player: 1, observation: outcome, rewardsP: [r, r], done: true, info: { target: this.#game.target, picked, message: this.#message, won } };
   }
 }
@@ -119,9 +116,9 @@ export function signalDemonstrations(n: number, rng: Rng, options: SignalOptions
   return Array.from({ length: n }, (_, i) => {
     const seed = rng.nextU32();
     const symbol = o.symbols[rng.nextInt(o.symbols.length)];
-    const pick = 1 + rng.nextInt(o.objects.length);
+    const pick = o.objects[rng.nextInt(o.objects.length)];
     const player = i % 2;
-    return { seed, actions: [formatAnswer(symbol), formatAnswer(String(pick))], ...(player === 0 ? {} : { player }) };
+    return { seed, actions: [formatAnswer(symbol), formatAnswer(pick)], ...(player === 0 ? {} : { player }) };
   });
 }
 
@@ -145,12 +142,10 @@ function targetOf(observation: string, o: Full): number {
   return m === null ? -1 : o.objects.indexOf(m[1]);
 }
 
-/** Candidates (object indices in shown order) and the message read back from a listener's observation. */
-function listenerView(observation: string, o: Full): { order: number[]; message: string | null } {
-  const c = /Candidates: ([^.]*)\. Message: ([^.]*)\./.exec(observation);
-  if (c === null) return { order: [], message: null };
-  const order = c[1].split(', ').map((s) => o.objects.indexOf(s.replace(/^\d+ /, '')));
-  return { order, message: c[2].length === 1 ? c[2] : null };
+/** The message read back from a listener's observation (null: none came through). */
+function heard(observation: string): string | null {
+  const m = /Message: ([a-z])\./.exec(observation);
+  return m === null ? null : m[1];
 }
 
 /** A speaker without a code: a uniformly random symbol. */
@@ -162,7 +157,7 @@ export function signalRandomSpeaker(options: SignalOptions = {}, id = 'signal-ra
 /** A listener without a code: a uniformly random candidate. */
 export function signalRandomListener(options: SignalOptions = {}, id = 'signal-random-listener'): ScriptedPolicy {
   const o = resolveSignalOptions(options);
-  return { kind: 'scripted', id, act: (_obs, rng) => formatAnswer(String(1 + rng.nextInt(o.objects.length))) };
+  return { kind: 'scripted', id, act: (_obs, rng) => formatAnswer(o.objects[rng.nextInt(o.objects.length)]) };
 }
 
 /** A speaker that sends `code[target]` (default: object i → the i-th symbol). */
@@ -172,7 +167,7 @@ export function signalCodeSpeaker(options: SignalOptions = {}, code?: string, id
   return { kind: 'scripted', id, act: (obs) => formatAnswer(c[targetOf(obs, o)] ?? o.symbols[0]) };
 }
 
-/** A listener that decodes `code` (default as signalCodeSpeaker's); an unknown symbol picks candidate 1. */
+/** A listener that decodes `code` (default as signalCodeSpeaker's); an unknown symbol picks the first object. */
 export function signalCodeListener(options: SignalOptions = {}, code?: string, id = 'signal-code-listener'): ScriptedPolicy {
   const o = resolveSignalOptions(options);
   const c = code ?? o.symbols.slice(0, o.objects.length);
@@ -180,9 +175,8 @@ export function signalCodeListener(options: SignalOptions = {}, code?: string, i
     kind: 'scripted',
     id,
     act: (obs) => {
-      const v = listenerView(obs, o);
-      const object = v.message === null ? -1 : c.indexOf(v.message);
-      return formatAnswer(String(Math.max(0, v.order.indexOf(object)) + 1));
+      const m = heard(obs);
+      return formatAnswer(o.objects[Math.max(0, m === null ? 0 : c.indexOf(m))]);
     },
   };
 }
