@@ -457,14 +457,13 @@ export class WorkerService implements ServiceClient {
 
   /** Internal to the clients: count a step's skip; the `maxSkippedInARow`-th in a row pauses the job and throws. */
   noteStep(o: Owned, id: string, r: OptimStepResult): void {
-    const s = (o.skips ??= new SkipCounter(this.options.maxSkippedInARow ?? 5));
-    const err = s.note(id, r.skipped);
-    if (r.skipped) this.#emit({ type: 'step-skipped', jobId: id, step: r.step, gradNorm: r.gradNorm, inARow: s.inARow, total: s.total });
-    if (err) {
-      if (this.scheduler.stats(o.schedId).state === 'active') this.scheduler.pause(o.schedId, err.message);
-      this.#emit({ type: 'job-paused', jobId: id, error: err.message });
-      throw err;
-    }
+    (o.skips ??= new SkipCounter(this.options.maxSkippedInARow ?? 5)).check(id, r, {
+      skipped: (s) => this.#emit({ type: 'step-skipped', ...s }),
+      stopping: (err) => {
+        if (this.scheduler.stats(o.schedId).state === 'active') this.scheduler.pause(o.schedId, err.message);
+        this.#emit({ type: 'job-paused', jobId: id, error: err.message });
+      },
+    });
   }
 
   /** A job's (or sampler's, or model's) scheduler stats, with its skipped training steps. */
