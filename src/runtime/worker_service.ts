@@ -3,12 +3,12 @@
  * worker (gpu_worker.ts, a LocalService there), and every call that touches the GPU runs as one
  * quantum of the in-page Scheduler (scheduler.ts), so training and inference share one device.
  *
- * Jobs on the scheduler (ids are the client ids):
+ * Jobs on the scheduler (ids are the client ids; what each asks for and how its memory is
+ * estimated: admission.ts):
  *   - each TrainingClient is a job of kind 'lora_rl' or 'full_rl' (by trainable; overridable, e.g.
- *     'sft'), class 'normal' and weight 1 unless configured; its memory for admission is
- *     estimateTrainingMemory(...).jobBytes for the configured micro-batch — for a LoRA job that
- *     excludes the shared base, which is reserved once, by the base's own job (below). Every
- *     forwardBackward, optimStep, computeLogprobs, weights, saveState, loadState and snapshot is
+ *     'sft'); a LoRA job's memory excludes the shared base, which is reserved once, by the base's
+ *     own job (below). Each of its GPU calls (training_calls.ts: forwardBackward, optimStep,
+ *     computeLogprobs, weights, saveWeightsForSampler, saveState, loadState) and each snapshot is
  *     one quantum of it.
  *   - each SamplingClient is a job of kind 'inference', class 'interactive' unless configured;
  *     a sample() call is split into generate() batches of `requestsPerQuantum` requests, and each
@@ -20,10 +20,8 @@
  *   - an inference client (createInferenceClient) is such a sampler over a base, its requests
  *     naming published adapter versions (adapter_registry.ts).
  *   - each resident base model is a job `model:<id>` of kind 'inference', class 'normal', holding
- *     the base's bytes (every parameter at f32: an upper bound for f16 storage; on llvmpipe with
- *     the texture copies of its weights kept for the matmul, baseKeptTexelBytes) for as long as it
- *     is loaded; its upload and host copies are its quanta. N LoRA jobs on it then reserve
- *     base + N × job bytes, as the pool shows them using (multi-LoRA on a shared base).
+ *     the base's bytes for as long as it is loaded; its upload and host copies are its quanta.
+ *     N LoRA jobs on it then reserve base + N × job bytes, as the pool shows them using.
  * Pause, resume, reprioritize and cancel go through the scheduler (`service.scheduler`, or the
  * shortcuts here) and so reach a job's queued quanta; a cancelled job's queued calls reject with
  * JobCancelledError and its GPU state is freed in the worker once its running quantum is over.
@@ -35,47 +33,43 @@
  * LostWithDeviceError. New requests wait until the new device is ready (`settled()`) and are served
  * there. The jobs themselves come back through recovery.ts (runTrainingRecovering), which re-runs
  * each from its last checkpoint: the job runner owns its checkpoints, this service does not.
- * Sampling clients made by createSamplingClient and createInferenceClient do come back: the service
- * keeps their recipes (the base model's config and host params or seed, the client's adapter
- * tensors or, for an inference client, nothing — published versions survive a device loss in the
- * worker, and a worker crash with an adapterStore), and before settled() resolves it recreates,
- * under their ids, the base models they sample and then the clients ('recovered' names them). A
- * batch of theirs in flight during the loss is retried once on the new device (same requests, same
- * seeds: the same results); a failure of the retry, or of the recreation, rejects with
- * LostWithDeviceError. A training job's snapshot (TrainingClient.samplingClient) dies with its job.
- * Non-finite steps: a skipped optimStep is counted ('step-skipped' event, `status(id)`); the
- * `maxSkippedInARow`-th in a row pauses the job with an error in its stats ('job-paused') and
- * rejects with NonFiniteStepsError; resume() gives it a fresh run of chances.
+ * Sampling clients made by createSamplingClient and createInferenceClient do come back, with the
+ * base models they sample, before settled() resolves (worker_revive.ts); a batch of theirs in
+ * flight during the loss is retried once on the new device (same requests, same seeds: the same
+ * results); a failure of the retry, or of the recreation, rejects with LostWithDeviceError.
+ * Non-finite steps (skip_policy.ts): a skipped optimStep is counted ('step-skipped' event,
+ * `status(id)`); the `maxSkippedInARow`-th in a row pauses the job with an error in its stats
+ * ('job-paused') and rejects with NonFiniteStepsError; resume() gives it a fresh run of chances.
  */
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
-import { adapterMemoryDevice, baseKeptTexelBytes, estimateTrainingMemory, largestBaseBuffer } from '../model/memory.ts';
-import { checkBufferFits } from './admission.ts';
-import { countLoraParameters, countParameters } from '../model/params.ts';
+import { countLoraParameters } from '../model/params.ts';
+import { modelJob, samplerJob, trainingJob } from './admission.ts';
 import type { RegistryStats } from './adapter_registry.ts';
 import {
   type CreateModelOptions, type FullTrainingOptions, fullTrainingOptions, type HostParams, type LoraTrainingOptions, loraTrainingOptions, type OptimStepResult,
   type ServiceClient,
 } from './clients.ts';
 import { JobStateError } from './errors.ts';
-import { SkipCounter } from './skip_policy.ts';
-import { type Restored, reviveClients } from './worker_revive.ts';
 import { GpuClient, type GpuClientEvent } from './gpu_client.ts';
 import type { SamplerInfo, ServiceMemory } from './protocol.ts';
 import { type PriorityClass, Scheduler } from './scheduler.ts';
+import { SkipCounter } from './skip_policy.ts';
+import { type ClientHost, WorkerSamplingClient, WorkerTrainingClient } from './worker_clients.ts';
+import { type ModelRecipe, Revival } from './worker_revive.ts';
 import {
-  type Api, estimateSamplingMemory, type Revivable, type JobStatus, LostWithDeviceError, type Owned, type SamplerScheduleOptions, type ScheduleOptions, WorkerSamplingClient,
-  type WorkerServiceEvent, type WorkerServiceOptions, WorkerTrainingClient, type WorkerTrainingClientOptions,
-} from './worker_clients.ts';
+  type Api, type JobStatus, LostWithDeviceError, type Owned, type SamplerScheduleOptions, type ScheduleOptions, type WorkerServiceEvent, type WorkerServiceOptions,
+  type WorkerTrainingClientOptions,
+} from './worker_types.ts';
 
-export { estimateSamplingMemory, LostWithDeviceError, WorkerSamplingClient, WorkerTrainingClient };
-export type { JobStatus, Owned, SamplerScheduleOptions, ScheduleOptions, WorkerServiceEvent, WorkerServiceOptions, WorkerTrainingClientOptions } from './worker_clients.ts';
-
+export { estimateSamplingMemory } from './admission.ts';
+export { LostWithDeviceError, WorkerSamplingClient, WorkerTrainingClient };
+export type { JobStatus, Owned, SamplerScheduleOptions, ScheduleOptions, WorkerServiceEvent, WorkerServiceOptions, WorkerTrainingClientOptions } from './worker_types.ts';
 
 let nextId = 0;
 
 
-export class WorkerService implements ServiceClient {
+export class WorkerService implements ServiceClient, ClientHost {
   readonly gpu: GpuClient;
   readonly scheduler: Scheduler;
   readonly options: WorkerServiceOptions;
@@ -83,16 +77,21 @@ export class WorkerService implements ServiceClient {
   #epoch = 0;
   #ready: Promise<void> = Promise.resolve();
   #lostWhy = '';
-  #models = new Map<string, Owned & { cfg: ModelConfig; recipe: CreateModelOptions }>();
+  #models = new Map<string, Owned & ModelRecipe>();
   #jobs = new Map<string, Owned>();
   #samplers = new Map<string, Owned>();
-  /** Sampling and inference clients that are recreated after a loss, by sampler id. */
-  #revivable = new Map<string, Revivable>();
-  /** What the last recovery brought back (in its 'recovered' event). */
-  #restored: Restored = { models: [], samplers: [] };
   #listeners = new Set<(e: WorkerServiceEvent) => void>();
   #unsub: (() => void)[] = [];
-  #lossWaiters = new Set<() => void>();
+  /** The sampling clients that come back after a loss, and how (worker_revive.ts). */
+  readonly #revival = new Revival({
+    epoch: () => this.#epoch,
+    hasModel: (id) => this.#models.has(id),
+    createModel: (cfg, recipe, id) => this.#createModelNow(cfg, recipe, id),
+    reopen: async (r) => {
+      r.client.owned = (await this.#registerSampler(r.client.id, r.cfg, r.snapshotParams, r.sch, r.make)).owned;
+    },
+    closeReopened: (r) => this.closeOwned(r.client.owned, r.client.id, (api) => api.closeSampler(r.client.id)),
+  });
 
   private constructor(gpu: GpuClient, ownsClient: boolean, options: WorkerServiceOptions) {
     this.gpu = gpu;
@@ -162,11 +161,9 @@ export class WorkerService implements ServiceClient {
       const recovering = this.gpu.settled();
       // Sampling clients made by createSamplingClient / createInferenceClient come back on the new
       // device, with the base models they sample (from their recipes); training jobs do not.
-      const revive = [...this.#revivable.values()];
-      const recipes = new Map([...this.#models].map(([id, m]) => [id, { cfg: m.cfg, recipe: m.recipe }]));
-      const epoch = this.#epoch;
+      const revive = this.#revival.lost(this.#models);
       const reopened = e.type === 'worker-crashed' ? recovering.then(() => this.#serviceInit()) : recovering;
-      this.#ready = reopened.then(() => this.#revive(epoch, revive, recipes));
+      this.#ready = reopened.then(revive);
       this.#ready.catch(() => {});
       const lost = { models: [...this.#models.keys()], jobs: [...this.#jobs.keys()], samplers: [...this.#samplers.keys()] };
       const all = [...this.#samplers.values(), ...this.#jobs.values(), ...this.#models.values()];
@@ -174,42 +171,10 @@ export class WorkerService implements ServiceClient {
       this.#jobs.clear();
       this.#samplers.clear();
       for (const o of all) this.#end(o, 'cancel');
-      for (const w of this.#lossWaiters) w();
-      this.#lossWaiters.clear();
       this.#emit({ type: e.type, message: this.#lostWhy, lost });
     } else if (e.type === 'recovered' || e.type === 'restarted') {
-      this.#ready.then(() => this.#emit({ type: 'recovered', adapter: e.adapter, restored: this.#restored }), () => {});
+      this.#ready.then(() => this.#emit({ type: 'recovered', adapter: e.adapter, restored: this.#revival.restored }), () => {});
     }
-  }
-
-  /** After a loss (in epoch `epoch`, on the ready new device): the revivable clients come back (worker_revive.ts). */
-  #revive(epoch: number, revive: Revivable[], recipes: Map<string, { cfg: ModelConfig; recipe: CreateModelOptions }>): Promise<void> {
-    const restored: Restored = { models: [], samplers: [] };
-    this.#restored = restored;
-    return reviveClients({
-      current: () => this.#epoch === epoch,
-      hasModel: (id) => this.#models.has(id),
-      createModel: (cfg, recipe, id) => this.#createModelNow(cfg, recipe, id),
-      reopen: async (r) => {
-        r.client.owned = (await this.#registerSampler(r.client.id, r.cfg, r.snapshotParams, r.sch, r.make)).owned;
-      },
-      closeReopened: (r) => this.closeOwned(r.client.owned, r.client.id, (api) => api.closeSampler(r.client.id)),
-      keep: (r) => void this.#revivable.set(r.client.id, r),
-    }, revive, recipes, restored);
-  }
-
-  /** Resolves once a loss after `epoch` has been handled (or after `ms`, if none comes). */
-  #lossReported(epoch: number, ms = 5000): Promise<void> {
-    if (this.#epoch !== epoch) return Promise.resolve();
-    return new Promise<void>((res) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#lossWaiters.delete(done);
-        res();
-      };
-      const timer = setTimeout(done, ms);
-      this.#lossWaiters.add(done);
-    });
   }
 
   /** End an object's scheduler job (cancel rejects its queued quanta; finish after a close). */
@@ -262,7 +227,7 @@ export class WorkerService implements ServiceClient {
     }
     const p = start().catch(async (e) => {
       // The worker names a call the device died under; its loss event may still be on its way.
-      if (o.epoch === this.#epoch && (e as Error | null)?.name === 'DeviceLostError') await this.#lossReported(o.epoch);
+      if (o.epoch === this.#epoch && (e as Error | null)?.name === 'DeviceLostError') await this.#revival.lossReported(o.epoch);
       throw o.epoch !== this.#epoch && !(e instanceof LostWithDeviceError) ? this.lost(objectId, e) : e;
     });
     const before = o.tail;
@@ -289,12 +254,7 @@ export class WorkerService implements ServiceClient {
   async #createModelNow(cfg: ModelConfig, opts: CreateModelOptions, id: string): Promise<string> {
     if (this.#models.has(id)) throw new JobStateError(`a model "${id}" exists already`);
     const o = { schedId: `model:${id}`, epoch: this.#epoch, kind: 'model' as const, closed: false, tail: Promise.resolve(), cfg, recipe: { ...opts, id } };
-    // Its bytes: every parameter at f32, and on llvmpipe the texture copies of its weights that its
-    // jobs' and samplers' matmuls keep (kept_texels.ts) — once per base, so admitted with it.
-    const kept = baseKeptTexelBytes(cfg, adapterMemoryDevice(this.adapter));
-    const f16 = Boolean(opts.f16) && this.adapter.features.includes('shader-f16');
-    checkBufferFits(o.schedId, largestBaseBuffer(cfg, f16 ? 2 : 4), this.adapter, 'a device with larger buffers (the embedding stays f32 even with an f16 base)');
-    await this.scheduler.submit({ id: o.schedId, kind: 'inference', priority: 'normal', memoryBytes: 4 * countParameters(cfg) + kept });
+    await this.scheduler.submit(modelJob(o.schedId, cfg, opts, this.adapter));
     this.#models.set(id, o);
     try {
       await this.quantum(o, id, 'createModel', (api) => api.createModel(cfg, { ...opts, id }));
@@ -334,26 +294,9 @@ export class WorkerService implements ServiceClient {
     const cfg = model.cfg;
     const id = opts.id ?? `job-${nextId++}`;
     if (this.#jobs.has(id)) throw new JobStateError(`a training job "${id}" exists already`);
-    const sch = opts.schedule ?? {};
-    const est = estimateTrainingMemory(cfg, {
-      batch: sch.batch ?? 8,
-      seqLen: sch.seqLen ?? cfg.maxSeqLen,
-      mode: opts.trainable === 'lora' ? 'lora' : 'full',
-      ...(opts.lora ? { lora: opts.lora } : {}),
-      ...(opts.recompute ? { recompute: true } : {}),
-      ...(opts.valueHead ? { valueHead: true } : {}),
-      // Logits in blocks of rows that fit one binding, texture copies on llvmpipe: as the worker's device runs it.
-      device: adapterMemoryDevice(this.adapter),
-    });
-    checkBufferFits(id, est.largestBuffer, this.adapter, opts.trainable === 'lora' ? 'a smaller batch or sequence length' : 'LoRA instead of full fine-tuning, or a smaller batch');
+    const job = trainingJob(id, cfg, opts, this.adapter);
     const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'job', closed: false, tail: Promise.resolve() };
-    await this.scheduler.submit({
-      id,
-      kind: sch.kind ?? (opts.trainable === 'lora' ? 'lora_rl' : 'full_rl'),
-      priority: sch.priority ?? 'normal',
-      weight: sch.weight ?? 1,
-      memoryBytes: est.jobBytes,
-    });
+    await this.scheduler.submit(job);
     this.#jobs.set(id, o);
     const { schedule: _, ...plain } = opts;
     try {
@@ -383,7 +326,7 @@ export class WorkerService implements ServiceClient {
     const perQuantum = sch.requestsPerQuantum ?? this.options.requestsPerQuantum ?? 4;
     const { owned, info } = await this.#registerSampler(id, cfg, snapshotParams, sch, make);
     const client = new WorkerSamplingClient(this, owned, info, perQuantum, sch.chunkQuanta ?? true, revive !== undefined);
-    if (revive) this.#revivable.set(id, { client, modelId: revive.modelId, cfg, snapshotParams, sch, make });
+    if (revive) this.#revival.keep({ client, modelId: revive.modelId, cfg, snapshotParams, sch, make });
     return client;
   }
 
@@ -391,13 +334,7 @@ export class WorkerService implements ServiceClient {
   async #registerSampler(id: string, cfg: ModelConfig, snapshotParams: number, sch: SamplerScheduleOptions, make: (samplerId: string) => Promise<SamplerInfo>): Promise<{ owned: Owned; info: SamplerInfo }> {
     const perQuantum = sch.requestsPerQuantum ?? this.options.requestsPerQuantum ?? 4;
     const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'sampler', closed: false, tail: Promise.resolve() };
-    await this.scheduler.submit({
-      id,
-      kind: 'inference',
-      priority: sch.priority ?? 'interactive',
-      weight: sch.weight ?? 1,
-      memoryBytes: estimateSamplingMemory(cfg, perQuantum, snapshotParams),
-    });
+    await this.scheduler.submit(samplerJob(id, cfg, perQuantum, snapshotParams, sch));
     this.#samplers.set(id, o);
     try {
       return { owned: o, info: await make(id) };
@@ -498,7 +435,7 @@ export class WorkerService implements ServiceClient {
   /** Internal to the clients: forget a closed object and free its scheduler reservation. */
   closed(o: Owned, id: string): void {
     (o.kind === 'job' ? this.#jobs : this.#samplers).delete(id);
-    if (o.kind === 'sampler') this.#revivable.delete(id);
+    if (o.kind === 'sampler') this.#revival.forget(id);
     this.#end(o, 'finish');
   }
 
@@ -507,7 +444,7 @@ export class WorkerService implements ServiceClient {
    * worker frees the object. Closing again (or after a cancel) waits for that same release.
    */
   closeOwned(o: Owned, id: string, release: (api: Api) => Promise<void>): Promise<void> {
-    if (o.kind === 'sampler') this.#revivable.delete(id);
+    if (o.kind === 'sampler') this.#revival.forget(id);
     if (o.closed) return o.release ?? Promise.resolve();
     this.closed(o, id);
     o.release = o.tail.then(() => (this.isLive(o) ? this.gpu.call(release) : undefined));
