@@ -4,28 +4,17 @@
  * and plain data only; the engine objects live in the worker.
  */
 import * as Comlink from 'comlink';
-import type { LossSpec } from '../algorithms/loss_spec.ts';
-import type { PackedBatch } from '../algorithms/pack.ts';
 import type { SampleRequest } from '../env/types.ts';
 import { ConfigError } from '../errors.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
-import type {
-  ForwardBackwardResult,
-  HostParams,
-  LogprobsResult,
-  OptimStepResult,
-  PublishedAdapter,
-  SamplingClient,
-  Trainable,
-  TrainerState,
-  TrainingClient,
-} from './clients.ts';
+import type { OptimStepResult, SamplingClient, Trainable, TrainingClient } from './clients.ts';
 import type { GpuClient } from './gpu_client.ts';
 import type { ChunkGate, SamplerInfo } from './protocol.ts';
 import type { Scheduler } from './scheduler.ts';
 import { type EngineSampleResult, makeSampleCall, type SampleCall, type SamplerSettings } from './sample_call.ts';
+import { TRAINING_CALL_NAMES, TRAINING_CALLS, type TrainingCall, type TrainingCallArgs, type TrainingCallResult } from './training_calls.ts';
 import { type Api, LostWithDeviceError, type Owned, type SamplerScheduleOptions } from './worker_types.ts';
 
 /**
@@ -53,7 +42,27 @@ export interface ClientHost {
   closeOwned(o: Owned, id: string, release: (api: Api) => Promise<void>): Promise<void>;
 }
 
+/** The TrainingClient's GPU calls but optimStep (written out below, for the non-finite policy), forwarded from the table. */
+type ForwardedCalls = Omit<Pick<TrainingClient, TrainingCall>, 'optimStep'>;
+
+// Its forwarded GPU calls are installed from TRAINING_CALLS (training_calls.ts), one quantum each;
+// this declaration gives them their TrainingClient types and docs.
+export interface WorkerTrainingClient extends ForwardedCalls {}
+
 export class WorkerTrainingClient implements TrainingClient {
+  static {
+    for (const name of TRAINING_CALL_NAMES) {
+      if (name === 'optimStep') continue;
+      Object.defineProperty(WorkerTrainingClient.prototype, name, {
+        value(this: WorkerTrainingClient, ...args: TrainingCallArgs<typeof name>) {
+          return this.call(name, ...args);
+        },
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
+
   constructor(
     readonly service: ClientHost,
     readonly owned: Owned,
@@ -64,46 +73,25 @@ export class WorkerTrainingClient implements TrainingClient {
     readonly lora: LoraConfig | undefined,
   ) {}
 
-  #q<T>(label: string, f: (api: Api) => Promise<T>): Promise<T> {
-    return this.service.quantum(this.owned, this.id, label, f);
-  }
-
-  forwardBackward(batch: PackedBatch, loss: LossSpec, opts: { logprobs?: boolean } = {}): Promise<ForwardBackwardResult> {
-    return this.#q('forwardBackward', (api) => api.forwardBackward(this.id, batch, loss, opts));
+  /** Internal: TrainingClient call `name` of this job, as one quantum of its scheduler job, run in the worker. */
+  call<K extends TrainingCall>(name: K, ...args: TrainingCallArgs<K>): Promise<TrainingCallResult<K>> {
+    return this.service.quantum(this.owned, this.id, TRAINING_CALLS[name].label, (api) => {
+      const f = api[name] as unknown as (jobId: string, ...a: TrainingCallArgs<K>) => Promise<TrainingCallResult<K>>;
+      return f(this.id, ...args);
+    });
   }
 
   /** A skipped step is counted; the service's `maxSkippedInARow`-th in a row pauses the job and rejects with NonFiniteStepsError. */
   async optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
-    const r = await this.#q('optimStep', (api) => api.optimStep(this.id, opts));
+    const r = await this.call('optimStep', opts);
     this.service.noteStep(this.owned, this.id, r);
     return r;
-  }
-
-  computeLogprobs(batch: PackedBatch): Promise<LogprobsResult> {
-    return this.#q('computeLogprobs', (api) => api.computeLogprobs(this.id, batch));
-  }
-
-  weights(): Promise<HostParams> {
-    return this.#q('weights', (api) => api.weights(this.id));
-  }
-
-  /** Publish the job's adapter as the next version of `name` in the worker's registry (a quantum of this job). */
-  saveWeightsForSampler(name: string): Promise<PublishedAdapter> {
-    return this.#q('publish', (api) => api.publishAdapter(this.id, name));
-  }
-
-  saveState(): Promise<TrainerState> {
-    return this.#q('saveState', (api) => api.saveState(this.id));
-  }
-
-  loadState(state: TrainerState): Promise<void> {
-    return this.#q('loadState', (api) => api.loadState(this.id, state));
   }
 
   /** A snapshot of the weights now, as a sampler job (its own scheduling; interactive by default). */
   samplingClient(sch: SamplerScheduleOptions = {}): Promise<WorkerSamplingClient> {
     const params = this.trainable === 'lora' && this.lora ? countLoraParameters(this.cfg, this.lora) : countParameters(this.cfg);
-    return this.service.openSampler(this.cfg, params, sch, (sid) => this.#q('snapshot', (api) => api.samplingSnapshot(this.id, sid)));
+    return this.service.openSampler(this.cfg, params, sch, (sid) => this.service.quantum(this.owned, this.id, 'snapshot', (api) => api.samplingSnapshot(this.id, sid)));
   }
 
   /** Pool bytes of the job (owner `job:<id>`): read at once, not a quantum. */
