@@ -56,7 +56,8 @@ import type { SamplerInfo, ServiceMemory } from './protocol.ts';
 import { type PriorityClass, Scheduler } from './scheduler.ts';
 import { SkipCounter } from './skip_policy.ts';
 import { type ClientHost, WorkerSamplingClient, WorkerTrainingClient } from './worker_clients.ts';
-import { type ModelRecipe, Revival } from './worker_revive.ts';
+import { ServiceObjects } from './worker_objects.ts';
+import { Revival } from './worker_revive.ts';
 import {
   type Api, type JobStatus, LostWithDeviceError, type Owned, type SamplerScheduleOptions, type ScheduleOptions, type WorkerServiceEvent, type WorkerServiceOptions,
   type WorkerTrainingClientOptions,
@@ -68,24 +69,20 @@ export type { JobStatus, Owned, SamplerScheduleOptions, ScheduleOptions, WorkerS
 
 let nextId = 0;
 
-
 export class WorkerService implements ServiceClient, ClientHost {
   readonly gpu: GpuClient;
   readonly scheduler: Scheduler;
   readonly options: WorkerServiceOptions;
   #ownsClient: boolean;
-  #epoch = 0;
   #ready: Promise<void> = Promise.resolve();
-  #lostWhy = '';
-  #models = new Map<string, Owned & ModelRecipe>();
-  #jobs = new Map<string, Owned>();
-  #samplers = new Map<string, Owned>();
+  /** Its models, jobs and samplers, and how their calls reach the worker (worker_objects.ts). */
+  readonly #objects: ServiceObjects;
   #listeners = new Set<(e: WorkerServiceEvent) => void>();
   #unsub: (() => void)[] = [];
   /** The sampling clients that come back after a loss, and how (worker_revive.ts). */
   readonly #revival = new Revival({
-    epoch: () => this.#epoch,
-    hasModel: (id) => this.#models.has(id),
+    epoch: () => this.#objects.epoch,
+    hasModel: (id) => this.#objects.models.has(id),
     createModel: (cfg, recipe, id) => this.#createModelNow(cfg, recipe, id),
     reopen: async (r) => {
       r.client.owned = (await this.#registerSampler(r.client.id, r.cfg, r.snapshotParams, r.sch, r.make)).owned;
@@ -98,11 +95,15 @@ export class WorkerService implements ServiceClient, ClientHost {
     this.#ownsClient = ownsClient;
     this.options = options;
     this.scheduler = options.scheduler ?? new Scheduler({ memoryBudgetBytes: options.memoryBudgetBytes ?? 2 ** 30 });
+    this.#objects = new ServiceObjects(gpu, this.scheduler, {
+      lossReported: (epoch) => this.#revival.lossReported(epoch),
+      samplerClosed: (id) => this.#revival.forget(id),
+    });
     this.#unsub.push(gpu.on((e) => this.#onGpuEvent(e)));
     this.#unsub.push(this.scheduler.on((e) => {
-      if (e.type === 'state' && e.state === 'cancelled') this.#onCancelled(e.jobId);
+      if (e.type === 'state' && e.state === 'cancelled') this.#objects.onCancelled(e.jobId);
       if (e.type === 'state' && e.state === 'active') {
-        const skips = [...this.#jobs.values()].find((o) => o.schedId === e.jobId)?.skips;
+        const skips = [...this.#objects.jobs.values()].find((o) => o.schedId === e.jobId)?.skips;
         skips?.reset(); // a resumed job gets a fresh run of chances
       }
     }));
@@ -154,90 +155,42 @@ export class WorkerService implements ServiceClient, ClientHost {
 
   #onGpuEvent(e: GpuClientEvent): void {
     if (e.type === 'device-lost' || e.type === 'worker-crashed') {
-      this.#epoch++;
-      this.#lostWhy = e.type === 'device-lost' ? `device (${e.reason}: ${e.message})` : `worker (crash: ${e.message})`;
+      const why = e.type === 'device-lost' ? `device (${e.reason}: ${e.message})` : `worker (crash: ${e.message})`;
+      const models = new Map(this.#objects.models);
+      const lost = this.#objects.loseAll(why);
       // The client is recovering already (it sets its recovery before emitting); a crashed worker's
       // replacement also needs the service opened again.
       const recovering = this.gpu.settled();
       // Sampling clients made by createSamplingClient / createInferenceClient come back on the new
       // device, with the base models they sample (from their recipes); training jobs do not.
-      const revive = this.#revival.lost(this.#models);
+      const revive = this.#revival.lost(models);
       const reopened = e.type === 'worker-crashed' ? recovering.then(() => this.#serviceInit()) : recovering;
       this.#ready = reopened.then(revive);
       this.#ready.catch(() => {});
-      const lost = { models: [...this.#models.keys()], jobs: [...this.#jobs.keys()], samplers: [...this.#samplers.keys()] };
-      const all = [...this.#samplers.values(), ...this.#jobs.values(), ...this.#models.values()];
-      this.#models.clear();
-      this.#jobs.clear();
-      this.#samplers.clear();
-      for (const o of all) this.#end(o, 'cancel');
-      this.#emit({ type: e.type, message: this.#lostWhy, lost });
+      this.#emit({ type: e.type, message: why, lost });
     } else if (e.type === 'recovered' || e.type === 'restarted') {
       this.#ready.then(() => this.#emit({ type: 'recovered', adapter: e.adapter, restored: this.#revival.restored }), () => {});
     }
   }
 
-  /** End an object's scheduler job (cancel rejects its queued quanta; finish after a close). */
-  #end(o: Owned, how: 'cancel' | 'finish'): void {
-    o.closed = true;
-    const st = this.scheduler.stats(o.schedId).state;
-    if (st === 'cancelled' || st === 'finished') return;
-    if (how === 'cancel') this.scheduler.cancel(o.schedId);
-    else this.scheduler.finish(o.schedId);
-  }
-
-  /** A job cancelled through the scheduler: free what it holds in the worker (after its running quantum). */
-  #onCancelled(schedId: string): void {
-    const find = (m: Map<string, Owned>) => [...m.entries()].find(([, o]) => o.schedId === schedId);
-    for (const [map, release] of [
-      [this.#jobs, (id: string) => (api: Api) => api.closeJob(id)],
-      [this.#samplers, (id: string) => (api: Api) => api.closeSampler(id)],
-      [this.#models as Map<string, Owned>, (id: string) => (api: Api) => api.releaseModel(id)],
-    ] as const) {
-      const hit = find(map);
-      if (!hit) continue;
-      const [id, o] = hit;
-      o.closed = true;
-      map.delete(id);
-      if (o.epoch === this.#epoch) o.release = o.tail.then(() => this.gpu.call(release(id))).catch(() => {});
-    }
-  }
-
-  /** Run `f` in the worker as one quantum of `o`'s scheduler job. */
+  /** Internal to the clients: run `f` in the worker as one quantum of `o`'s scheduler job (worker_objects.ts). */
   quantum<T>(o: Owned, objectId: string, label: string, f: (api: Api) => Promise<T>): Promise<T> {
-    return this.track(o, objectId, () => this.scheduler.quantum(o.schedId, () => {
-      if (!this.isLive(o)) throw this.lost(objectId);
-      return this.gpu.call(f);
-    }, label));
+    return this.#objects.quantum(o, objectId, label, f);
   }
 
-  /** A LostWithDeviceError for an object of an earlier device (or worker). */
+  /** Internal to the clients: a LostWithDeviceError for an object of an earlier device (or worker). */
   lost(objectId: string, cause?: unknown): LostWithDeviceError {
-    return new LostWithDeviceError(objectId, this.#lostWhy, cause === undefined ? undefined : { cause });
+    return this.#objects.lost(objectId, cause);
   }
 
-  /**
-   * Internal to the clients: start `start()` (a call of `o`'s) unless `o` is gone; a failure after
-   * a loss becomes LostWithDeviceError; `o.tail` follows it.
-   */
+  /** Internal to the clients: start a call of `o`'s unless `o` is gone; a failure after a loss becomes LostWithDeviceError. */
   track<T>(o: Owned, objectId: string, start: () => Promise<T>): Promise<T> {
-    if (o.epoch !== this.#epoch) return Promise.reject(this.lost(objectId));
-    if (o.closed && this.scheduler.stats(o.schedId).state === 'finished') {
-      return Promise.reject(new JobStateError(`"${objectId}" was closed`));
-    }
-    const p = start().catch(async (e) => {
-      // The worker names a call the device died under; its loss event may still be on its way.
-      if (o.epoch === this.#epoch && (e as Error | null)?.name === 'DeviceLostError') await this.#revival.lossReported(o.epoch);
-      throw o.epoch !== this.#epoch && !(e instanceof LostWithDeviceError) ? this.lost(objectId, e) : e;
-    });
-    const before = o.tail;
-    o.tail = p.then(() => before, () => before);
-    return p;
+    return this.#objects.track(o, objectId, start);
   }
 
   #model(modelId: string): Owned & { cfg: ModelConfig } {
-    const m = this.#models.get(modelId);
-    if (!m) throw new JobStateError(`no model "${modelId}" in this service (known: ${[...this.#models.keys()].join(', ') || 'none'})`);
+    const m = this.#objects.models.get(modelId);
+    if (!m) throw new JobStateError(`no model "${modelId}" in this service (known: ${[...this.#objects.models.keys()].join(', ') || 'none'})`);
     return m;
   }
 
@@ -252,15 +205,15 @@ export class WorkerService implements ServiceClient, ClientHost {
   }
 
   async #createModelNow(cfg: ModelConfig, opts: CreateModelOptions, id: string): Promise<string> {
-    if (this.#models.has(id)) throw new JobStateError(`a model "${id}" exists already`);
-    const o = { schedId: `model:${id}`, epoch: this.#epoch, kind: 'model' as const, closed: false, tail: Promise.resolve(), cfg, recipe: { ...opts, id } };
+    if (this.#objects.models.has(id)) throw new JobStateError(`a model "${id}" exists already`);
+    const o = { ...this.#objects.owned(`model:${id}`, 'model'), cfg, recipe: { ...opts, id } };
     await this.scheduler.submit(modelJob(o.schedId, cfg, opts, this.adapter));
-    this.#models.set(id, o);
+    this.#objects.models.set(id, o);
     try {
       await this.quantum(o, id, 'createModel', (api) => api.createModel(cfg, { ...opts, id }));
     } catch (e) {
-      this.#models.delete(id);
-      this.#end(o, 'cancel');
+      this.#objects.models.delete(id);
+      this.#objects.end(o, 'cancel');
       throw e;
     }
     return id;
@@ -279,8 +232,8 @@ export class WorkerService implements ServiceClient, ClientHost {
     await this.#ready;
     const o = this.#model(modelId);
     await this.quantum(o, modelId, 'releaseModel', (api) => api.releaseModel(modelId));
-    this.#models.delete(modelId);
-    this.#end(o, 'finish');
+    this.#objects.models.delete(modelId);
+    this.#objects.end(o, 'finish');
   }
 
   /**
@@ -293,18 +246,18 @@ export class WorkerService implements ServiceClient, ClientHost {
     const model = this.#model(opts.modelId);
     const cfg = model.cfg;
     const id = opts.id ?? `job-${nextId++}`;
-    if (this.#jobs.has(id)) throw new JobStateError(`a training job "${id}" exists already`);
+    if (this.#objects.jobs.has(id)) throw new JobStateError(`a training job "${id}" exists already`);
     const job = trainingJob(id, cfg, opts, this.adapter);
-    const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'job', closed: false, tail: Promise.resolve() };
+    const o = this.#objects.owned(id, 'job');
     await this.scheduler.submit(job);
-    this.#jobs.set(id, o);
+    this.#objects.jobs.set(id, o);
     const { schedule: _, ...plain } = opts;
     try {
       const info = await this.quantum(o, id, 'create', (api) => api.createTrainingClient({ ...plain, id }));
       return new WorkerTrainingClient(this, o, info.id, info.modelId, info.trainable, cfg, opts.lora);
     } catch (e) {
-      this.#jobs.delete(id);
-      this.#end(o, 'cancel');
+      this.#objects.jobs.delete(id);
+      this.#objects.end(o, 'cancel');
       throw e;
     }
   }
@@ -333,14 +286,14 @@ export class WorkerService implements ServiceClient, ClientHost {
   /** A sampler's scheduler job, admitted, and the sampler made in the worker by `make`. */
   async #registerSampler(id: string, cfg: ModelConfig, snapshotParams: number, sch: SamplerScheduleOptions, make: (samplerId: string) => Promise<SamplerInfo>): Promise<{ owned: Owned; info: SamplerInfo }> {
     const perQuantum = sch.requestsPerQuantum ?? this.options.requestsPerQuantum ?? 4;
-    const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'sampler', closed: false, tail: Promise.resolve() };
+    const o = this.#objects.owned(id, 'sampler');
     await this.scheduler.submit(samplerJob(id, cfg, perQuantum, snapshotParams, sch));
-    this.#samplers.set(id, o);
+    this.#objects.samplers.set(id, o);
     try {
       return { owned: o, info: await make(id) };
     } catch (e) {
-      this.#samplers.delete(id);
-      this.#end(o, 'cancel');
+      this.#objects.samplers.delete(id);
+      this.#objects.end(o, 'cancel');
       throw e;
     }
   }
@@ -354,7 +307,7 @@ export class WorkerService implements ServiceClient, ClientHost {
     const cfg = this.#model(modelId).cfg;
     const params = adapter ? countLoraParameters(cfg, adapter.lora) : 0;
     return await this.openSampler(cfg, params, sch, (sid) => {
-      const o = this.#samplers.get(sid)!;
+      const o = this.#objects.samplers.get(sid)!;
       // A fixed adapter id, so requests naming it work the same after a recovery.
       const a = adapter ? { ...adapter, id: adapter.id ?? `${sid}/adapter` } : undefined;
       return this.quantum(o, sid, 'createSampler', (api) => api.createSamplingClient(sid, modelId, a));
@@ -371,14 +324,14 @@ export class WorkerService implements ServiceClient, ClientHost {
   async createInferenceClient(modelId: string, sch: SamplerScheduleOptions = {}): Promise<WorkerSamplingClient> {
     const cfg = this.#model(modelId).cfg;
     return await this.openSampler(cfg, 0, sch, (sid) => {
-      const o = this.#samplers.get(sid)!;
+      const o = this.#objects.samplers.get(sid)!;
       return this.quantum(o, sid, 'createInferenceSampler', (api) => api.createInferenceSampler(sid, modelId));
     }, { modelId });
   }
 
   /** Device time of a client's (or model's) scheduler job and of all jobs so far. */
   deviceTime(id: string): { jobMs: number; totalMs: number } | undefined {
-    const schedId = this.#schedId(id);
+    const schedId = this.#objects.schedId(id);
     if (!this.scheduler.jobs().some((j) => j.id === schedId)) return undefined;
     return { jobMs: this.scheduler.stats(schedId).deviceMs, totalMs: this.scheduler.totalDeviceMs };
   }
@@ -405,26 +358,22 @@ export class WorkerService implements ServiceClient, ClientHost {
 
   /** A job's (or sampler's, or model's) scheduler stats, with its skipped training steps. */
   status(id: string): JobStatus {
-    const o = this.#jobs.get(id);
-    return { ...this.scheduler.stats(this.#schedId(id)), skippedSteps: o?.skips?.total ?? 0, skippedInARow: o?.skips?.inARow ?? 0 };
+    const o = this.#objects.jobs.get(id);
+    return { ...this.scheduler.stats(this.#objects.schedId(id)), skippedSteps: o?.skips?.total ?? 0, skippedInARow: o?.skips?.inARow ?? 0 };
   }
 
   /** Scheduler shortcuts: they reach the job's queued quanta (ids are the clients' ids). */
   pause(id: string): void {
-    this.scheduler.pause(this.#schedId(id));
+    this.scheduler.pause(this.#objects.schedId(id));
   }
   resume(id: string): void {
-    this.scheduler.resume(this.#schedId(id));
+    this.scheduler.resume(this.#objects.schedId(id));
   }
   cancel(id: string): void {
-    this.scheduler.cancel(this.#schedId(id));
+    this.scheduler.cancel(this.#objects.schedId(id));
   }
   reprioritize(id: string, change: { priority?: PriorityClass; weight?: number }): void {
-    this.scheduler.reprioritize(this.#schedId(id), change);
-  }
-
-  #schedId(id: string): string {
-    return this.#models.has(id) ? `model:${id}` : id;
+    this.scheduler.reprioritize(this.#objects.schedId(id), change);
   }
 
   /** Drill: destroy the worker's device, as a driver reset would. */
@@ -432,35 +381,17 @@ export class WorkerService implements ServiceClient, ClientHost {
     return this.gpu.call((api) => api.loseDevice());
   }
 
-  /** Internal to the clients: forget a closed object and free its scheduler reservation. */
-  closed(o: Owned, id: string): void {
-    (o.kind === 'job' ? this.#jobs : this.#samplers).delete(id);
-    if (o.kind === 'sampler') this.#revival.forget(id);
-    this.#end(o, 'finish');
-  }
-
-  /**
-   * Internal to the clients' close(): queued quanta reject, the running one completes, then the
-   * worker frees the object. Closing again (or after a cancel) waits for that same release.
-   */
+  /** Internal to the clients' close(): queued quanta reject, the running one completes, then the worker frees the object. */
   closeOwned(o: Owned, id: string, release: (api: Api) => Promise<void>): Promise<void> {
-    if (o.kind === 'sampler') this.#revival.forget(id);
-    if (o.closed) return o.release ?? Promise.resolve();
-    this.closed(o, id);
-    o.release = o.tail.then(() => (this.isLive(o) ? this.gpu.call(release) : undefined));
-    return o.release;
+    return this.#objects.closeOwned(o, id, release);
   }
 
   isLive(o: Owned): boolean {
-    return o.epoch === this.#epoch;
+    return this.#objects.isLive(o);
   }
 
   async close(): Promise<void> {
-    for (const [id, o] of [...this.#samplers, ...this.#jobs]) {
-      this.closed(o, id);
-    }
-    for (const o of this.#models.values()) this.#end(o, 'finish');
-    this.#models.clear();
+    this.#objects.closeAll();
     for (const u of this.#unsub) u();
     if (this.#ownsClient) this.gpu.close();
     else await this.gpu.call((api) => api.serviceInit({})).catch(() => {});
