@@ -42,6 +42,14 @@ export interface ClientHost {
   closeOwned(o: Owned, id: string, release: (api: Api) => Promise<void>): Promise<void>;
 }
 
+/** TrainingClient call `name` of job `c`: one quantum of its scheduler job, the worker's method of that name called with the job id first. */
+function forward<K extends TrainingCall>(c: WorkerTrainingClient, name: K, ...args: TrainingCallArgs<K>): Promise<TrainingCallResult<K>> {
+  return c.service.quantum(c.owned, c.id, TRAINING_CALLS[name].label, (api) => {
+    const f = api[name] as unknown as (jobId: string, ...a: TrainingCallArgs<K>) => Promise<TrainingCallResult<K>>;
+    return f(c.id, ...args);
+  });
+}
+
 /** The TrainingClient's GPU calls but optimStep (written out below, for the non-finite policy), forwarded from the table. */
 type ForwardedCalls = Omit<Pick<TrainingClient, TrainingCall>, 'optimStep'>;
 
@@ -55,7 +63,7 @@ export class WorkerTrainingClient implements TrainingClient {
       if (name === 'optimStep') continue;
       Object.defineProperty(WorkerTrainingClient.prototype, name, {
         value(this: WorkerTrainingClient, ...args: TrainingCallArgs<typeof name>) {
-          return this.call(name, ...args);
+          return forward(this, name, ...args);
         },
         writable: true,
         configurable: true,
@@ -73,17 +81,9 @@ export class WorkerTrainingClient implements TrainingClient {
     readonly lora: LoraConfig | undefined,
   ) {}
 
-  /** Internal: TrainingClient call `name` of this job, as one quantum of its scheduler job, run in the worker. */
-  call<K extends TrainingCall>(name: K, ...args: TrainingCallArgs<K>): Promise<TrainingCallResult<K>> {
-    return this.service.quantum(this.owned, this.id, TRAINING_CALLS[name].label, (api) => {
-      const f = api[name] as unknown as (jobId: string, ...a: TrainingCallArgs<K>) => Promise<TrainingCallResult<K>>;
-      return f(this.id, ...args);
-    });
-  }
-
   /** A skipped step is counted; the service's `maxSkippedInARow`-th in a row pauses the job and rejects with NonFiniteStepsError. */
   async optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
-    const r = await this.call('optimStep', opts);
+    const r = await forward(this, 'optimStep', opts);
     this.service.noteStep(this.owned, this.id, r);
     return r;
   }
