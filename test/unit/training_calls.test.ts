@@ -2,13 +2,15 @@
 // forwards each from that list. Driven here against a fake service and a fake worker API: each call
 // is one quantum of the job with its label, reaches the worker's method of the same name with the
 // job id first and the arguments unchanged, and hands back what the worker returned.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { NonFiniteStepsError } from '../../src/runtime/errors.ts';
 import { SkipCounter } from '../../src/runtime/skip_policy.ts';
 import { TRAINING_CALL_NAMES, TRAINING_CALLS } from '../../src/runtime/training_calls.ts';
 import { type ClientHost, WorkerTrainingClient } from '../../src/runtime/worker_clients.ts';
 import type { Owned } from '../../src/runtime/worker_types.ts';
 import type { ModelConfig } from '../../src/model/config.ts';
+import type { TrainingClient } from '../../src/runtime/clients.ts';
+import type { TrainingCall } from '../../src/runtime/training_calls.ts';
 
 function fakeHost() {
   const quanta: { label: string; objectId: string }[] = [];
@@ -42,6 +44,12 @@ describe('TRAINING_CALLS: the one list of the TrainingClient GPU calls', () => {
       saveWeightsForSampler: 'publish', saveState: 'saveState', loadState: 'loadState',
     });
     expect(Object.keys(TRAINING_CALLS).sort()).toEqual([...TRAINING_CALL_NAMES].sort());
+  });
+
+  it('covers every TrainingClient method but the three that cross differently (checked by tsc)', () => {
+    type Methods = { [K in keyof TrainingClient]: TrainingClient[K] extends (...a: never[]) => unknown ? K : never }[keyof TrainingClient];
+    expectTypeOf<Exclude<Methods, TrainingCall | 'samplingClient' | 'memory' | 'close'>>().toBeNever();
+    expectTypeOf<Exclude<TrainingCall, Methods>>().toBeNever();
   });
 
   it('names the result arrays that go back by transfer (each of the large results, none of the small ones)', () => {
