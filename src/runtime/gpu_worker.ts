@@ -18,10 +18,10 @@ import { ConfigError } from '../errors.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import type { SampleRequest } from '../env/types.ts';
 import type { EngineSampleResult, SamplerSettings } from './sample_call.ts';
-import type { ChunkQuantum, HostParams, SamplingClient, TrainingClient } from './clients.ts';
+import type { ChunkQuantum, SamplingClient, TrainingClient } from './clients.ts';
 import { asDeviceLoss } from './device_loss.ts';
 import { LocalService } from './local_service.ts';
-import { type JobCalls, TRAINING_CALL_NAMES, TRAINING_CALLS, type TrainingCall, type TrainingCallArgs, type TrainingCallResult, type TrainingCallSpec } from './training_calls.ts';
+import { hostArrays, type JobCalls, TRAINING_CALL_NAMES, TRAINING_CALLS, type TrainingCall, type TrainingCallArgs, type TrainingCallResult, type TrainingCallSpec } from './training_calls.ts';
 import { selfCheck } from './self_check.ts';
 import { AdapterStore } from './store/adapter_store.ts';
 import { IdbKv } from './store/idb_kv.ts';
@@ -144,17 +144,15 @@ function transferring<T>(value: T, arrays: Iterable<ArrayBufferView | undefined>
   return Comlink.transfer(value, [...bufs]);
 }
 
-const hostArrays = (p: HostParams) => Object.values(p);
-
 /** A TrainingClient call forwarded to job `jobId`'s client in the call lane, its result's arrays transferred (training_calls.ts). */
 function jobCall<K extends TrainingCall>(name: K): JobCalls[K] {
   const spec: TrainingCallSpec<K> = TRAINING_CALLS[name];
-  const call = async (jobId: string, ...args: TrainingCallArgs<K>): Promise<TrainingCallResult<K>> => {
-    const j = job(jobId);
-    const r = await (j[name] as (...a: TrainingCallArgs<K>) => Promise<TrainingCallResult<K>>).apply(j, args);
-    return spec.transfer ? transferring(r, spec.transfer(r)) : r;
-  };
-  return ((jobId: string, ...args: TrainingCallArgs<K>) => serial(() => call(jobId, ...args))) as JobCalls[K];
+  return ((jobId: string, ...args: TrainingCallArgs<K>) =>
+    serial(async () => {
+      const j = job(jobId);
+      const r = await (j[name] as (...a: TrainingCallArgs<K>) => Promise<TrainingCallResult<K>>).apply(j, args);
+      return spec.transfer ? transferring(r, spec.transfer(r)) : r;
+    })) as JobCalls[K];
 }
 
 /** Every TrainingClient GPU call of the table, by its own name, with the job id first. */

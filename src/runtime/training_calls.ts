@@ -28,7 +28,8 @@ export interface TrainingCallSpec<K extends TrainingCall> {
   readonly transfer?: (r: TrainingCallResult<K>) => Iterable<ArrayBufferView | undefined>;
 }
 
-const hostArrays = (p: HostParams) => Object.values(p);
+/** A host tensor map's arrays (to transfer). */
+export const hostArrays = (p: HostParams): Float32Array[] => Object.values(p);
 
 export const TRAINING_CALLS: { readonly [K in TrainingCall]: TrainingCallSpec<K> } = {
   forwardBackward: { label: 'forwardBackward', transfer: (r) => [r.logprobsBT] },
