@@ -1,8 +1,9 @@
 /**
  * What the WorkerService (worker_service.ts) and the clients it hands out (worker_clients.ts) both
  * speak of: the service's options, events, job status and the error of a call that died with its
- * device, and the internal record of a model, job or sampler of the service (Owned). Both modules
- * import it; neither imports the other's types through it, so there is no cycle between them.
+ * device, and the internal record of a model, job or sampler of the service (Owned). Both import
+ * it; the clients reach their service through the ClientHost interface (worker_clients.ts), so
+ * worker_clients.ts never imports worker_service.ts and the two form no import cycle.
  */
 import type * as Comlink from 'comlink';
 import type { AdapterSummary } from '../gpu/device.ts';
