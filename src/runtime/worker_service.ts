@@ -272,7 +272,7 @@ export class WorkerService implements ServiceClient, ClientHost {
     return await this.createTrainingClient({ ...fullTrainingOptions(modelId, opts), ...(schedule ? { schedule } : {}) });
   }
 
-  /** Register a sampler job; `make` creates it in the worker (as a quantum of `via`, default the sampler's own job). */
+  /** Internal to the clients: register a sampler job; `make` creates it in the worker; with `revive`, it comes back after a loss (worker_revive.ts). */
   async openSampler(cfg: ModelConfig, snapshotParams: number, sch: SamplerScheduleOptions, make: (samplerId: string) => Promise<SamplerInfo>, revive?: { modelId: string }): Promise<WorkerSamplingClient> {
     await this.#ready;
     const id = `sampler-${nextId++}`;
