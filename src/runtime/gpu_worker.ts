@@ -18,9 +18,10 @@ import { ConfigError } from '../errors.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 import type { SampleRequest } from '../env/types.ts';
 import type { EngineSampleResult, SamplerSettings } from './sample_call.ts';
-import type { ChunkQuantum, HostParams, SamplingClient, TrainingClient } from './clients.ts';
+import type { ChunkQuantum, SamplingClient, TrainingClient } from './clients.ts';
 import { asDeviceLoss } from './device_loss.ts';
 import { LocalService } from './local_service.ts';
+import { hostArrays, type JobCalls, TRAINING_CALL_NAMES, TRAINING_CALLS, type TrainingCall, type TrainingCallArgs, type TrainingCallResult, type TrainingCallSpec } from './training_calls.ts';
 import { selfCheck } from './self_check.ts';
 import { AdapterStore } from './store/adapter_store.ts';
 import { IdbKv } from './store/idb_kv.ts';
@@ -143,7 +144,19 @@ function transferring<T>(value: T, arrays: Iterable<ArrayBufferView | undefined>
   return Comlink.transfer(value, [...bufs]);
 }
 
-const hostArrays = (p: HostParams) => Object.values(p);
+/** A TrainingClient call forwarded to job `jobId`'s client in the call lane, its result's arrays transferred (training_calls.ts). */
+function jobCall<K extends TrainingCall>(name: K): JobCalls[K] {
+  const spec: TrainingCallSpec<K> = TRAINING_CALLS[name];
+  return ((jobId: string, ...args: TrainingCallArgs<K>) =>
+    serial(async () => {
+      const j = job(jobId);
+      const r = await (j[name] as (...a: TrainingCallArgs<K>) => Promise<TrainingCallResult<K>>).apply(j, args);
+      return spec.transfer ? transferring(r, spec.transfer(r)) : r;
+    })) as JobCalls[K];
+}
+
+/** Every TrainingClient GPU call of the table, by its own name, with the job id first. */
+const jobCalls = Object.fromEntries(TRAINING_CALL_NAMES.map((name) => [name, jobCall(name)])) as unknown as JobCalls;
 
 /**
  * A sample call whose decode chunks are the page scheduler's quanta: each chunk waits for its turn
@@ -220,41 +233,7 @@ const api: GpuWorkerApi = {
     });
   },
 
-  forwardBackward(jobId, batch, loss, opts) {
-    return serial(async () => {
-      const r = await job(jobId).forwardBackward(batch, loss, opts);
-      return transferring(r, [r.logprobsBT]);
-    });
-  },
-
-  optimStep(jobId, opts) {
-    return serial(() => job(jobId).optimStep(opts));
-  },
-
-  computeLogprobs(jobId, batch) {
-    return serial(async () => {
-      const r = await job(jobId).computeLogprobs(batch);
-      return transferring(r, [r.logprobsBT, r.logits, r.valuesBT]);
-    });
-  },
-
-  weights(jobId) {
-    return serial(async () => {
-      const p = await job(jobId).weights();
-      return transferring(p, hostArrays(p));
-    });
-  },
-
-  saveState(jobId) {
-    return serial(async () => {
-      const s = await job(jobId).saveState();
-      return transferring(s, [...hostArrays(s.params), ...hostArrays(s.m), ...hostArrays(s.v)]);
-    });
-  },
-
-  loadState(jobId, state) {
-    return serial(() => job(jobId).loadState(state));
-  },
+  ...jobCalls,
 
   jobMemory(jobId) {
     return job(jobId).memory();
@@ -296,10 +275,6 @@ const api: GpuWorkerApi = {
       });
     }
     return sampleInChunks(samplerId, requests, gate as unknown as Comlink.Remote<ChunkGate>, settings);
-  },
-
-  publishAdapter(jobId, name) {
-    return serial(() => job(jobId).saveWeightsForSampler(name));
   },
 
   createInferenceSampler(samplerId, modelId) {

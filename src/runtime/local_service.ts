@@ -284,10 +284,9 @@ class LocalTrainingClient implements TrainingClient {
   }
 
   async optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
-    const r = await this.trainer.optimStep(opts);
-    const stop = this.#skips.note(this.id, r.skipped);
-    if (stop) throw stop;
-    return { ...r, step: this.trainer.step };
+    const r = { ...(await this.trainer.optimStep(opts)), step: this.trainer.step };
+    this.#skips.check(this.id, r);
+    return r;
   }
 
   computeLogprobs(batch: PackedBatch) {

@@ -4,17 +4,15 @@
  * results travel by transfer, not copy; events come back through a proxied callback.
  * Everything crossing the boundary is plain data (structured clone).
  */
-import type { LossSpec } from '../algorithms/loss_spec.ts';
-import type { PackedBatch } from '../algorithms/pack.ts';
 import type { SampleRequest } from '../env/types.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { OwnerStats, PoolStats } from '../gpu/pool.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
-import type { OptimStepOptions } from '../model/optimizer.ts';
-import type { ForwardBackwardResult, LogprobsResult, Trainable, TrainerState } from '../model/trainer.ts';
-import type { PublishedAdapter, RegistryStats } from './adapter_registry.ts';
-import type { CreateModelOptions, HostParams, OptimStepResult, TrainingClientOptions } from './clients.ts';
+import type { Trainable } from '../model/trainer.ts';
+import type { RegistryStats } from './adapter_registry.ts';
+import type { CreateModelOptions, HostParams, TrainingClientOptions } from './clients.ts';
 import type { EngineSampleResult, SamplerSettings } from './sample_call.ts';
+import type { JobCalls } from './training_calls.ts';
 
 export interface WorkerInitOptions {
   label?: string;
@@ -103,8 +101,13 @@ export interface ServiceMemory {
   owners: Record<string, OwnerStats>;
 }
 
-/** The service half of the worker's API: LocalService's operations keyed by ids. */
-export interface ServiceWorkerApi {
+/**
+ * The service half of the worker's API: LocalService's operations keyed by ids. A training job's
+ * GPU calls (forwardBackward, optimStep, ..., saveWeightsForSampler) are the TrainingClient's,
+ * with the job id first (JobCalls, from the one list in training_calls.ts; their large results
+ * come back by transfer).
+ */
+export interface ServiceWorkerApi extends JobCalls {
   /** (Re)create the hosted service on the current device, dropping every model, job and sampler. */
   serviceInit(opts?: ServiceInitOptions): Promise<void>;
   serviceMemory(): Promise<ServiceMemory>;
@@ -113,16 +116,6 @@ export interface ServiceWorkerApi {
   modelWeights(modelId: string): Promise<HostParams>;
   releaseModel(modelId: string): Promise<void>;
   createTrainingClient(opts: TrainingClientOptions & { id: string }): Promise<TrainingJobInfo>;
-  /** logprobsBT, when asked, is transferred. */
-  forwardBackward(jobId: string, batch: PackedBatch, loss: LossSpec, opts?: { logprobs?: boolean }): Promise<ForwardBackwardResult>;
-  optimStep(jobId: string, opts: OptimStepOptions): Promise<OptimStepResult>;
-  /** Result arrays transferred. */
-  computeLogprobs(jobId: string, batch: PackedBatch): Promise<LogprobsResult>;
-  /** Trained tensors (buffers transferred). */
-  weights(jobId: string): Promise<HostParams>;
-  /** Exact-resume state (buffers transferred). */
-  saveState(jobId: string): Promise<TrainerState>;
-  loadState(jobId: string, state: TrainerState): Promise<void>;
   jobMemory(jobId: string): Promise<OwnerStats>;
   closeJob(jobId: string): Promise<void>;
   /** A snapshot of job `jobId`'s weights as sampler `samplerId`. */
@@ -135,8 +128,6 @@ export interface ServiceWorkerApi {
    * `settings`: the call's sampler filters and key, and whether results say why they stopped.
    */
   sample(samplerId: string, requests: SampleRequest[], gate?: ChunkGate, settings?: SamplerSettings): Promise<EngineSampleResult[]>;
-  /** Publish job `jobId`'s LoRA adapter as the next version of `name` (adapter_registry.ts). */
-  publishAdapter(jobId: string, name: string): Promise<PublishedAdapter>;
   /** A sampler over a base model whose requests name published adapters per request. */
   createInferenceSampler(samplerId: string, modelId: string): Promise<SamplerInfo>;
   /** Published versions, GPU residency (LRU order), loads and evictions. */

@@ -4,144 +4,75 @@
  * and plain data only; the engine objects live in the worker.
  */
 import * as Comlink from 'comlink';
-import type { LossSpec } from '../algorithms/loss_spec.ts';
-import type { PackedBatch } from '../algorithms/pack.ts';
 import type { SampleRequest } from '../env/types.ts';
-import { ConfigError, WebtinkerError } from '../errors.ts';
-import type { SkipCounter } from './skip_policy.ts';
+import { ConfigError } from '../errors.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import type { OptimStepOptions } from '../model/optimizer.ts';
 import { countLoraParameters, countParameters } from '../model/params.ts';
-import type {
-  TrainingClientOptions,
-  ForwardBackwardResult,
-  HostParams,
-  LogprobsResult,
-  OptimStepResult,
-  PublishedAdapter,
-  SamplingClient,
-  Trainable,
-  TrainerState,
-  TrainingClient,
-} from './clients.ts';
-import type { AdapterSummary } from '../gpu/device.ts';
-import type { GpuClient, GpuClientOptions } from './gpu_client.ts';
-import type { AdapterStoreSpec, ChunkGate, GpuWorkerApi, SamplerInfo, ServiceTokenizer } from './protocol.ts';
-import type { JobKind, JobStats, PriorityClass, Scheduler } from './scheduler.ts';
+import type { OptimStepResult, SamplingClient, Trainable, TrainingClient } from './clients.ts';
+import type { GpuClient } from './gpu_client.ts';
+import type { ChunkGate, SamplerInfo } from './protocol.ts';
+import type { Scheduler } from './scheduler.ts';
 import { type EngineSampleResult, makeSampleCall, type SampleCall, type SamplerSettings } from './sample_call.ts';
-import type { WorkerService } from './worker_service.ts';
+import { TRAINING_CALL_NAMES, TRAINING_CALLS, type TrainingCall, type TrainingCallArgs, type TrainingCallResult } from './training_calls.ts';
+import { type Api, LostWithDeviceError, type Owned, type SamplerScheduleOptions } from './worker_types.ts';
 
-// ─── Options, events and status of the WorkerService (worker_service.ts) ───
-
-export interface WorkerServiceOptions {
-  /** A started GPU client whose worker is gpu_worker.ts; default: a new one from `gpu` (closed with the service). */
-  client?: GpuClient;
-  gpu?: GpuClientOptions;
-  /** The scheduler the quanta run on; default: a new one with `memoryBudgetBytes`. */
-  scheduler?: Scheduler;
-  /** GPU bytes all jobs may reserve together (default 1 GiB; WebGPU does not report device memory). */
-  memoryBudgetBytes?: number;
-  /** Detokenizer of the worker's sampler, for stop strings. */
-  tokenizer?: ServiceTokenizer;
-  /** Decode steps per GPU submission inside one generate() call. */
-  chunk?: number;
-  /** Default sampling requests per inference quantum (one generate() batch). Default 4. */
-  requestsPerQuantum?: number;
-  /** Training steps skipped in a row (non-finite loss or gradients) that pause a job with an error. Default 5. */
-  maxSkippedInARow?: number;
-  /** Published adapter versions kept on the GPU at once (LRU; default 4). */
-  maxResidentAdapters?: number;
-  /** Host copies of published versions kept per name (default 2). */
-  keepAdapterVersions?: number;
-  /**
-   * The worker writes published adapter versions there (durable before saveWeightsForSampler
-   * resolves) and finds earlier ones there — after a worker restart, or in a new service on the
-   * same store. Default: none (published versions live in the worker's memory).
-   */
-  adapterStore?: AdapterStoreSpec;
+/**
+ * What the clients ask of their service (the WorkerService implements it): they hold ids and plain
+ * data, and reach the worker only through its quanta, so the service's faults and scheduling apply.
+ */
+export interface ClientHost {
+  readonly gpu: GpuClient;
+  readonly scheduler: Scheduler;
+  /** Run `f` in the worker as one quantum of `o`'s scheduler job. */
+  quantum<T>(o: Owned, objectId: string, label: string, f: (api: Api) => Promise<T>): Promise<T>;
+  /** Start a call of `o`'s unless `o` is gone; a failure after a loss becomes LostWithDeviceError; `o.tail` follows it. */
+  track<T>(o: Owned, objectId: string, start: () => Promise<T>): Promise<T>;
+  /** A LostWithDeviceError for an object of an earlier device (or worker). */
+  lost(objectId: string, cause?: unknown): LostWithDeviceError;
+  /** `o` is of the current device (or worker). */
+  isLive(o: Owned): boolean;
+  /** Resolves when a recovery in progress is over. */
+  settled(): Promise<void>;
+  /** The non-finite-step policy on a job's optimStep result (skip_policy.ts): may pause the job and throw. */
+  noteStep(o: Owned, id: string, r: OptimStepResult): void;
+  /** Register a sampler job; `make` creates the sampler in the worker. */
+  openSampler(cfg: ModelConfig, snapshotParams: number, sch: SamplerScheduleOptions, make: (samplerId: string) => Promise<SamplerInfo>): Promise<WorkerSamplingClient>;
+  /** Queued quanta reject, the running one completes, then the worker frees the object with `release`. */
+  closeOwned(o: Owned, id: string, release: (api: Api) => Promise<void>): Promise<void>;
 }
 
-/** How a job is scheduled and what its memory estimate assumes. */
-export interface ScheduleOptions {
-  kind?: JobKind;
-  priority?: PriorityClass;
-  weight?: number;
-  /** Micro-batch sequences (B) and tokens per sequence (T) for the memory estimate. Default 8 × maxSeqLen. */
-  batch?: number;
-  seqLen?: number;
+/** TrainingClient call `name` of job `c`: one quantum of its scheduler job, the worker's method of that name called with the job id first. */
+function forward<K extends TrainingCall>(c: WorkerTrainingClient, name: K, ...args: TrainingCallArgs<K>): Promise<TrainingCallResult<K>> {
+  return c.service.quantum(c.owned, c.id, TRAINING_CALLS[name].label, (api) => {
+    const f = api[name] as unknown as (jobId: string, ...a: TrainingCallArgs<K>) => Promise<TrainingCallResult<K>>;
+    return f(c.id, ...args);
+  });
 }
 
-export interface WorkerTrainingClientOptions extends TrainingClientOptions {
-  schedule?: ScheduleOptions;
-}
+/** The TrainingClient's GPU calls but optimStep (written out below, for the non-finite policy), forwarded from the table. */
+type ForwardedCalls = Omit<Pick<TrainingClient, TrainingCall>, 'optimStep'>;
 
-
-export type WorkerServiceEvent =
-  | { type: 'device-lost' | 'worker-crashed'; message: string; lost: { models: string[]; jobs: string[]; samplers: string[] } }
-  /** The new device (or worker) is ready; `restored`: the models and sampling clients brought back on it. */
-  | { type: 'recovered'; adapter: AdapterSummary; restored: { models: string[]; samplers: string[] } }
-  /** A training step was skipped for a non-finite loss or gradient norm (parameters and moments untouched). */
-  | { type: 'step-skipped'; jobId: string; step: number; gradNorm: number; inARow: number; total: number }
-  /** A job was paused for an error (its queued calls wait until it is resumed). */
-  | { type: 'job-paused'; jobId: string; error: string };
-
-/** A job's scheduler stats with its training faults. */
-export interface JobStatus extends JobStats {
-  skippedSteps: number;
-  skippedInARow: number;
-}
-
-/** A call of a model, job or sampler that died with its device (or worker). */
-export class LostWithDeviceError extends WebtinkerError {
-  readonly objectId: string;
-  constructor(objectId: string, why: string, options?: { cause?: unknown }) {
-    super('lost-with-device', `"${objectId}" was lost with the GPU ${why}: create it again (a training job: createTrainingClient, then loadState from its last checkpoint)`, options);
-    this.objectId = objectId;
-  }
-}
-
-export interface SamplerScheduleOptions {
-  priority?: PriorityClass;
-  weight?: number;
-  /** Requests per generate() batch; also the batch of its memory estimate. */
-  requestsPerQuantum?: number;
-  /**
-   * Each decode chunk of a batch is one quantum (default true), so other jobs' quanta — an
-   * interactive request ahead of a rollout — run between chunks; false: a whole batch is one quantum.
-   */
-  chunkQuanta?: boolean;
-}
-
-export type Api = Comlink.Remote<GpuWorkerApi>;
-
-/** Rough peak bytes of a sampler: its snapshot, the KV cache of one batch, prefill activations, logits. */
-export function estimateSamplingMemory(cfg: ModelConfig, batch: number, snapshotParams: number): number {
-  const kv = 2 * cfg.nLayer * cfg.nKvHead * cfg.headDim;
-  const width = Math.max(cfg.dModel, cfg.nHead * cfg.headDim, cfg.dFF);
-  return 4 * (snapshotParams + batch * cfg.maxSeqLen * (kv + 4 * width) + 2 * batch * cfg.vocabSize);
-}
-
-/** What a model, job or sampler of this service knows about itself (its scheduler job, its device epoch). */
-export interface Owned {
-  readonly schedId: string;
-  readonly epoch: number;
-  kind: 'model' | 'job' | 'sampler';
-  closed: boolean;
-  /**
-   * Settles when every quantum asked of it so far has settled. A cancel rejects the queued ones at
-   * once, so awaiting this waits for the one running — whose worker call may not even be sent yet
-   * (the scheduler starts a quantum on a later microtask) — before the object is freed.
-   */
-  tail: Promise<unknown>;
-  /** The worker-side release once under way (a cancel or a close); close() awaits it. */
-  release?: Promise<void>;
-  /** A training job's skipped steps (non-finite loss or gradients): all, and the current run of them. */
-  skips?: SkipCounter;
-}
+// Its forwarded GPU calls are installed from TRAINING_CALLS (training_calls.ts), one quantum each;
+// this declaration gives them their TrainingClient types and docs.
+export interface WorkerTrainingClient extends ForwardedCalls {}
 
 export class WorkerTrainingClient implements TrainingClient {
+  static {
+    for (const name of TRAINING_CALL_NAMES) {
+      if (name === 'optimStep') continue;
+      Object.defineProperty(WorkerTrainingClient.prototype, name, {
+        value(this: WorkerTrainingClient, ...args: TrainingCallArgs<typeof name>) {
+          return forward(this, name, ...args);
+        },
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
+
   constructor(
-    readonly service: WorkerService,
+    readonly service: ClientHost,
     readonly owned: Owned,
     readonly id: string,
     readonly modelId: string,
@@ -150,46 +81,17 @@ export class WorkerTrainingClient implements TrainingClient {
     readonly lora: LoraConfig | undefined,
   ) {}
 
-  #q<T>(label: string, f: (api: Api) => Promise<T>): Promise<T> {
-    return this.service.quantum(this.owned, this.id, label, f);
-  }
-
-  forwardBackward(batch: PackedBatch, loss: LossSpec, opts: { logprobs?: boolean } = {}): Promise<ForwardBackwardResult> {
-    return this.#q('forwardBackward', (api) => api.forwardBackward(this.id, batch, loss, opts));
-  }
-
   /** A skipped step is counted; the service's `maxSkippedInARow`-th in a row pauses the job and rejects with NonFiniteStepsError. */
   async optimStep(opts: OptimStepOptions): Promise<OptimStepResult> {
-    const r = await this.#q('optimStep', (api) => api.optimStep(this.id, opts));
+    const r = await forward(this, 'optimStep', opts);
     this.service.noteStep(this.owned, this.id, r);
     return r;
-  }
-
-  computeLogprobs(batch: PackedBatch): Promise<LogprobsResult> {
-    return this.#q('computeLogprobs', (api) => api.computeLogprobs(this.id, batch));
-  }
-
-  weights(): Promise<HostParams> {
-    return this.#q('weights', (api) => api.weights(this.id));
-  }
-
-  /** Publish the job's adapter as the next version of `name` in the worker's registry (a quantum of this job). */
-  saveWeightsForSampler(name: string): Promise<PublishedAdapter> {
-    return this.#q('publish', (api) => api.publishAdapter(this.id, name));
-  }
-
-  saveState(): Promise<TrainerState> {
-    return this.#q('saveState', (api) => api.saveState(this.id));
-  }
-
-  loadState(state: TrainerState): Promise<void> {
-    return this.#q('loadState', (api) => api.loadState(this.id, state));
   }
 
   /** A snapshot of the weights now, as a sampler job (its own scheduling; interactive by default). */
   samplingClient(sch: SamplerScheduleOptions = {}): Promise<WorkerSamplingClient> {
     const params = this.trainable === 'lora' && this.lora ? countLoraParameters(this.cfg, this.lora) : countParameters(this.cfg);
-    return this.service.openSampler(this.cfg, params, sch, (sid) => this.#q('snapshot', (api) => api.samplingSnapshot(this.id, sid)));
+    return this.service.openSampler(this.cfg, params, sch, (sid) => this.service.quantum(this.owned, this.id, 'snapshot', (api) => api.samplingSnapshot(this.id, sid)));
   }
 
   /** Pool bytes of the job (owner `job:<id>`): read at once, not a quantum. */
@@ -202,17 +104,6 @@ export class WorkerTrainingClient implements TrainingClient {
   close(): Promise<void> {
     return this.service.closeOwned(this.owned, this.id, (api) => api.closeJob(this.id));
   }
-}
-
-/** How a WorkerService makes a sampling client again after a loss (worker_service.ts). */
-export interface Revivable {
-  readonly client: WorkerSamplingClient;
-  readonly modelId: string;
-  readonly cfg: ModelConfig;
-  readonly snapshotParams: number;
-  readonly sch: SamplerScheduleOptions;
-  /** Creates the sampler in the worker under the given id (a quantum of its job). */
-  readonly make: (samplerId: string) => Promise<SamplerInfo>;
 }
 
 export class WorkerSamplingClient implements SamplingClient {
@@ -232,7 +123,7 @@ export class WorkerSamplingClient implements SamplingClient {
    * createInferenceClient); a batch in flight during the loss is then retried once on the new
    * device. A training job's snapshot is not revivable: it dies with its job.
    */
-  constructor(readonly service: WorkerService, owned: Owned, info: SamplerInfo, readonly requestsPerQuantum: number, readonly chunkQuanta = true, readonly revivable = false) {
+  constructor(readonly service: ClientHost, owned: Owned, info: SamplerInfo, readonly requestsPerQuantum: number, readonly chunkQuanta = true, readonly revivable = false) {
     this.owned = owned;
     this.id = info.id;
     this.modelId = info.modelId;

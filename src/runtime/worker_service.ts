@@ -3,12 +3,12 @@
  * worker (gpu_worker.ts, a LocalService there), and every call that touches the GPU runs as one
  * quantum of the in-page Scheduler (scheduler.ts), so training and inference share one device.
  *
- * Jobs on the scheduler (ids are the client ids):
+ * Jobs on the scheduler (ids are the client ids; what each asks for and how its memory is
+ * estimated: admission.ts):
  *   - each TrainingClient is a job of kind 'lora_rl' or 'full_rl' (by trainable; overridable, e.g.
- *     'sft'), class 'normal' and weight 1 unless configured; its memory for admission is
- *     estimateTrainingMemory(...).jobBytes for the configured micro-batch — for a LoRA job that
- *     excludes the shared base, which is reserved once, by the base's own job (below). Every
- *     forwardBackward, optimStep, computeLogprobs, weights, saveState, loadState and snapshot is
+ *     'sft'); a LoRA job's memory excludes the shared base, which is reserved once, by the base's
+ *     own job (below). Each of its GPU calls (training_calls.ts: forwardBackward, optimStep,
+ *     computeLogprobs, weights, saveWeightsForSampler, saveState, loadState) and each snapshot is
  *     one quantum of it.
  *   - each SamplingClient is a job of kind 'inference', class 'interactive' unless configured;
  *     a sample() call is split into generate() batches of `requestsPerQuantum` requests, and each
@@ -20,10 +20,8 @@
  *   - an inference client (createInferenceClient) is such a sampler over a base, its requests
  *     naming published adapter versions (adapter_registry.ts).
  *   - each resident base model is a job `model:<id>` of kind 'inference', class 'normal', holding
- *     the base's bytes (every parameter at f32: an upper bound for f16 storage; on llvmpipe with
- *     the texture copies of its weights kept for the matmul, baseKeptTexelBytes) for as long as it
- *     is loaded; its upload and host copies are its quanta. N LoRA jobs on it then reserve
- *     base + N × job bytes, as the pool shows them using (multi-LoRA on a shared base).
+ *     the base's bytes for as long as it is loaded; its upload and host copies are its quanta.
+ *     N LoRA jobs on it then reserve base + N × job bytes, as the pool shows them using.
  * Pause, resume, reprioritize and cancel go through the scheduler (`service.scheduler`, or the
  * shortcuts here) and so reach a job's queued quanta; a cancelled job's queued calls reject with
  * JobCancelledError and its GPU state is freed in the worker once its running quantum is over.
@@ -35,75 +33,77 @@
  * LostWithDeviceError. New requests wait until the new device is ready (`settled()`) and are served
  * there. The jobs themselves come back through recovery.ts (runTrainingRecovering), which re-runs
  * each from its last checkpoint: the job runner owns its checkpoints, this service does not.
- * Sampling clients made by createSamplingClient and createInferenceClient do come back: the service
- * keeps their recipes (the base model's config and host params or seed, the client's adapter
- * tensors or, for an inference client, nothing — published versions survive a device loss in the
- * worker, and a worker crash with an adapterStore), and before settled() resolves it recreates,
- * under their ids, the base models they sample and then the clients ('recovered' names them). A
- * batch of theirs in flight during the loss is retried once on the new device (same requests, same
- * seeds: the same results); a failure of the retry, or of the recreation, rejects with
- * LostWithDeviceError. A training job's snapshot (TrainingClient.samplingClient) dies with its job.
- * Non-finite steps: a skipped optimStep is counted ('step-skipped' event, `status(id)`); the
- * `maxSkippedInARow`-th in a row pauses the job with an error in its stats ('job-paused') and
- * rejects with NonFiniteStepsError; resume() gives it a fresh run of chances.
+ * Sampling clients made by createSamplingClient and createInferenceClient do come back, with the
+ * base models they sample, before settled() resolves (worker_revive.ts); a batch of theirs in
+ * flight during the loss is retried once on the new device (same requests, same seeds: the same
+ * results); a failure of the retry, or of the recreation, rejects with LostWithDeviceError.
+ * Non-finite steps (skip_policy.ts): a skipped optimStep is counted ('step-skipped' event,
+ * `status(id)`); the `maxSkippedInARow`-th in a row pauses the job with an error in its stats
+ * ('job-paused') and rejects with NonFiniteStepsError; resume() gives it a fresh run of chances.
  */
 import type { AdapterSummary } from '../gpu/device.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
-import { adapterMemoryDevice, baseKeptTexelBytes, estimateTrainingMemory, largestBaseBuffer } from '../model/memory.ts';
-import { checkBufferFits } from './admission.ts';
-import { countLoraParameters, countParameters } from '../model/params.ts';
+import { countLoraParameters } from '../model/params.ts';
+import { modelJob, samplerJob, trainingJob } from './admission.ts';
 import type { RegistryStats } from './adapter_registry.ts';
 import {
   type CreateModelOptions, type FullTrainingOptions, fullTrainingOptions, type HostParams, type LoraTrainingOptions, loraTrainingOptions, type OptimStepResult,
   type ServiceClient,
 } from './clients.ts';
 import { JobStateError } from './errors.ts';
-import { SkipCounter } from './skip_policy.ts';
-import { type Restored, reviveClients } from './worker_revive.ts';
 import { GpuClient, type GpuClientEvent } from './gpu_client.ts';
 import type { SamplerInfo, ServiceMemory } from './protocol.ts';
 import { type PriorityClass, Scheduler } from './scheduler.ts';
+import { SkipCounter } from './skip_policy.ts';
+import { type ClientHost, WorkerSamplingClient, WorkerTrainingClient } from './worker_clients.ts';
+import { ServiceObjects } from './worker_objects.ts';
+import { Revival } from './worker_revive.ts';
 import {
-  type Api, estimateSamplingMemory, type Revivable, type JobStatus, LostWithDeviceError, type Owned, type SamplerScheduleOptions, type ScheduleOptions, WorkerSamplingClient,
-  type WorkerServiceEvent, type WorkerServiceOptions, WorkerTrainingClient, type WorkerTrainingClientOptions,
-} from './worker_clients.ts';
+  type Api, type JobStatus, LostWithDeviceError, type Owned, type SamplerScheduleOptions, type ScheduleOptions, type WorkerServiceEvent, type WorkerServiceOptions,
+  type WorkerTrainingClientOptions,
+} from './worker_types.ts';
 
-export { estimateSamplingMemory, LostWithDeviceError, WorkerSamplingClient, WorkerTrainingClient };
-export type { JobStatus, Owned, SamplerScheduleOptions, ScheduleOptions, WorkerServiceEvent, WorkerServiceOptions, WorkerTrainingClientOptions } from './worker_clients.ts';
-
+export { estimateSamplingMemory } from './admission.ts';
+export { LostWithDeviceError, WorkerSamplingClient, WorkerTrainingClient };
+export type { JobStatus, Owned, SamplerScheduleOptions, ScheduleOptions, WorkerServiceEvent, WorkerServiceOptions, WorkerTrainingClientOptions } from './worker_types.ts';
 
 let nextId = 0;
 
-
-export class WorkerService implements ServiceClient {
+export class WorkerService implements ServiceClient, ClientHost {
   readonly gpu: GpuClient;
   readonly scheduler: Scheduler;
   readonly options: WorkerServiceOptions;
   #ownsClient: boolean;
-  #epoch = 0;
   #ready: Promise<void> = Promise.resolve();
-  #lostWhy = '';
-  #models = new Map<string, Owned & { cfg: ModelConfig; recipe: CreateModelOptions }>();
-  #jobs = new Map<string, Owned>();
-  #samplers = new Map<string, Owned>();
-  /** Sampling and inference clients that are recreated after a loss, by sampler id. */
-  #revivable = new Map<string, Revivable>();
-  /** What the last recovery brought back (in its 'recovered' event). */
-  #restored: Restored = { models: [], samplers: [] };
+  /** Its models, jobs and samplers, and how their calls reach the worker (worker_objects.ts). */
+  readonly #objects: ServiceObjects;
   #listeners = new Set<(e: WorkerServiceEvent) => void>();
   #unsub: (() => void)[] = [];
-  #lossWaiters = new Set<() => void>();
+  /** The sampling clients that come back after a loss, and how (worker_revive.ts). */
+  readonly #revival = new Revival({
+    epoch: () => this.#objects.epoch,
+    hasModel: (id) => this.#objects.models.has(id),
+    createModel: (cfg, recipe, id) => this.#createModelNow(cfg, recipe, id),
+    reopen: async (r) => {
+      r.client.owned = (await this.#registerSampler(r.client.id, r.cfg, r.snapshotParams, r.sch, r.make)).owned;
+    },
+    closeReopened: (r) => this.closeOwned(r.client.owned, r.client.id, (api) => api.closeSampler(r.client.id)),
+  });
 
   private constructor(gpu: GpuClient, ownsClient: boolean, options: WorkerServiceOptions) {
     this.gpu = gpu;
     this.#ownsClient = ownsClient;
     this.options = options;
     this.scheduler = options.scheduler ?? new Scheduler({ memoryBudgetBytes: options.memoryBudgetBytes ?? 2 ** 30 });
+    this.#objects = new ServiceObjects(gpu, this.scheduler, {
+      lossReported: (epoch) => this.#revival.lossReported(epoch),
+      samplerClosed: (id) => this.#revival.forget(id),
+    });
     this.#unsub.push(gpu.on((e) => this.#onGpuEvent(e)));
     this.#unsub.push(this.scheduler.on((e) => {
-      if (e.type === 'state' && e.state === 'cancelled') this.#onCancelled(e.jobId);
+      if (e.type === 'state' && e.state === 'cancelled') this.#objects.onCancelled(e.jobId);
       if (e.type === 'state' && e.state === 'active') {
-        const skips = [...this.#jobs.values()].find((o) => o.schedId === e.jobId)?.skips;
+        const skips = [...this.#objects.jobs.values()].find((o) => o.schedId === e.jobId)?.skips;
         skips?.reset(); // a resumed job gets a fresh run of chances
       }
     }));
@@ -155,124 +155,42 @@ export class WorkerService implements ServiceClient {
 
   #onGpuEvent(e: GpuClientEvent): void {
     if (e.type === 'device-lost' || e.type === 'worker-crashed') {
-      this.#epoch++;
-      this.#lostWhy = e.type === 'device-lost' ? `device (${e.reason}: ${e.message})` : `worker (crash: ${e.message})`;
+      const why = e.type === 'device-lost' ? `device (${e.reason}: ${e.message})` : `worker (crash: ${e.message})`;
+      const models = new Map(this.#objects.models);
+      const lost = this.#objects.loseAll(why);
       // The client is recovering already (it sets its recovery before emitting); a crashed worker's
       // replacement also needs the service opened again.
       const recovering = this.gpu.settled();
       // Sampling clients made by createSamplingClient / createInferenceClient come back on the new
       // device, with the base models they sample (from their recipes); training jobs do not.
-      const revive = [...this.#revivable.values()];
-      const recipes = new Map([...this.#models].map(([id, m]) => [id, { cfg: m.cfg, recipe: m.recipe }]));
-      const epoch = this.#epoch;
+      const revive = this.#revival.lost(models);
       const reopened = e.type === 'worker-crashed' ? recovering.then(() => this.#serviceInit()) : recovering;
-      this.#ready = reopened.then(() => this.#revive(epoch, revive, recipes));
+      this.#ready = reopened.then(revive);
       this.#ready.catch(() => {});
-      const lost = { models: [...this.#models.keys()], jobs: [...this.#jobs.keys()], samplers: [...this.#samplers.keys()] };
-      const all = [...this.#samplers.values(), ...this.#jobs.values(), ...this.#models.values()];
-      this.#models.clear();
-      this.#jobs.clear();
-      this.#samplers.clear();
-      for (const o of all) this.#end(o, 'cancel');
-      for (const w of this.#lossWaiters) w();
-      this.#lossWaiters.clear();
-      this.#emit({ type: e.type, message: this.#lostWhy, lost });
+      this.#emit({ type: e.type, message: why, lost });
     } else if (e.type === 'recovered' || e.type === 'restarted') {
-      this.#ready.then(() => this.#emit({ type: 'recovered', adapter: e.adapter, restored: this.#restored }), () => {});
+      this.#ready.then(() => this.#emit({ type: 'recovered', adapter: e.adapter, restored: this.#revival.restored }), () => {});
     }
   }
 
-  /** After a loss (in epoch `epoch`, on the ready new device): the revivable clients come back (worker_revive.ts). */
-  #revive(epoch: number, revive: Revivable[], recipes: Map<string, { cfg: ModelConfig; recipe: CreateModelOptions }>): Promise<void> {
-    const restored: Restored = { models: [], samplers: [] };
-    this.#restored = restored;
-    return reviveClients({
-      current: () => this.#epoch === epoch,
-      hasModel: (id) => this.#models.has(id),
-      createModel: (cfg, recipe, id) => this.#createModelNow(cfg, recipe, id),
-      reopen: async (r) => {
-        r.client.owned = (await this.#registerSampler(r.client.id, r.cfg, r.snapshotParams, r.sch, r.make)).owned;
-      },
-      closeReopened: (r) => this.closeOwned(r.client.owned, r.client.id, (api) => api.closeSampler(r.client.id)),
-      keep: (r) => void this.#revivable.set(r.client.id, r),
-    }, revive, recipes, restored);
-  }
-
-  /** Resolves once a loss after `epoch` has been handled (or after `ms`, if none comes). */
-  #lossReported(epoch: number, ms = 5000): Promise<void> {
-    if (this.#epoch !== epoch) return Promise.resolve();
-    return new Promise<void>((res) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#lossWaiters.delete(done);
-        res();
-      };
-      const timer = setTimeout(done, ms);
-      this.#lossWaiters.add(done);
-    });
-  }
-
-  /** End an object's scheduler job (cancel rejects its queued quanta; finish after a close). */
-  #end(o: Owned, how: 'cancel' | 'finish'): void {
-    o.closed = true;
-    const st = this.scheduler.stats(o.schedId).state;
-    if (st === 'cancelled' || st === 'finished') return;
-    if (how === 'cancel') this.scheduler.cancel(o.schedId);
-    else this.scheduler.finish(o.schedId);
-  }
-
-  /** A job cancelled through the scheduler: free what it holds in the worker (after its running quantum). */
-  #onCancelled(schedId: string): void {
-    const find = (m: Map<string, Owned>) => [...m.entries()].find(([, o]) => o.schedId === schedId);
-    for (const [map, release] of [
-      [this.#jobs, (id: string) => (api: Api) => api.closeJob(id)],
-      [this.#samplers, (id: string) => (api: Api) => api.closeSampler(id)],
-      [this.#models as Map<string, Owned>, (id: string) => (api: Api) => api.releaseModel(id)],
-    ] as const) {
-      const hit = find(map);
-      if (!hit) continue;
-      const [id, o] = hit;
-      o.closed = true;
-      map.delete(id);
-      if (o.epoch === this.#epoch) o.release = o.tail.then(() => this.gpu.call(release(id))).catch(() => {});
-    }
-  }
-
-  /** Run `f` in the worker as one quantum of `o`'s scheduler job. */
+  /** Internal to the clients: run `f` in the worker as one quantum of `o`'s scheduler job (worker_objects.ts). */
   quantum<T>(o: Owned, objectId: string, label: string, f: (api: Api) => Promise<T>): Promise<T> {
-    return this.track(o, objectId, () => this.scheduler.quantum(o.schedId, () => {
-      if (!this.isLive(o)) throw this.lost(objectId);
-      return this.gpu.call(f);
-    }, label));
+    return this.#objects.quantum(o, objectId, label, f);
   }
 
-  /** A LostWithDeviceError for an object of an earlier device (or worker). */
+  /** Internal to the clients: a LostWithDeviceError for an object of an earlier device (or worker). */
   lost(objectId: string, cause?: unknown): LostWithDeviceError {
-    return new LostWithDeviceError(objectId, this.#lostWhy, cause === undefined ? undefined : { cause });
+    return this.#objects.lost(objectId, cause);
   }
 
-  /**
-   * Internal to the clients: start `start()` (a call of `o`'s) unless `o` is gone; a failure after
-   * a loss becomes LostWithDeviceError; `o.tail` follows it.
-   */
+  /** Internal to the clients: start a call of `o`'s unless `o` is gone; a failure after a loss becomes LostWithDeviceError. */
   track<T>(o: Owned, objectId: string, start: () => Promise<T>): Promise<T> {
-    if (o.epoch !== this.#epoch) return Promise.reject(this.lost(objectId));
-    if (o.closed && this.scheduler.stats(o.schedId).state === 'finished') {
-      return Promise.reject(new JobStateError(`"${objectId}" was closed`));
-    }
-    const p = start().catch(async (e) => {
-      // The worker names a call the device died under; its loss event may still be on its way.
-      if (o.epoch === this.#epoch && (e as Error | null)?.name === 'DeviceLostError') await this.#lossReported(o.epoch);
-      throw o.epoch !== this.#epoch && !(e instanceof LostWithDeviceError) ? this.lost(objectId, e) : e;
-    });
-    const before = o.tail;
-    o.tail = p.then(() => before, () => before);
-    return p;
+    return this.#objects.track(o, objectId, start);
   }
 
   #model(modelId: string): Owned & { cfg: ModelConfig } {
-    const m = this.#models.get(modelId);
-    if (!m) throw new JobStateError(`no model "${modelId}" in this service (known: ${[...this.#models.keys()].join(', ') || 'none'})`);
+    const m = this.#objects.models.get(modelId);
+    if (!m) throw new JobStateError(`no model "${modelId}" in this service (known: ${[...this.#objects.models.keys()].join(', ') || 'none'})`);
     return m;
   }
 
@@ -287,20 +205,15 @@ export class WorkerService implements ServiceClient {
   }
 
   async #createModelNow(cfg: ModelConfig, opts: CreateModelOptions, id: string): Promise<string> {
-    if (this.#models.has(id)) throw new JobStateError(`a model "${id}" exists already`);
-    const o = { schedId: `model:${id}`, epoch: this.#epoch, kind: 'model' as const, closed: false, tail: Promise.resolve(), cfg, recipe: { ...opts, id } };
-    // Its bytes: every parameter at f32, and on llvmpipe the texture copies of its weights that its
-    // jobs' and samplers' matmuls keep (kept_texels.ts) — once per base, so admitted with it.
-    const kept = baseKeptTexelBytes(cfg, adapterMemoryDevice(this.adapter));
-    const f16 = Boolean(opts.f16) && this.adapter.features.includes('shader-f16');
-    checkBufferFits(o.schedId, largestBaseBuffer(cfg, f16 ? 2 : 4), this.adapter, 'a device with larger buffers (the embedding stays f32 even with an f16 base)');
-    await this.scheduler.submit({ id: o.schedId, kind: 'inference', priority: 'normal', memoryBytes: 4 * countParameters(cfg) + kept });
-    this.#models.set(id, o);
+    if (this.#objects.models.has(id)) throw new JobStateError(`a model "${id}" exists already`);
+    const o = { ...this.#objects.owned(`model:${id}`, 'model'), cfg, recipe: { ...opts, id } };
+    await this.scheduler.submit(modelJob(o.schedId, cfg, opts, this.adapter));
+    this.#objects.models.set(id, o);
     try {
       await this.quantum(o, id, 'createModel', (api) => api.createModel(cfg, { ...opts, id }));
     } catch (e) {
-      this.#models.delete(id);
-      this.#end(o, 'cancel');
+      this.#objects.models.delete(id);
+      this.#objects.end(o, 'cancel');
       throw e;
     }
     return id;
@@ -319,8 +232,8 @@ export class WorkerService implements ServiceClient {
     await this.#ready;
     const o = this.#model(modelId);
     await this.quantum(o, modelId, 'releaseModel', (api) => api.releaseModel(modelId));
-    this.#models.delete(modelId);
-    this.#end(o, 'finish');
+    this.#objects.models.delete(modelId);
+    this.#objects.end(o, 'finish');
   }
 
   /**
@@ -333,35 +246,18 @@ export class WorkerService implements ServiceClient {
     const model = this.#model(opts.modelId);
     const cfg = model.cfg;
     const id = opts.id ?? `job-${nextId++}`;
-    if (this.#jobs.has(id)) throw new JobStateError(`a training job "${id}" exists already`);
-    const sch = opts.schedule ?? {};
-    const est = estimateTrainingMemory(cfg, {
-      batch: sch.batch ?? 8,
-      seqLen: sch.seqLen ?? cfg.maxSeqLen,
-      mode: opts.trainable === 'lora' ? 'lora' : 'full',
-      ...(opts.lora ? { lora: opts.lora } : {}),
-      ...(opts.recompute ? { recompute: true } : {}),
-      ...(opts.valueHead ? { valueHead: true } : {}),
-      // Logits in blocks of rows that fit one binding, texture copies on llvmpipe: as the worker's device runs it.
-      device: adapterMemoryDevice(this.adapter),
-    });
-    checkBufferFits(id, est.largestBuffer, this.adapter, opts.trainable === 'lora' ? 'a smaller batch or sequence length' : 'LoRA instead of full fine-tuning, or a smaller batch');
-    const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'job', closed: false, tail: Promise.resolve() };
-    await this.scheduler.submit({
-      id,
-      kind: sch.kind ?? (opts.trainable === 'lora' ? 'lora_rl' : 'full_rl'),
-      priority: sch.priority ?? 'normal',
-      weight: sch.weight ?? 1,
-      memoryBytes: est.jobBytes,
-    });
-    this.#jobs.set(id, o);
+    if (this.#objects.jobs.has(id)) throw new JobStateError(`a training job "${id}" exists already`);
+    const job = trainingJob(id, cfg, opts, this.adapter);
+    const o = this.#objects.owned(id, 'job');
+    await this.scheduler.submit(job);
+    this.#objects.jobs.set(id, o);
     const { schedule: _, ...plain } = opts;
     try {
       const info = await this.quantum(o, id, 'create', (api) => api.createTrainingClient({ ...plain, id }));
       return new WorkerTrainingClient(this, o, info.id, info.modelId, info.trainable, cfg, opts.lora);
     } catch (e) {
-      this.#jobs.delete(id);
-      this.#end(o, 'cancel');
+      this.#objects.jobs.delete(id);
+      this.#objects.end(o, 'cancel');
       throw e;
     }
   }
@@ -376,34 +272,28 @@ export class WorkerService implements ServiceClient {
     return await this.createTrainingClient({ ...fullTrainingOptions(modelId, opts), ...(schedule ? { schedule } : {}) });
   }
 
-  /** Register a sampler job; `make` creates it in the worker (as a quantum of `via`, default the sampler's own job). */
+  /** Internal to the clients: register a sampler job; `make` creates it in the worker; with `revive`, it comes back after a loss (worker_revive.ts). */
   async openSampler(cfg: ModelConfig, snapshotParams: number, sch: SamplerScheduleOptions, make: (samplerId: string) => Promise<SamplerInfo>, revive?: { modelId: string }): Promise<WorkerSamplingClient> {
     await this.#ready;
     const id = `sampler-${nextId++}`;
     const perQuantum = sch.requestsPerQuantum ?? this.options.requestsPerQuantum ?? 4;
     const { owned, info } = await this.#registerSampler(id, cfg, snapshotParams, sch, make);
     const client = new WorkerSamplingClient(this, owned, info, perQuantum, sch.chunkQuanta ?? true, revive !== undefined);
-    if (revive) this.#revivable.set(id, { client, modelId: revive.modelId, cfg, snapshotParams, sch, make });
+    if (revive) this.#revival.keep({ client, modelId: revive.modelId, cfg, snapshotParams, sch, make });
     return client;
   }
 
   /** A sampler's scheduler job, admitted, and the sampler made in the worker by `make`. */
   async #registerSampler(id: string, cfg: ModelConfig, snapshotParams: number, sch: SamplerScheduleOptions, make: (samplerId: string) => Promise<SamplerInfo>): Promise<{ owned: Owned; info: SamplerInfo }> {
     const perQuantum = sch.requestsPerQuantum ?? this.options.requestsPerQuantum ?? 4;
-    const o: Owned = { schedId: id, epoch: this.#epoch, kind: 'sampler', closed: false, tail: Promise.resolve() };
-    await this.scheduler.submit({
-      id,
-      kind: 'inference',
-      priority: sch.priority ?? 'interactive',
-      weight: sch.weight ?? 1,
-      memoryBytes: estimateSamplingMemory(cfg, perQuantum, snapshotParams),
-    });
-    this.#samplers.set(id, o);
+    const o = this.#objects.owned(id, 'sampler');
+    await this.scheduler.submit(samplerJob(id, cfg, perQuantum, snapshotParams, sch));
+    this.#objects.samplers.set(id, o);
     try {
       return { owned: o, info: await make(id) };
     } catch (e) {
-      this.#samplers.delete(id);
-      this.#end(o, 'cancel');
+      this.#objects.samplers.delete(id);
+      this.#objects.end(o, 'cancel');
       throw e;
     }
   }
@@ -417,7 +307,7 @@ export class WorkerService implements ServiceClient {
     const cfg = this.#model(modelId).cfg;
     const params = adapter ? countLoraParameters(cfg, adapter.lora) : 0;
     return await this.openSampler(cfg, params, sch, (sid) => {
-      const o = this.#samplers.get(sid)!;
+      const o = this.#objects.samplers.get(sid)!;
       // A fixed adapter id, so requests naming it work the same after a recovery.
       const a = adapter ? { ...adapter, id: adapter.id ?? `${sid}/adapter` } : undefined;
       return this.quantum(o, sid, 'createSampler', (api) => api.createSamplingClient(sid, modelId, a));
@@ -434,14 +324,14 @@ export class WorkerService implements ServiceClient {
   async createInferenceClient(modelId: string, sch: SamplerScheduleOptions = {}): Promise<WorkerSamplingClient> {
     const cfg = this.#model(modelId).cfg;
     return await this.openSampler(cfg, 0, sch, (sid) => {
-      const o = this.#samplers.get(sid)!;
+      const o = this.#objects.samplers.get(sid)!;
       return this.quantum(o, sid, 'createInferenceSampler', (api) => api.createInferenceSampler(sid, modelId));
     }, { modelId });
   }
 
   /** Device time of a client's (or model's) scheduler job and of all jobs so far. */
   deviceTime(id: string): { jobMs: number; totalMs: number } | undefined {
-    const schedId = this.#schedId(id);
+    const schedId = this.#objects.schedId(id);
     if (!this.scheduler.jobs().some((j) => j.id === schedId)) return undefined;
     return { jobMs: this.scheduler.stats(schedId).deviceMs, totalMs: this.scheduler.totalDeviceMs };
   }
@@ -457,38 +347,33 @@ export class WorkerService implements ServiceClient {
 
   /** Internal to the clients: count a step's skip; the `maxSkippedInARow`-th in a row pauses the job and throws. */
   noteStep(o: Owned, id: string, r: OptimStepResult): void {
-    const s = (o.skips ??= new SkipCounter(this.options.maxSkippedInARow ?? 5));
-    const err = s.note(id, r.skipped);
-    if (r.skipped) this.#emit({ type: 'step-skipped', jobId: id, step: r.step, gradNorm: r.gradNorm, inARow: s.inARow, total: s.total });
-    if (err) {
-      if (this.scheduler.stats(o.schedId).state === 'active') this.scheduler.pause(o.schedId, err.message);
-      this.#emit({ type: 'job-paused', jobId: id, error: err.message });
-      throw err;
-    }
+    (o.skips ??= new SkipCounter(this.options.maxSkippedInARow ?? 5)).check(id, r, {
+      skipped: (s) => this.#emit({ type: 'step-skipped', ...s }),
+      stopping: (err) => {
+        if (this.scheduler.stats(o.schedId).state === 'active') this.scheduler.pause(o.schedId, err.message);
+        this.#emit({ type: 'job-paused', jobId: id, error: err.message });
+      },
+    });
   }
 
   /** A job's (or sampler's, or model's) scheduler stats, with its skipped training steps. */
   status(id: string): JobStatus {
-    const o = this.#jobs.get(id);
-    return { ...this.scheduler.stats(this.#schedId(id)), skippedSteps: o?.skips?.total ?? 0, skippedInARow: o?.skips?.inARow ?? 0 };
+    const o = this.#objects.jobs.get(id);
+    return { ...this.scheduler.stats(this.#objects.schedId(id)), skippedSteps: o?.skips?.total ?? 0, skippedInARow: o?.skips?.inARow ?? 0 };
   }
 
   /** Scheduler shortcuts: they reach the job's queued quanta (ids are the clients' ids). */
   pause(id: string): void {
-    this.scheduler.pause(this.#schedId(id));
+    this.scheduler.pause(this.#objects.schedId(id));
   }
   resume(id: string): void {
-    this.scheduler.resume(this.#schedId(id));
+    this.scheduler.resume(this.#objects.schedId(id));
   }
   cancel(id: string): void {
-    this.scheduler.cancel(this.#schedId(id));
+    this.scheduler.cancel(this.#objects.schedId(id));
   }
   reprioritize(id: string, change: { priority?: PriorityClass; weight?: number }): void {
-    this.scheduler.reprioritize(this.#schedId(id), change);
-  }
-
-  #schedId(id: string): string {
-    return this.#models.has(id) ? `model:${id}` : id;
+    this.scheduler.reprioritize(this.#objects.schedId(id), change);
   }
 
   /** Drill: destroy the worker's device, as a driver reset would. */
@@ -496,35 +381,17 @@ export class WorkerService implements ServiceClient {
     return this.gpu.call((api) => api.loseDevice());
   }
 
-  /** Internal to the clients: forget a closed object and free its scheduler reservation. */
-  closed(o: Owned, id: string): void {
-    (o.kind === 'job' ? this.#jobs : this.#samplers).delete(id);
-    if (o.kind === 'sampler') this.#revivable.delete(id);
-    this.#end(o, 'finish');
-  }
-
-  /**
-   * Internal to the clients' close(): queued quanta reject, the running one completes, then the
-   * worker frees the object. Closing again (or after a cancel) waits for that same release.
-   */
+  /** Internal to the clients' close(): queued quanta reject, the running one completes, then the worker frees the object. */
   closeOwned(o: Owned, id: string, release: (api: Api) => Promise<void>): Promise<void> {
-    if (o.kind === 'sampler') this.#revivable.delete(id);
-    if (o.closed) return o.release ?? Promise.resolve();
-    this.closed(o, id);
-    o.release = o.tail.then(() => (this.isLive(o) ? this.gpu.call(release) : undefined));
-    return o.release;
+    return this.#objects.closeOwned(o, id, release);
   }
 
   isLive(o: Owned): boolean {
-    return o.epoch === this.#epoch;
+    return this.#objects.isLive(o);
   }
 
   async close(): Promise<void> {
-    for (const [id, o] of [...this.#samplers, ...this.#jobs]) {
-      this.closed(o, id);
-    }
-    for (const o of this.#models.values()) this.#end(o, 'finish');
-    this.#models.clear();
+    this.#objects.closeAll();
     for (const u of this.#unsub) u();
     if (this.#ownsClient) this.gpu.close();
     else await this.gpu.call((api) => api.serviceInit({})).catch(() => {});
