@@ -29,6 +29,7 @@ import type { ModelConfig } from '../model/config.ts';
 import { configFromHf } from '../model/hf_config.ts';
 import { loadResult, writeRunFolder } from './results.ts';
 import { FleetWorker } from './worker.ts';
+import { RolloutWorker } from './rollout_worker.ts';
 
 type Ctx = FleetCtx;
 
@@ -133,6 +134,7 @@ async function worker(nc: NatsConnection, a: FleetArgs): Promise<number> {
     slots: a.values.slots !== undefined ? Number(a.values.slots) : 1,
     ...(a.values['memory-mib'] !== undefined ? { memoryBudgetBytes: Number(a.values['memory-mib']) * 2 ** 20 } : {}),
     queue: queueOf(a),
+    ...(a.values['rollout-silence'] !== undefined ? { rolloutSilenceMs: 1000 * Number(a.values['rollout-silence']) } : {}),
     log: quiet ? () => {} : (s) => console.error(`[${new Date().toISOString()}] ${s}`),
   });
   await w.start();
@@ -141,6 +143,21 @@ async function worker(nc: NatsConnection, a: FleetArgs): Promise<number> {
     for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => resolve());
   });
   if (!quiet) console.error('stopping: running jobs go back to the queue');
+  await w.stop();
+  return 0;
+}
+
+async function rolloutWorker(nc: NatsConnection, a: FleetArgs): Promise<number> {
+  const quiet = a.values.quiet === true;
+  const w = new RolloutWorker(nc, {
+    name: (a.values.name as string | undefined) ?? `${hostname()}-${process.pid}`,
+    log: quiet ? () => {} : (s) => console.error(`[${new Date().toISOString()}] ${s}`),
+  });
+  await w.start();
+  if (!quiet) console.error(`rollout worker ${w.o.name}: sampling rollout tasks from ${a.nats}`);
+  await new Promise<void>((resolve) => {
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => resolve());
+  });
   await w.stop();
   return 0;
 }
@@ -167,6 +184,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     const jsm = await jetstreamManager(nc, { timeout: API_TIMEOUT_MS });
     const c: Ctx = { nc, js: jetstream(nc, { timeout: API_TIMEOUT_MS }), jsm };
     if (a.command === 'worker') return await worker(nc, a);
+    if (a.command === 'rollout-worker') return await rolloutWorker(nc, a);
     await ensureFleet(jsm);
     switch (a.command) {
       case 'submit': {
@@ -210,6 +228,9 @@ async function submittedJob(a: FleetArgs): Promise<FleetJob> {
     cfg = configFromHf(texts['config.json'], { name: o.model, file: `${o.model}/config.json` });
     if (commit !== undefined) o = { ...o, revision: commit };
   }
-  const fields = { ...(a.values.id ? { id: a.values.id as string } : {}), ...(priorityOf(a) ? { priority: priorityOf(a) } : {}), ...(a.values.weight ? { weight: Number(a.values.weight) } : {}) };
+  const fields = {
+    ...(a.values.id ? { id: a.values.id as string } : {}), ...(priorityOf(a) ? { priority: priorityOf(a) } : {}), ...(a.values.weight ? { weight: Number(a.values.weight) } : {}),
+    ...(a.values['rollout-staleness'] !== undefined ? { rolloutStaleness: Number(a.values['rollout-staleness']) } : {}),
+  };
   return makeJob(o, fields, cfg);
 }

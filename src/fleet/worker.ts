@@ -44,6 +44,7 @@ import { API_TIMEOUT_MS, openStore } from './connect.ts';
 import { deadLetter, watchExhausted } from './dead_letter.ts';
 import { LeaseKeeper } from './lease.ts';
 import { saveResult } from './results.ts';
+import { agentRecipeOf, FleetRollouts } from './rollouts.ts';
 
 export interface WorkerOptions {
   /** The NATS server's URL (the lease thread connects to it too). */
@@ -55,6 +56,8 @@ export interface WorkerOptions {
   /** GPU bytes this host gives to fleet jobs (default: no limit). */
   readonly memoryBudgetBytes?: number;
   readonly queue?: QueueSettings;
+  /** A rollout worker silent this long on a slice of a job's step: the slice is sampled here (default 30 s; rollouts.ts). */
+  readonly rolloutSilenceMs?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -71,6 +74,7 @@ export class FleetWorker {
   readonly budget: number;
   readonly queue: QueueSettings;
   readonly log: (line: string) => void;
+  readonly o: WorkerOptions;
   #js!: JetStreamClient;
   #jsm!: JetStreamManager;
   #store!: NatsKv;
@@ -85,6 +89,7 @@ export class FleetWorker {
 
   constructor(nc: NatsConnection, o: WorkerOptions) {
     this.nc = nc;
+    this.o = o;
     this.name = o.name;
     this.url = o.url;
     this.slots = o.slots ?? 1;
@@ -216,6 +221,7 @@ export class FleetWorker {
     const store = this.#store.withEpoch(epoch);
     const where = { host: this.name, epoch };
     let source: LocalServiceSource | null = null;
+    let rollouts: FleetRollouts | null = null;
     // Events go out in order, without holding up the steps; one that cannot be stored (after
     // publishEvent's retries) fails the job at its next step, so the attempt is retried from its
     // checkpoint and the replayed metrics never miss a line.
@@ -244,8 +250,15 @@ export class FleetWorker {
         if (cancelled) throw new JobCancelledError(id);
         if (eventError !== null) throw eventError;
       };
+      const jobOpts = jobOptionsFrom(options, opened);
+      // RL steps' rollouts across hosts (rollouts.ts): from-scratch models (a pretrained base stays on its hosts).
+      rollouts = opened || jobOpts.algo === 'sft' ? null : new FleetRollouts(this.nc, store, {
+        job: id, epoch, agent: agentRecipeOf(jobOpts), staleness: job.rolloutStaleness ?? 0, log: this.log,
+        ...(this.o.rolloutSilenceMs !== undefined ? { silenceMs: this.o.rolloutSilenceMs } : {}),
+      });
       const run = runTrainingRecovering(source, {
-        ...jobOptionsFrom(options, opened),
+        ...jobOpts,
+        ...(rollouts ? { rollouts } : {}),
         checkpoint: {
           ...checkpoints.checkpointing(job.checkpointEvery, from),
           save: async (c) => {
@@ -277,6 +290,7 @@ export class FleetWorker {
     } finally {
       this.#lease.release(leaseKey);
       cancelSub.unsubscribe();
+      await rollouts?.close();
       await source?.close().catch(() => {});
     }
   }

@@ -389,7 +389,6 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
     await sampler.close();
     return finish({ rewardCurve, lossCurve, sftLossCurve, before, after, trained: { cfg, lora: o.lora, tensors: await policy.weights(), ...(o.lora && !pre ? { base: base ?? (await service.modelWeights(modelId)) } : {}), ...pretrainedOut } });
   } finally {
-    await o.rollouts?.close?.().catch(() => {});
     for (const cl of toDispose) await cl.close();
     await service.releaseModel(modelId).catch(() => {});
   }

@@ -37,9 +37,10 @@ export interface StepRolloutRequest {
   readonly plan: (step: number) => { readonly seed: number; readonly episodes: readonly EpisodeSpec[] } | null;
 }
 
-/** A job's rollout source (see the header). Parts must hold each episode of the step once. */
+/**
+ * A job's rollout source (see the header). Parts must hold each episode of the step once. The
+ * caller owns it (runTraining never closes it: a job recovered after a GPU loss goes on with it).
+ */
 export interface StepRollouts {
   rollout(r: StepRolloutRequest): Promise<readonly RolloutPart[]>;
-  /** The job ended (or failed): drop what was sampled ahead, release shared data. */
-  close?(): Promise<void>;
 }
