@@ -70,7 +70,10 @@ export function unpackFrame<T = unknown>(bytes: Uint8Array): T {
   const read = ([kind, offset, length]: [Kind, number, number]): unknown => {
     const C = CTOR[kind];
     const count = length < 0 ? 1 : length;
-    const copy = bytes.slice(start + offset, start + offset + count * C.BYTES_PER_ELEMENT);
+    // Copied out (aligned, and owned): `bytes` may be a view into a larger buffer, and a Node
+    // Buffer's slice() is a view too.
+    const copy = new Uint8Array(count * C.BYTES_PER_ELEMENT);
+    copy.set(new Uint8Array(bytes.buffer, bytes.byteOffset + start + offset, copy.length));
     const arr = new C(copy.buffer);
     if (length < 0) return arr[0];
     return kind === 'i32' || kind === 'f32' || kind === 'f64' ? Array.from(arr as ArrayLike<number>) : arr;

@@ -115,7 +115,7 @@ export class RolloutWorker {
         this.o.log?.(`${task.job}: step ${task.step} slice ${task.slice} (${task.indices.length} episodes, version ${task.version}) sampled`);
       } catch (e) {
         this.counts.failed++;
-        this.o.log?.(`${task.job}: step ${task.step} slice ${task.slice} failed: ${(e as Error).message}`);
+        this.o.log?.(`${task.job}: step ${task.step} slice ${task.slice} failed: ${(e as Error).stack ?? e}`);
         this.#say(reply, { type: 'error', worker: this.o.name, message: (e as Error).message });
       } finally {
         this.#open.delete(reply);

@@ -207,7 +207,9 @@ export class FleetWorker {
   async #dead(m: JsMsg, id: string, epoch: number, reason: string): Promise<void> {
     this.log(`${id}: dead-lettered (${reason})`);
     await deadLetter(this.#js, { job: id, reason, epoch, host: this.name });
-    m.term(reason);
+    // No reason on the wire: nats-server 2.9 ignores "+TERM <reason>" (2.10 added reasons) and
+    // would redeliver the job after the ack wait; the reason is in the dead letter.
+    m.term();
   }
 
   async #run(m: JsMsg, job: FleetJob, options: ReturnType<typeof validateJob>['options'], epoch: number, aborted: Promise<never>): Promise<void> {
@@ -304,7 +306,7 @@ export class FleetWorker {
     } else if (e instanceof JobCancelledError) {
       this.log(`${id}: cancelled`);
       await this.#event(id, { type: 'cancelled', ...where });
-      m.term('cancelled');
+      m.term(); // (no reason: see #dead)
     } else if (e instanceof WorkerStopping) {
       this.log(`${id}: handed back (worker stopping)`);
       await this.#event(id, { type: 'failed', ...where, reason, retry: true });
