@@ -73,8 +73,8 @@ export class FleetRollouts implements StepRollouts {
   readonly nc: NatsConnection;
   readonly store: KvStore;
   readonly o: FleetRolloutsOptions;
-  /** Slices of every step: sent to workers, and sampled here. */
-  readonly counts = { remote: 0, local: 0 };
+  /** Each step's rollout: the version its tasks named, slices that came back, slices sampled here (none sent: 0, 0). */
+  readonly history: { step: number; version: number; remote: number; local: number }[] = [];
   #inbox = createInbox();
   #sub: Subscription;
   #pending = new Map<number, Pending>();
@@ -99,7 +99,7 @@ export class FleetRollouts implements StepRollouts {
     let p = this.#pending.get(r.step);
     if (!p) {
       if (!(await this.#anyWorker())) {
-        this.counts.local += 1;
+        this.history.push({ step: r.step, version: r.step, remote: 0, local: 0 });
         return [await r.local(r.episodes.map((_, k) => k))];
       }
       p = await this.#send(r.step, r.seed, r.episodes, r.step, r.weights);
@@ -114,8 +114,7 @@ export class FleetRollouts implements StepRollouts {
     if (p.version < r.step - this.o.staleness) throw new Error(`step ${r.step}: tasks of version ${p.version} are beyond the staleness bound ${this.o.staleness}`);
     const parts = p.slices.filter((s) => s.part).map((s) => s.part!);
     const missing = p.slices.filter((s) => !s.part).flatMap((s) => [...s.indices]).sort((a, b) => a - b);
-    this.counts.remote += p.slices.length - p.slices.filter((s) => !s.part).length;
-    this.counts.local += p.slices.filter((s) => !s.part).length;
+    this.history.push({ step: r.step, version: p.version, remote: parts.length, local: p.slices.length - parts.length });
     const workers = [...new Set(p.slices.filter((s) => s.part).map((s) => s.worker))].join(', ');
     this.o.log?.(`${this.o.job}: RL step ${r.step}'s rollout: ${parts.length} of ${p.slices.length} slices from rollout workers${workers ? ` (${workers})` : ''} at version ${p.version}, ${p.slices.length - parts.length} sampled here`);
     if (missing.length > 0) parts.push(await r.local(missing));

@@ -19,6 +19,9 @@ import { type FleetEvent, foldEvents, replayEvents } from '../../src/fleet/event
 import { EVENTS_STREAM, ensureFleet, JOBS_SUBJECT, makeJob, trainOptionsOf } from '../../src/fleet/jobs.ts';
 import { loadResult } from '../../src/fleet/results.ts';
 import { packFrame, unpackFrame } from '../../src/fleet/rollout_wire.ts';
+import { RolloutWorker } from '../../src/fleet/rollout_worker.ts';
+import { agentRecipeOf, FleetRollouts } from '../../src/fleet/rollouts.ts';
+import { Rng } from '../../src/util/rng.ts';
 import { groupEpisodes } from '../../src/env/batch.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { jobOptionsFrom } from '../../src/cli/job_args.ts';
@@ -81,6 +84,58 @@ Deno.test('a rollout sampled in slices, through the wire and in any order, is th
     await sampler.close();
   } finally {
     await service.close();
+  }
+});
+
+Deno.test('staleness 1: the next step is sampled ahead by a rollout worker with the current version, and trained as it is', async () => {
+  const server = await startNatsServer();
+  const nc = await connectFleet(server.url);
+  const gpu = await testGpu();
+  const tok = new ByteTokenizer();
+  const service = new LocalService(gpu, { decode: (ids) => tok.decode(ids) });
+  const worker = new RolloutWorker(nc, { name: 'W', gpu });
+  let fr: FleetRollouts | null = null;
+  try {
+    await worker.start();
+    const o = jobOptionsFrom(train);
+    const agent = agentSettingsOf(o, null);
+    const modelId = await service.createModel(o.model, { seed: 7 });
+    const base = await service.modelWeights(modelId);
+    const policy = await service.createTrainingClient({ modelId, trainable: 'lora', lora: o.lora!, seed: 7 });
+    // Versions 0 and 1: the adapter as initialised (B = 0), then one with every tensor moved (what a step would do, larger).
+    const v0 = await policy.weights();
+    const rng = new Rng(11, 1);
+    const v1 = Object.fromEntries(Object.entries(v0).map(([k, t]) => [k, t.map((x) => x + 0.5 * (rng.nextFloat() - 0.5))]));
+    const samplers = [await service.createSamplingClient(modelId, { lora: o.lora!, tensors: v0 }), await service.createSamplingClient(modelId, { lora: o.lora!, tensors: v1 })];
+    const plan = (k: number) => (k < 2 ? { seed: 100 + k, episodes: groupEpisodes(3, 2, 100 + k) } : null);
+    fr = new FleetRollouts(nc, await openStore(nc), { job: 'j', epoch: 1, agent: agentRecipeOf(o), staleness: 1, silenceMs: 120_000 });
+    const request = (step: number) => {
+      const { seed, episodes } = plan(step)!;
+      const tensors = [v0, v1][step];
+      return {
+        step, seed, episodes, plan,
+        local: (idx: readonly number[]) => rolloutPart(o.env, samplers[step].sample, episodes, seed, agent, idx),
+        weights: () => Promise.resolve({ cfg: o.model, lora: o.lora, tensors, base }),
+      };
+    };
+    const frame = (step: number, parts: readonly RolloutPart[]) => packFrame(rolloutOf(o.env, plan(step)!.episodes, parts));
+    const at = async (step: number, version: number) => frame(step, [await rolloutPart(o.env, samplers[version].sample, plan(step)!.episodes, plan(step)!.seed, agent)]);
+    assert.deepEqual(frame(0, await fr.rollout(request(0))), await at(0, 0));
+    // Step 1 trains version 1 on what the worker sampled ahead with version 0: off-policy by one
+    // version, its trajectories carrying version 0's log-probs (the losses' importance ratios use them).
+    const step1 = frame(1, await fr.rollout(request(1)));
+    assert.deepEqual(step1, await at(1, 0));
+    assert.notDeepEqual(step1, await at(1, 1), 'the versions sample differently (else this test shows nothing)');
+    assert.deepEqual(fr.history, [{ step: 0, version: 0, remote: 3, local: 0 }, { step: 1, version: 0, remote: 3, local: 0 }]);
+    assert.strictEqual(worker.counts.served, 6);
+    for (const sm of samplers) await sm.close();
+    await policy.close();
+  } finally {
+    await fr?.close();
+    await worker.stop();
+    await service.close();
+    await nc.close();
+    await server.stop();
   }
 });
 
