@@ -18,6 +18,10 @@
  * another attempt, dead-lettered at the last (max_deliver); a host lost on the last attempt is
  * dead-lettered from the server's MAX_DELIVERIES advisory (dead_letter.ts). Cancel: `wt.cancel.<id>` stops the
  * job at its next step (the message is termed).
+ *
+ * Jobs held at once (`slots`) share the device through this host's Scheduler, by the priority
+ * class and weight the job carries (scheduled_service.ts); the queue itself is taken in order.
+ * An RL job from scratch hands its steps' rollouts to rollout workers on other hosts (rollouts.ts).
  */
 import { jetstream, type JetStreamClient, jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
@@ -45,6 +49,8 @@ import { deadLetter, watchExhausted } from './dead_letter.ts';
 import { LeaseKeeper } from './lease.ts';
 import { saveResult } from './results.ts';
 import { agentRecipeOf, FleetRollouts } from './rollouts.ts';
+import { jobSpecOf, scheduledService } from './scheduled_service.ts';
+import { Scheduler } from '../runtime/scheduler.ts';
 
 export interface WorkerOptions {
   /** The NATS server's URL (the lease thread connects to it too). */
@@ -86,6 +92,8 @@ export class FleetWorker {
   /** Waiting for a running job to end (room for a job held back by its memory). */
   #roomWaiters: (() => void)[] = [];
   #lease!: LeaseKeeper;
+  /** Device time between this host's running jobs, by their priority and weight (memory is the worker's own check). */
+  readonly scheduler = new Scheduler({ memoryBudgetBytes: Infinity });
 
   constructor(nc: NatsConnection, o: WorkerOptions) {
     this.nc = nc;
@@ -224,6 +232,7 @@ export class FleetWorker {
     const where = { host: this.name, epoch };
     let source: LocalServiceSource | null = null;
     let rollouts: FleetRollouts | null = null;
+    let scheduled = false;
     // Events go out in order, without holding up the steps; one that cannot be stored (after
     // publishEvent's retries) fails the job at its next step, so the attempt is retried from its
     // checkpoint and the replayed metrics never miss a line.
@@ -247,7 +256,10 @@ export class FleetWorker {
       const opened = await Promise.race([openUnlessPreset(options.model, options.revision !== undefined ? { revision: options.revision } : {}), aborted]);
       const ctx = await Promise.race([acquireGpu({ label: `fleet ${id}` }), aborted]);
       const tok = new ByteTokenizer();
-      source = new LocalServiceSource(ctx, (c) => new LocalService(c, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 }), { label: `fleet ${id}` });
+      // The job's GPU calls as quanta of this host's scheduler, by its priority class and weight (scheduled_service.ts).
+      await this.scheduler.submit(jobSpecOf(job, leaseKey));
+      scheduled = true;
+      source = new LocalServiceSource(ctx, (c) => scheduledService(new LocalService(c, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 }), this.scheduler, leaseKey), { label: `fleet ${id}` });
       const check = () => {
         if (cancelled) throw new JobCancelledError(id);
         if (eventError !== null) throw eventError;
@@ -294,6 +306,7 @@ export class FleetWorker {
       cancelSub.unsubscribe();
       await rollouts?.close();
       await source?.close().catch(() => {});
+      if (scheduled) this.scheduler.finish(leaseKey);
     }
   }
 
