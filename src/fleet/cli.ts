@@ -49,7 +49,7 @@ async function status(c: Ctx, a: FleetArgs): Promise<number> {
       `state     ${f.state}${f.reason ? ` (${f.reason})` : ''}`,
       ...(f.host ? [`host      ${f.host} (delivery ${f.epoch}, ${f.starts} start${f.starts === 1 ? '' : 's'})`] : []),
       ...(f.last ? [`progress  ${f.last.phase} step ${f.last.step + 1}`] : []),
-      ...(f.job ? [`settings  ${JSON.stringify(f.job.settings)}`, `scheduler ${f.job.kind}, ${f.job.priority}, weight ${f.job.weight}, ~${(f.job.memoryBytes / 2 ** 20).toFixed(1)} MiB`] : []),
+      ...(f.job ? [`settings  ${JSON.stringify(f.job.settings)}`, `scheduler ${f.job.kind}, ${f.job.priority}, weight ${f.job.weight}, ~${(f.job.memoryBytes / 2 ** 20).toFixed(1)} MiB, rollout staleness ${f.job.rolloutStaleness ?? 0}`] : []),
       ...(f.summary ? [`result    held-out success ${(100 * f.summary.successBefore).toFixed(1)}% → ${(100 * f.summary.successAfter).toFixed(1)}%, adapter version ${f.adapterVersion}`] : []),
     ];
     console.log(lines.join('\n'));

@@ -35,7 +35,10 @@ export interface FleetRolloutsOptions {
   readonly staleness: number;
   /** A slice whose worker said nothing for this long is sampled here (default 30 s). */
   readonly silenceMs?: number;
-  /** Groups per task (default 1). */
+  /**
+   * Groups per task. Default: the step's groups in at most 8 tasks (one group each up to 8
+   * groups) — more tasks spread better over workers, fewer keep a worker's sampling batches full.
+   */
   readonly sliceGroups?: number;
   readonly log?: (line: string) => void;
 }
@@ -168,8 +171,8 @@ export class FleetRollouts implements StepRollouts {
   async #send(step: number, seed: number, episodes: readonly EpisodeSpec[], version: number, weights: () => Promise<PolicyWeights>): Promise<Pending> {
     const { policy, base, w } = await this.#publish(version, weights);
     // Slices of whole groups, in group order.
-    const per = this.o.sliceGroups ?? 1;
     const groups = [...new Set(episodes.map((e) => e.groupId))];
+    const per = this.o.sliceGroups ?? Math.max(1, Math.ceil(groups.length / 8));
     const slices: Slice[] = [];
     for (let g = 0; g < groups.length; g += per) {
       const mine = new Set(groups.slice(g, g + per));
