@@ -30,6 +30,7 @@ import { configFromHf } from '../model/hf_config.ts';
 import { loadResult, writeRunFolder } from './results.ts';
 import { FleetWorker } from './worker.ts';
 import { RolloutWorker } from './rollout_worker.ts';
+import { LeaseKeeper } from './lease.ts';
 
 type Ctx = FleetCtx;
 
@@ -149,7 +150,11 @@ async function worker(nc: NatsConnection, a: FleetArgs): Promise<number> {
 
 async function rolloutWorker(nc: NatsConnection, a: FleetArgs): Promise<number> {
   const quiet = a.values.quiet === true;
+  // `alive` from a thread of its own, as job leases are: this thread compiles pipelines for seconds.
+  const keepAlive = new LeaseKeeper([a.nats], 3000);
+  await keepAlive.ready();
   const w = new RolloutWorker(nc, {
+    keepAlive,
     name: (a.values.name as string | undefined) ?? `${hostname()}-${process.pid}`,
     log: quiet ? () => {} : (s) => console.error(`[${new Date().toISOString()}] ${s}`),
   });
@@ -159,6 +164,7 @@ async function rolloutWorker(nc: NatsConnection, a: FleetArgs): Promise<number> 
     for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => resolve());
   });
   await w.stop();
+  await keepAlive.close();
   return 0;
 }
 

@@ -8,7 +8,8 @@
  * - `wt.rollouts.tasks`, queue group `rollout-workers`: one task per slice of a step's groups, each
  *   delivered to one worker, with a reply subject of its own (`<trainer inbox>.<step>.<slice>`).
  * Every message is a frame (rollout_wire.ts). A worker answers a task on its reply subject with
- * `taken` at once, `alive` every second while the task waits or runs, then `result` (the part) —
+ * `taken` at once, `alive` every second while the task waits or runs (or the bare `+WPI` a
+ * keep-alive thread sends, lease.ts), then `result` (the part) —
  * or `stored` (the part's frame under a key of the shared store, when it is larger than the
  * server's max_payload) — or `error`. The trainer samples a slice itself when its worker errs or
  * falls silent, so a dead worker costs time, never the job.

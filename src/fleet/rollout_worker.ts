@@ -4,7 +4,8 @@
  * WebSocket connection, browser.ts) that runs `new RolloutWorker(nc, ...)`. Browser-safe.
  *
  * It answers the trainers' probe, takes tasks from the shared queue group, says `taken` at once
- * and `alive` every second, and runs its tasks one at a time (one device): it loads the task's
+ * and `alive` every second (from a thread of its own under Deno: `keepAlive`), and runs its tasks
+ * one at a time (one device): it loads the task's
  * policy version from the shared store — a LoRA adapter on the job's base, or every parameter —
  * keeping the versions it has loaded (the last two per job; the base per job), samples the
  * slice's episodes under their own ids with rolloutPart, exactly as the trainer would, and
@@ -29,6 +30,11 @@ export interface RolloutWorkerOptions {
   /** The shared store (default: the fleet's, over `nc`). */
   readonly store?: KvStore;
   readonly log?: (line: string) => void;
+  /**
+   * Who says `alive` for the tasks taken (default: a timer on this thread). A Deno host passes a
+   * LeaseKeeper (lease.ts): its thread keeps talking while this one compiles pipelines for seconds.
+   */
+  readonly keepAlive?: { hold(id: string, reply: string): void; release(id: string): void };
 }
 
 /** What a worker keeps of one job: its base model, its loaded versions, its agent. */
@@ -66,9 +72,11 @@ export class RolloutWorker {
     this.#store ??= await openStore(this.nc);
     this.#subs.push(this.nc.subscribe(ROLLOUT_HELLO_SUBJECT, { queue: ROLLOUT_QUEUE, callback: (_e, m) => void m.respond(packFrame({ worker: this.o.name })) }));
     this.#subs.push(this.nc.subscribe(ROLLOUT_TASK_SUBJECT, { queue: ROLLOUT_QUEUE, callback: (_e, m) => this.#take(m.data, m.reply) }));
-    this.#timer = setInterval(() => {
-      for (const r of this.#open) this.#say(r, { type: 'alive', worker: this.o.name });
-    }, 1000);
+    if (!this.o.keepAlive) {
+      this.#timer = setInterval(() => {
+        for (const r of this.#open) this.#say(r, { type: 'alive', worker: this.o.name });
+      }, 1000);
+    }
     await this.nc.flush();
   }
 
@@ -98,7 +106,8 @@ export class RolloutWorker {
       return this.#say(reply, { type: 'error', worker: this.o.name, message: (e as Error).message });
     }
     this.#say(reply, { type: 'taken', worker: this.o.name });
-    this.#open.add(reply);
+    if (this.o.keepAlive) this.o.keepAlive.hold(reply, reply);
+    else this.#open.add(reply);
     this.#chain = this.#chain.then(async () => {
       try {
         const part = await this.#sample(task);
@@ -119,6 +128,7 @@ export class RolloutWorker {
         this.#say(reply, { type: 'error', worker: this.o.name, message: (e as Error).message });
       } finally {
         this.#open.delete(reply);
+        this.o.keepAlive?.release(reply);
       }
     });
   }

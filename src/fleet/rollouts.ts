@@ -103,6 +103,7 @@ export class FleetRollouts implements StepRollouts {
     if (!p) {
       if (!(await this.#anyWorker())) {
         this.history.push({ step: r.step, version: r.step, remote: 0, local: 0 });
+        this.o.log?.(`${this.o.job}: RL step ${r.step}'s rollout: no rollout worker answered, all sampled here`);
         return [await r.local(r.episodes.map((_, k) => k))];
       }
       p = await this.#send(r.step, r.seed, r.episodes, r.step, r.weights);
@@ -206,6 +207,11 @@ export class FleetRollouts implements StepRollouts {
     if (!p || !s || s.part !== undefined) return;
     // No worker took it (the server's "no responders" status): sample it here.
     if (m.headers?.code === 503 || m.data.length === 0) return this.#settle(p, s, null);
+    // A worker's keep-alive thread (lease.ts) says `alive` as JetStream's in-progress token.
+    if (m.data.length === 4 && new TextDecoder().decode(m.data) === '+WPI') {
+      s.heard = Date.now();
+      return;
+    }
     let r: TaskReply;
     try {
       r = unpackFrame<TaskReply>(m.data);
