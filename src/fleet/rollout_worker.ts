@@ -141,7 +141,8 @@ export class RolloutWorker {
     if (!v) {
       const tensors = await this.#load(t.policy);
       if (t.lora) {
-        if (!job.baseId) job.baseId = await service.createModel(t.cfg, { params: await this.#load(t.base!), id: `${job.key}/base` });
+        if (t.base === null) throw new Error('a LoRA task without a base in the store (a pretrained job samples on its trainer)');
+        if (!job.baseId) job.baseId = await service.createModel(t.cfg, { params: await this.#load(t.base), id: `${job.key}/base` });
         v = { sampler: await service.createSamplingClient(job.baseId, { lora: t.lora, tensors, id: `${job.key}@${t.version}` }), modelId: null };
       } else {
         const modelId = await service.createModel(t.cfg, { params: tensors, id: `${job.key}@${t.version}` });
