@@ -65,6 +65,9 @@ export function assembleBatch(
   for (const t of kept) endReasons[t.endReason]++;
   for (const d of dropped) endReasons[d.reason]++;
   const n = kept.length;
+  // Sums in episode order, not completion order: the same episodes give the same bits however
+  // they were split across calls (a rollout sampled in slices on several hosts).
+  const ordered = [...kept].sort((a, b) => a.episodeId - b.episodeId || a.player - b.player);
   return deepFreeze({
     groups,
     dropped: [...dropped].sort((a, b) => a.episodeId - b.episodeId),
@@ -73,8 +76,8 @@ export function assembleBatch(
       kept: n,
       dropped: dropped.length,
       endReasons,
-      meanReward: n === 0 ? 0 : kept.reduce((s, t) => s + t.reward, 0) / n,
-      meanTurns: n === 0 ? 0 : kept.reduce((s, t) => s + t.turns.length, 0) / n,
+      meanReward: n === 0 ? 0 : ordered.reduce((s, t) => s + t.reward, 0) / n,
+      meanTurns: n === 0 ? 0 : ordered.reduce((s, t) => s + t.turns.length, 0) / n,
       toolCalls: counters.toolCalls,
       sampledTokens: counters.sampledTokens,
       sampleCalls: counters.sampleCalls,

@@ -16,7 +16,7 @@
 import { Agent, type AppendedAction, EpisodeBuilder, requestSeed } from './agent.ts';
 import { assembleBatch, type EpisodeSpec, newCounters, type RolloutCounters } from './batch.ts';
 import { checkTurnStepResult, guarded } from './guard.ts';
-import { closeQuietly, type RolloutOptions } from './rollout.ts';
+import { closeQuietly, episodeIds, type RolloutOptions } from './rollout.ts';
 import { Rng } from '../util/rng.ts';
 import { deepFreeze } from '../util/freeze.ts';
 import type { DroppedEpisode, DropReason, EndReason, KeptEndReason, RolloutBatch, Trajectory, TurnBasedEnvironment, TurnBasedEnvSpec } from './types.ts';
@@ -166,7 +166,8 @@ export async function rolloutTurnBased(
     return true;
   };
 
-  let live = (await Promise.all(games.map(start))).filter((x): x is Game => x !== null);
+  const ids = episodeIds(games, options.indices);
+  let live = (await Promise.all(games.map((e, k) => start(e, ids[k])))).filter((x): x is Game => x !== null);
   try {
     while (live.length > 0) {
       live = live.filter(prepare);

@@ -25,6 +25,20 @@ export interface RolloutOptions {
   readonly seed: number;
   /** Time limit of each create+reset, step and tool call, in ms. Default 30000. */
   readonly stepTimeoutMs?: number;
+  /**
+   * The episode ids of `episodes` (default their positions): a slice of a larger rollout keeps
+   * its episodes' ids, so their sampler seeds and trajectories are those of the whole rollout.
+   */
+  readonly indices?: readonly number[];
+}
+
+/** The episode id of each of `episodes` (options.indices, checked, or the positions). */
+export function episodeIds(episodes: readonly unknown[], indices: readonly number[] | undefined): readonly number[] {
+  if (indices === undefined) return episodes.map((_, k) => k);
+  if (indices.length !== episodes.length || !indices.every((i) => Number.isSafeInteger(i) && i >= 0)) {
+    throw new RangeError(`rollout: indices must give one episode id (an integer >= 0) per episode, got ${indices.length} for ${episodes.length}`);
+  }
+  return indices;
 }
 
 export type Protocol = 'single_turn' | 'multi_turn';
@@ -132,7 +146,8 @@ export async function rolloutEpisodes(
     return true;
   };
 
-  let live = (await Promise.all(episodes.map(start))).filter((x): x is Live => x !== null);
+  const ids = episodeIds(episodes, options.indices);
+  let live = (await Promise.all(episodes.map((e, k) => start(e, ids[k])))).filter((x): x is Live => x !== null);
   try {
     while (live.length > 0) {
       const requests = live.map((ep) => ep.builder.request(requestSeed(options.seed, ep.index, 0, ep.turn)));

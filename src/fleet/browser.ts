@@ -3,6 +3,9 @@
  * `websocket` listener), the shared store over it (the same NatsKv the hosts use), and a
  * finished job's adapter copied into the page's own store (IndexedDB), where the train page's
  * adapter list and the inference clients find it. Browser-safe: no Node built-ins.
+ * A tab can also sample other hosts' RL rollouts over the same connection:
+ * `await new RolloutWorker(await connectFleetWs(url), { name }).start()` (rollout_worker.ts; its
+ * `alive` messages then come from the page's own thread).
  */
 import { type NatsConnection, wsconnect } from '@nats-io/nats-core';
 import { ConfigError } from '../errors.ts';

@@ -29,6 +29,8 @@ import type { ModelConfig } from '../model/config.ts';
 import { configFromHf } from '../model/hf_config.ts';
 import { loadResult, writeRunFolder } from './results.ts';
 import { FleetWorker } from './worker.ts';
+import { RolloutWorker } from './rollout_worker.ts';
+import { LeaseKeeper } from './lease.ts';
 
 type Ctx = FleetCtx;
 
@@ -48,7 +50,7 @@ async function status(c: Ctx, a: FleetArgs): Promise<number> {
       `state     ${f.state}${f.reason ? ` (${f.reason})` : ''}`,
       ...(f.host ? [`host      ${f.host} (delivery ${f.epoch}, ${f.starts} start${f.starts === 1 ? '' : 's'})`] : []),
       ...(f.last ? [`progress  ${f.last.phase} step ${f.last.step + 1}`] : []),
-      ...(f.job ? [`settings  ${JSON.stringify(f.job.settings)}`, `scheduler ${f.job.kind}, ${f.job.priority}, weight ${f.job.weight}, ~${(f.job.memoryBytes / 2 ** 20).toFixed(1)} MiB`] : []),
+      ...(f.job ? [`settings  ${JSON.stringify(f.job.settings)}`, `scheduler ${f.job.kind}, ${f.job.priority}, weight ${f.job.weight}, ~${(f.job.memoryBytes / 2 ** 20).toFixed(1)} MiB, rollout staleness ${f.job.rolloutStaleness ?? 0}`] : []),
       ...(f.summary ? [`result    held-out success ${(100 * f.summary.successBefore).toFixed(1)}% → ${(100 * f.summary.successAfter).toFixed(1)}%, adapter version ${f.adapterVersion}`] : []),
     ];
     console.log(lines.join('\n'));
@@ -133,6 +135,7 @@ async function worker(nc: NatsConnection, a: FleetArgs): Promise<number> {
     slots: a.values.slots !== undefined ? Number(a.values.slots) : 1,
     ...(a.values['memory-mib'] !== undefined ? { memoryBudgetBytes: Number(a.values['memory-mib']) * 2 ** 20 } : {}),
     queue: queueOf(a),
+    ...(a.values['rollout-silence'] !== undefined ? { rolloutSilenceMs: 1000 * Number(a.values['rollout-silence']) } : {}),
     log: quiet ? () => {} : (s) => console.error(`[${new Date().toISOString()}] ${s}`),
   });
   await w.start();
@@ -142,6 +145,26 @@ async function worker(nc: NatsConnection, a: FleetArgs): Promise<number> {
   });
   if (!quiet) console.error('stopping: running jobs go back to the queue');
   await w.stop();
+  return 0;
+}
+
+async function rolloutWorker(nc: NatsConnection, a: FleetArgs): Promise<number> {
+  const quiet = a.values.quiet === true;
+  // `alive` from a thread of its own, as job leases are: this thread compiles pipelines for seconds.
+  const keepAlive = new LeaseKeeper([a.nats], 3000);
+  await keepAlive.ready();
+  const w = new RolloutWorker(nc, {
+    keepAlive,
+    name: (a.values.name as string | undefined) ?? `${hostname()}-${process.pid}`,
+    log: quiet ? () => {} : (s) => console.error(`[${new Date().toISOString()}] ${s}`),
+  });
+  await w.start();
+  if (!quiet) console.error(`rollout worker ${w.o.name}: sampling rollout tasks from ${a.nats}`);
+  await new Promise<void>((resolve) => {
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => resolve());
+  });
+  await w.stop();
+  await keepAlive.close();
   return 0;
 }
 
@@ -167,6 +190,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     const jsm = await jetstreamManager(nc, { timeout: API_TIMEOUT_MS });
     const c: Ctx = { nc, js: jetstream(nc, { timeout: API_TIMEOUT_MS }), jsm };
     if (a.command === 'worker') return await worker(nc, a);
+    if (a.command === 'rollout-worker') return await rolloutWorker(nc, a);
     await ensureFleet(jsm);
     switch (a.command) {
       case 'submit': {
@@ -210,6 +234,9 @@ async function submittedJob(a: FleetArgs): Promise<FleetJob> {
     cfg = configFromHf(texts['config.json'], { name: o.model, file: `${o.model}/config.json` });
     if (commit !== undefined) o = { ...o, revision: commit };
   }
-  const fields = { ...(a.values.id ? { id: a.values.id as string } : {}), ...(priorityOf(a) ? { priority: priorityOf(a) } : {}), ...(a.values.weight ? { weight: Number(a.values.weight) } : {}) };
+  const fields = {
+    ...(a.values.id ? { id: a.values.id as string } : {}), ...(priorityOf(a) ? { priority: priorityOf(a) } : {}), ...(a.values.weight ? { weight: Number(a.values.weight) } : {}),
+    ...(a.values['rollout-staleness'] !== undefined ? { rolloutStaleness: Number(a.values['rollout-staleness']) } : {}),
+  };
   return makeJob(o, fields, cfg);
 }

@@ -10,7 +10,7 @@ import { FLAGS as TRAIN_FLAGS, parseTrainArgs, type TrainOptions } from '../cli/
 import type { PriorityClass } from '../runtime/scheduler.ts';
 import { QUEUE_DEFAULTS, type QueueSettings } from './streams.ts';
 
-export const COMMANDS = ['worker', 'submit', 'status', 'watch', 'cancel', 'fetch'] as const;
+export const COMMANDS = ['worker', 'rollout-worker', 'submit', 'status', 'watch', 'cancel', 'fetch'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 interface Flag {
@@ -33,6 +33,13 @@ export const COMMAND_FLAGS: Record<Command, Record<string, Flag>> = {
     'memory-mib': { type: 'string', value: 'M', help: 'GPU MiB this host gives to fleet jobs; a job estimated above what is free is handed back (default: no limit)' },
     'ack-wait': { type: 'string', value: 'S', help: `seconds without a lease renewal before a job is redelivered (the shared consumer's ack wait; default ${QUEUE_DEFAULTS.ackWaitMs / 1000})` },
     'max-deliver': { type: 'string', value: 'N', help: `attempts before a job is dead-lettered (default ${QUEUE_DEFAULTS.maxDeliver})` },
+    'rollout-silence': { type: 'string', value: 'S', help: 'seconds a rollout worker may go silent on a slice of a job\'s step before this host samples it itself (default 30)' },
+    quiet: { type: 'boolean', short: 'q', help: 'print nothing but errors' },
+  },
+  'rollout-worker': {
+    help: HELP,
+    nats: NATS,
+    name: { type: 'string', value: 'H', help: 'this host\'s name in the trainers\' logs (default: hostname-pid)' },
     quiet: { type: 'boolean', short: 'q', help: 'print nothing but errors' },
   },
   submit: {
@@ -41,6 +48,7 @@ export const COMMAND_FLAGS: Record<Command, Record<string, Flag>> = {
     id: { type: 'string', value: 'ID', help: 'job id, 1–100 of A–Z a–z 0–9 _ - (default: <env>-<algo>-s<seed>-<hash of the settings>, so the same settings resubmitted are dropped)' },
     priority: { type: 'string', value: 'CLASS', help: 'priority class: interactive | normal | background (default normal)' },
     weight: { type: 'string', value: 'W', help: 'fair-share weight, a positive number (default 1)' },
+    'rollout-staleness': { type: 'string', value: 'N', help: 'policy versions a trajectory sampled by a rollout worker may lag the one trained on it, 0–16 (default 0: wait for the current version\'s; the run is then bitwise the single-host run)' },
   },
   status: { help: HELP, nats: NATS },
   watch: { help: HELP, nats: NATS },
@@ -97,7 +105,7 @@ export function parseFleetArgs(argv: readonly string[]): FleetArgs {
   let values: Record<string, string | boolean | undefined>;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: mine, options, strict: true, allowPositionals: cmd !== 'submit' && cmd !== 'worker' }));
+    ({ values, positionals } = parseArgs({ args: mine, options, strict: true, allowPositionals: cmd !== 'submit' && cmd !== 'worker' && cmd !== 'rollout-worker' }));
   } catch (e) {
     const msg = (e as Error).message;
     throw new ConfigError(/'(-{1,2}[^']+)'/.exec(msg)?.[1] ?? 'arguments', `${msg} (see npm run fleet -- ${cmd} --help)`);
@@ -121,9 +129,11 @@ export function parseFleetArgs(argv: readonly string[]): FleetArgs {
       throw new ConfigError('--priority', `expected one of interactive, normal, background, got "${values.priority}"`);
     }
     if (values.weight !== undefined) positive('--weight', values.weight as string, false);
+    const st = values['rollout-staleness'] as string | undefined;
+    if (st !== undefined && !/^(\d|1[0-6])$/.test(st)) throw new ConfigError('--rollout-staleness', `expected an integer from 0 to 16, got "${st}"`);
   }
   if (cmd === 'worker') {
-    for (const k of ['slots', 'memory-mib', 'ack-wait', 'max-deliver']) if (values[k] !== undefined) positive(`--${k}`, values[k] as string, k !== 'ack-wait');
+    for (const k of ['slots', 'memory-mib', 'ack-wait', 'max-deliver', 'rollout-silence']) if (values[k] !== undefined) positive(`--${k}`, values[k] as string, k !== 'ack-wait' && k !== 'rollout-silence');
   }
   return out;
 }
@@ -141,6 +151,7 @@ export function queueOf(a: FleetArgs): QueueSettings {
 
 const USAGE: Record<Command, string> = {
   worker: 'worker --nats URL [--name H] [--slots N] [--memory-mib M]   run jobs on this host until interrupted',
+  'rollout-worker': 'rollout-worker --nats URL [--name H]                  sample other hosts\' RL rollouts on this host until interrupted',
   submit: 'submit --nats URL [--id ID] [train flags]                    queue a job; prints its id',
   status: 'status --nats URL [JOB]                                      every job\'s state, or one job\'s',
   watch: 'watch --nats URL JOB                                         a job\'s progress from its start, until it ends',

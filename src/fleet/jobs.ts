@@ -42,6 +42,11 @@ export interface FleetJob {
   readonly weight: number;
   /** Estimated GPU bytes of the job alone on a fresh device (estimateTrainingMemory's totalBytes). */
   readonly memoryBytes: number;
+  /**
+   * Policy versions an RL trajectory sampled by a rollout worker may lag the version trained on it
+   * (fleet/rollouts.ts); 0 (absent: 0) waits for the current version's, bitwise the single-host run.
+   */
+  readonly rolloutStaleness?: number;
   readonly submittedAt: string;
 }
 
@@ -115,7 +120,11 @@ export interface SchedulerFields {
   id?: string;
   priority?: PriorityClass;
   weight?: number;
+  rolloutStaleness?: number;
 }
+
+/** The largest rolloutStaleness: policies further apart than this are not worth sampling with. */
+export const MAX_ROLLOUT_STALENESS = 16;
 
 /**
  * A validated job from parsed `npm run train` options and scheduler fields. A pretrained --model
@@ -133,6 +142,7 @@ export function makeJob(o: TrainOptions, s: SchedulerFields = {}, pretrained?: M
     priority: s.priority ?? 'normal',
     weight: s.weight ?? 1,
     memoryBytes: estimateJobBytes(o, pretrained),
+    rolloutStaleness: s.rolloutStaleness ?? 0,
     submittedAt: new Date().toISOString(),
   };
   return validateJob(job).job;
@@ -148,6 +158,9 @@ export function validateJob(raw: unknown): { job: FleetJob; options: TrainOption
   if (typeof j.weight !== 'number' || !(j.weight > 0) || !Number.isFinite(j.weight)) throw new ConfigError('job.weight', `expected a positive number, got ${JSON.stringify(j.weight)}`);
   if (!Number.isSafeInteger(j.memoryBytes) || j.memoryBytes! < 0) throw new ConfigError('job.memoryBytes', `expected a byte count, got ${JSON.stringify(j.memoryBytes)}`);
   if (!Number.isSafeInteger(j.checkpointEvery) || j.checkpointEvery! < 1) throw new ConfigError('job.checkpointEvery', `expected a positive integer, got ${JSON.stringify(j.checkpointEvery)}`);
+  if (j.rolloutStaleness !== undefined && !(Number.isSafeInteger(j.rolloutStaleness) && j.rolloutStaleness >= 0 && j.rolloutStaleness <= MAX_ROLLOUT_STALENESS)) {
+    throw new ConfigError('job.rolloutStaleness', `expected an integer from 0 to ${MAX_ROLLOUT_STALENESS} (policy versions a trajectory may lag), got ${JSON.stringify(j.rolloutStaleness)}`);
+  }
   const options = trainOptionsOf(j.settings);
   if (j.kind !== kindOf(options)) throw new ConfigError('job.kind', `the settings make a ${kindOf(options)} job, the message says ${JSON.stringify(j.kind)}`);
   return { job: j as FleetJob, options: { ...options, checkpointEvery: j.checkpointEvery! } };

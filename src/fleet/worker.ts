@@ -18,6 +18,10 @@
  * another attempt, dead-lettered at the last (max_deliver); a host lost on the last attempt is
  * dead-lettered from the server's MAX_DELIVERIES advisory (dead_letter.ts). Cancel: `wt.cancel.<id>` stops the
  * job at its next step (the message is termed).
+ *
+ * Jobs held at once (`slots`) share the device through this host's Scheduler, by the priority
+ * class and weight the job carries (scheduled_service.ts); the queue itself is taken in order.
+ * An RL job from scratch hands its steps' rollouts to rollout workers on other hosts (rollouts.ts).
  */
 import { jetstream, type JetStreamClient, jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
@@ -44,6 +48,9 @@ import { API_TIMEOUT_MS, openStore } from './connect.ts';
 import { deadLetter, watchExhausted } from './dead_letter.ts';
 import { LeaseKeeper } from './lease.ts';
 import { saveResult } from './results.ts';
+import { agentRecipeOf, FleetRollouts } from './rollouts.ts';
+import { jobSpecOf, scheduledService } from './scheduled_service.ts';
+import { Scheduler } from '../runtime/scheduler.ts';
 
 export interface WorkerOptions {
   /** The NATS server's URL (the lease thread connects to it too). */
@@ -55,6 +62,8 @@ export interface WorkerOptions {
   /** GPU bytes this host gives to fleet jobs (default: no limit). */
   readonly memoryBudgetBytes?: number;
   readonly queue?: QueueSettings;
+  /** A rollout worker silent this long on a slice of a job's step: the slice is sampled here (default 30 s; rollouts.ts). */
+  readonly rolloutSilenceMs?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -71,6 +80,7 @@ export class FleetWorker {
   readonly budget: number;
   readonly queue: QueueSettings;
   readonly log: (line: string) => void;
+  readonly o: WorkerOptions;
   #js!: JetStreamClient;
   #jsm!: JetStreamManager;
   #store!: NatsKv;
@@ -82,9 +92,12 @@ export class FleetWorker {
   /** Waiting for a running job to end (room for a job held back by its memory). */
   #roomWaiters: (() => void)[] = [];
   #lease!: LeaseKeeper;
+  /** Device time between this host's running jobs, by their priority and weight (memory is the worker's own check). */
+  readonly scheduler = new Scheduler({ memoryBudgetBytes: Infinity });
 
   constructor(nc: NatsConnection, o: WorkerOptions) {
     this.nc = nc;
+    this.o = o;
     this.name = o.name;
     this.url = o.url;
     this.slots = o.slots ?? 1;
@@ -202,7 +215,9 @@ export class FleetWorker {
   async #dead(m: JsMsg, id: string, epoch: number, reason: string): Promise<void> {
     this.log(`${id}: dead-lettered (${reason})`);
     await deadLetter(this.#js, { job: id, reason, epoch, host: this.name });
-    m.term(reason);
+    // No reason on the wire: nats-server 2.9 ignores "+TERM <reason>" (2.10 added reasons) and
+    // would redeliver the job after the ack wait; the reason is in the dead letter.
+    m.term();
   }
 
   async #run(m: JsMsg, job: FleetJob, options: ReturnType<typeof validateJob>['options'], epoch: number, aborted: Promise<never>): Promise<void> {
@@ -216,6 +231,8 @@ export class FleetWorker {
     const store = this.#store.withEpoch(epoch);
     const where = { host: this.name, epoch };
     let source: LocalServiceSource | null = null;
+    let rollouts: FleetRollouts | null = null;
+    let scheduled = false;
     // Events go out in order, without holding up the steps; one that cannot be stored (after
     // publishEvent's retries) fails the job at its next step, so the attempt is retried from its
     // checkpoint and the replayed metrics never miss a line.
@@ -239,13 +256,23 @@ export class FleetWorker {
       const opened = await Promise.race([openUnlessPreset(options.model, options.revision !== undefined ? { revision: options.revision } : {}), aborted]);
       const ctx = await Promise.race([acquireGpu({ label: `fleet ${id}` }), aborted]);
       const tok = new ByteTokenizer();
-      source = new LocalServiceSource(ctx, (c) => new LocalService(c, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 }), { label: `fleet ${id}` });
+      // The job's GPU calls as quanta of this host's scheduler, by its priority class and weight (scheduled_service.ts).
+      await this.scheduler.submit(jobSpecOf(job, leaseKey));
+      scheduled = true;
+      source = new LocalServiceSource(ctx, (c) => scheduledService(new LocalService(c, { decode: (ids) => tok.decode(ids), maxSkippedInARow: 5 }), this.scheduler, leaseKey), { label: `fleet ${id}` });
       const check = () => {
         if (cancelled) throw new JobCancelledError(id);
         if (eventError !== null) throw eventError;
       };
+      const jobOpts = jobOptionsFrom(options, opened);
+      // RL steps' rollouts across hosts (rollouts.ts): from-scratch models (a pretrained base stays on its hosts).
+      rollouts = opened || jobOpts.algo === 'sft' ? null : new FleetRollouts(this.nc, store, {
+        job: id, epoch, agent: agentRecipeOf(jobOpts), staleness: job.rolloutStaleness ?? 0, log: this.log,
+        ...(this.o.rolloutSilenceMs !== undefined ? { silenceMs: this.o.rolloutSilenceMs } : {}),
+      });
       const run = runTrainingRecovering(source, {
-        ...jobOptionsFrom(options, opened),
+        ...jobOpts,
+        ...(rollouts ? { rollouts } : {}),
         checkpoint: {
           ...checkpoints.checkpointing(job.checkpointEvery, from),
           save: async (c) => {
@@ -277,7 +304,9 @@ export class FleetWorker {
     } finally {
       this.#lease.release(leaseKey);
       cancelSub.unsubscribe();
+      await rollouts?.close();
       await source?.close().catch(() => {});
+      if (scheduled) this.scheduler.finish(leaseKey);
     }
   }
 
@@ -290,7 +319,7 @@ export class FleetWorker {
     } else if (e instanceof JobCancelledError) {
       this.log(`${id}: cancelled`);
       await this.#event(id, { type: 'cancelled', ...where });
-      m.term('cancelled');
+      m.term(); // (no reason: see #dead)
     } else if (e instanceof WorkerStopping) {
       this.log(`${id}: handed back (worker stopping)`);
       await this.#event(id, { type: 'failed', ...where, reason, retry: true });

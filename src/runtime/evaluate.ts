@@ -9,7 +9,7 @@
  * episodes never share an env seed stream with training steps.
  */
 import { Agent } from '../env/agent.ts';
-import { groupEpisodes, type EpisodeSpec } from '../env/batch.ts';
+import { assembleBatch, groupEpisodes, type EpisodeSpec } from '../env/batch.ts';
 import { replayDemonstrations, replayTurnBasedDemonstrations } from '../env/demos.ts';
 import { nimRandomPolicy } from '../env/envs/nim.ts';
 import { rolloutTurnBased } from '../env/multiagent.ts';
@@ -70,15 +70,45 @@ export interface Rollout {
   readonly turnLimited: number;
 }
 
-/** Runs `episodes` with the policy behind `sample`; `seed` drives the sampler seeds. */
-export async function rollout(env: JobEnv, sample: SampleFn, episodes: readonly EpisodeSpec[], seed: number, s: AgentSettings): Promise<Rollout> {
+/**
+ * What one slice of a rollout gave: its kept and dropped episodes (ids of the whole rollout) and
+ * its counters. Slices sampled anywhere — on this host, or by fleet rollout workers — make the same
+ * Rollout as the whole sampled at once (rolloutOf), as each episode's sampler seeds come from its
+ * id and the engine's tokens for a request do not depend on the rest of its batch.
+ */
+export interface RolloutPart {
+  readonly kept: readonly Trajectory[];
+  readonly dropped: readonly DroppedEpisode[];
+  readonly toolCalls: number;
+  readonly sampledTokens: number;
+  readonly sampleCalls: number;
+}
+
+/** Runs the episodes of `episodes` at `indices` (default all) with the policy behind `sample`; `seed` drives the sampler seeds. */
+export async function rolloutPart(env: JobEnv, sample: SampleFn, episodes: readonly EpisodeSpec[], seed: number, s: AgentSettings, indices?: readonly number[]): Promise<RolloutPart> {
   const agent = agentFor(env, sample, s);
-  const timeout = s.stepTimeoutMs === undefined ? {} : { stepTimeoutMs: s.stepTimeoutMs };
+  const only = indices ?? episodes.map((_, k) => k);
+  const mine = only.map((i) => {
+    if (!Number.isSafeInteger(i) || i < 0 || i >= episodes.length) throw new RangeError(`rolloutPart: episode ${i} is not one of the ${episodes.length}`);
+    return episodes[i];
+  });
+  const o = { seed, indices: only, ...(s.stepTimeoutMs === undefined ? {} : { stepTimeoutMs: s.stepTimeoutMs }) };
   const batch =
     env.kind === 'single'
-      ? await rolloutEpisodes(env.spec, agent, episodes, 'multi_turn', { seed, ...timeout })
-      : (await rolloutTurnBased(env.spec, [agent, nimRandomPolicy()], episodes, { seed, maxSteps: 2 * env.maxTurns, ...timeout })).seats[0];
+      ? await rolloutEpisodes(env.spec, agent, mine, 'multi_turn', o)
+      : (await rolloutTurnBased(env.spec, [agent, nimRandomPolicy()], mine, { ...o, maxSteps: 2 * env.maxTurns })).seats[0];
   if (batch === null) throw new Error('rollout: the learner seat returned no batch');
+  const { toolCalls, sampledTokens, sampleCalls } = batch.metrics;
+  return { kept: batch.groups.flatMap((g) => g.trajectories), dropped: batch.dropped, toolCalls, sampledTokens, sampleCalls };
+}
+
+/** The Rollout of `episodes` from parts that together hold each episode once, in whatever order they came. */
+export function rolloutOf(env: JobEnv, episodes: readonly EpisodeSpec[], parts: readonly RolloutPart[]): Rollout {
+  const sum = (k: 'toolCalls' | 'sampledTokens' | 'sampleCalls') => parts.reduce((a, p) => a + p[k], 0);
+  const batch = assembleBatch(episodes, parts.flatMap((p) => p.kept), parts.flatMap((p) => p.dropped), { toolCalls: sum('toolCalls'), sampledTokens: sum('sampledTokens'), sampleCalls: sum('sampleCalls') });
+  // Each episode at most once (a game whose learner never acted has neither), each one of `episodes`.
+  const ids = parts.flatMap((p) => [...p.kept.map((t) => t.episodeId), ...p.dropped.map((d) => d.episodeId)]);
+  if (new Set(ids).size !== ids.length || ids.some((i) => i >= episodes.length)) throw new RangeError(`rolloutOf: the parts hold episodes twice or outside the ${episodes.length}`);
   const trajs = batch.groups.flatMap((g) => g.trajectories);
   const n = episodes.length;
   return {
@@ -92,6 +122,11 @@ export async function rollout(env: JobEnv, sample: SampleFn, episodes: readonly 
     sampledTokens: batch.metrics.sampledTokens,
     turnLimited: trajs.filter((t) => t.endReason === 'turn_limit').length,
   };
+}
+
+/** Runs `episodes` with the policy behind `sample`; `seed` drives the sampler seeds. */
+export async function rollout(env: JobEnv, sample: SampleFn, episodes: readonly EpisodeSpec[], seed: number, s: AgentSettings): Promise<Rollout> {
+  return rolloutOf(env, episodes, [await rolloutPart(env, sample, episodes, seed, s)]);
 }
 
 /** The default success of an episode: reward > 0 (EnvSpec.success overrides it). */

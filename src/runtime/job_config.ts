@@ -104,7 +104,7 @@ const CHECKPOINT_KEYS = ['every', 'save', 'from'];
 const ENV_KEYS = ['name', 'kind', 'spec', 'maxTurns', 'maxNewTokens', 'format', 'context'];
 const JOB_KEYS = [
   'env', 'algo', 'model', 'lora', 'steps', 'seed', 'groups', 'groupSize', 'lr', 'warmStart', 'evalEpisodes', 'temperature',
-  'maxNewTokens', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'onWarning', 'id', 'checkpoint', 'pretrained', 'weights',
+  'maxNewTokens', 'rows', 'maxGradNorm', 'stepTimeoutMs', 'onStep', 'onPhase', 'onWarning', 'id', 'checkpoint', 'pretrained', 'weights', 'rollouts',
 ];
 
 /** A job's pretrained checkpoint reference (PretrainedJob): strings where given, offline a boolean. */
@@ -159,6 +159,7 @@ export function checkTrainSettings(s: unknown, extraKeys: readonly string[] = []
   for (const k of ['onStep', 'onPhase']) fn(k, o[k]);
   opt(o, 'id', (v) => checkId(v));
   opt(o, 'checkpoint', (v) => checkCheckpointing(v));
+  opt(o, 'rollouts', (v) => { if (!isObject(v) || typeof (v as { rollout?: unknown }).rollout !== 'function') throw new ConfigError('rollouts', `expected a StepRollouts ({ rollout(request) }), got ${describe(v)}`); });
   if (o.algo === 'sft') {
     // An SFT job trains every parameter on the demonstrations for `steps` at `lr`: a LoRA or a
     // warm start's steps / lr would be ignored without a word.

@@ -40,7 +40,8 @@ import { type OpenedPretrained, openPretrainedJob, PRETRAINED_CONTEXT, type Pret
 
 export type { JobCheckpoint, JobCheckpointing, JobProgress } from './job_checkpoint.ts';
 import { type AlgoStepContext, JOB_ALGORITHMS, type JobAlgorithm } from './job_algorithms.ts';
-import { type AgentSettings, demonstrationTrajectories, evaluate, rollout } from './evaluate.ts';
+import { type AgentSettings, demonstrationTrajectories, evaluate, rolloutOf, rolloutPart } from './evaluate.ts';
+import type { PolicyWeights, StepRollouts } from './step_rollouts.ts';
 import type { JobEnv } from './job_envs.ts';
 import { spread, stepLossStats } from './metrics.ts';
 import { runSft } from './sft_job.ts';
@@ -95,6 +96,8 @@ export interface JobOptions {
   readonly id?: string;
   /** Checkpoints: save the run's state every few steps, and resume from a saved one. */
   readonly checkpoint?: JobCheckpointing;
+  /** Where RL steps' rollouts are sampled (step_rollouts.ts); default: all on this host. */
+  readonly rollouts?: StepRollouts;
 }
 
 /** One step's metrics (a line of metrics.jsonl). */
@@ -346,6 +349,10 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
     const c: AlgoStepContext = { policy, reference, pack, baseline };
 
     let sampler = await policy.samplingClient();
+    // For rollouts sampled elsewhere (step_rollouts.ts): the policy's weights, and later steps' episodes.
+    let baseHost: HostParams | undefined;
+    const policyWeights = async (): Promise<PolicyWeights> => ({ cfg, lora: o.lora, tensors: await policy.weights(), ...(o.lora && !pre ? { base: (baseHost ??= base ?? (await service.modelWeights(modelId))) } : {}) });
+    const plan = (k: number) => (k < o.steps ? { seed: stepSeed(o.seed, k), episodes: groupEpisodes(o.groups, o.groupSize, stepSeed(o.seed, k)) } : null);
     if (from?.phase !== 'rl') {
       o.onPhase?.('eval-before', {});
       before = o.evalEpisodes > 0 ? await namingStep('the evaluation before RL', () => evaluate(o.env, sampler.sample, o.evalEpisodes, o.seed, agent)) : before;
@@ -355,7 +362,9 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
     for (let step = from?.phase === 'rl' ? from.step : 0; step < o.steps; step++) {
       const seed = stepSeed(o.seed, step);
       const ts = performance.now();
-      const ro = await namingStep(`RL step ${step}'s rollout`, () => rollout(o.env, sampler.sample, groupEpisodes(o.groups, o.groupSize, seed), seed, agent));
+      const episodes = groupEpisodes(o.groups, o.groupSize, seed);
+      const local = (indices?: readonly number[]) => rolloutPart(o.env, sampler.sample, episodes, seed, agent, indices);
+      const ro = await namingStep(`RL step ${step}'s rollout`, async () => rolloutOf(o.env, episodes, o.rollouts ? await o.rollouts.rollout({ step, seed, episodes, local, weights: policyWeights, plan }) : [await local()]));
       const sSec = (performance.now() - ts) / 1000;
       stopIfAllDropped(o.env.name, `RL step ${step}`, ro.episodes, ro.droppedEpisodes); // nothing to learn from: say why
       const { batches, loss: lossSpec, datums: nDatums, reportedLoss } = await algo.step(c, ro.groups, seed);

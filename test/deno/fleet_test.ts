@@ -9,7 +9,7 @@
  * undisturbed job's metrics (timings aside) and adapter bytes, bitwise.
  */
 import { assert } from 'chai';
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,44 +21,13 @@ import { DEAD_STREAM, EVENTS_STREAM, ensureFleet, JOBS_STREAM, JOBS_SUBJECT, mak
 import { loadResult } from '../../src/fleet/results.ts';
 import { AdapterStore } from '../../src/runtime/store/adapter_store.ts';
 import { startNatsServer } from '../shared/nats_server.ts';
+import { fleetCli, type FleetProc, signal, startWorker, stopAll, withoutTimings } from '../shared/fleet_procs.ts';
 import { qwen3ToolTwin } from '../shared/hub_twin.ts';
 
-const CLI = fileURLToPath(new URL('../../src/fleet/cli.ts', import.meta.url));
 const TRAIN = fileURLToPath(new URL('../../src/cli/train.ts', import.meta.url));
 const FLAGS = { model: 'tiny-gpt2', steps: 2, warmstartSteps: 16, groups: 2, groupSize: 2, evalEpisodes: 0, seed: 3, checkpointEvery: 4 };
 const train = trainOptionsOf(FLAGS);
-/** Time measurements differ between runs; everything else in a metrics line must not. */
-const TIMING = new Set(['trainSeconds', 'sampleSeconds', 'tokensPerSecond']);
-
-interface Worker {
-  name: string;
-  proc: ChildProcess;
-  log: string;
-}
-
-function startWorker(url: string, name: string): Worker {
-  const proc = spawn(Deno.execPath(), ['run', '--allow-read', '--allow-write', '--allow-env', '--allow-net', '--allow-sys', CLI, 'worker', '--nats', url, '--name', name, '--ack-wait', '2', '--max-deliver', '3'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const w: Worker = { name, proc, log: '' };
-  proc.stderr!.on('data', (d) => (w.log += String(d)));
-  return w;
-}
-
-/** Run `npm run fleet -- ARGS` (the Deno entry) to its end. */
-function fleetCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(Deno.execPath(), ['run', '--allow-read', '--allow-write', '--allow-env', '--allow-net', '--allow-sys', CLI, ...args], { env: { ...Deno.env.toObject(), NO_COLOR: '1' } }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout: String(stdout), stderr: String(stderr) });
-    });
-  });
-}
-
-function signal(w: Worker, sig: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT'): void {
-  process.kill(w.proc.pid!, sig);
-}
-
-function withoutTimings(jsonl: string): unknown[] {
-  return jsonl.trim().split('\n').map((l) => Object.fromEntries(Object.entries(JSON.parse(l)).filter(([k]) => !TIMING.has(k))));
-}
+type Worker = FleetProc;
 
 Deno.test('fleet: jobs on a work queue, dead letters, and jobs surviving a killed and a stopped worker', async (t) => {
   const server = await startNatsServer();
@@ -242,15 +211,7 @@ Deno.test('fleet: jobs on a work queue, dead letters, and jobs surviving a kille
       assert.strictEqual((await jsm.streams.info(JOBS_STREAM)).state.messages, 0, 'done, dead-lettered and cancelled jobs are all off the work queue');
     });
   } finally {
-    for (const w of workers) {
-      if (w.proc.exitCode === null && w.proc.signalCode === null) {
-        try {
-          signal(w, 'SIGCONT');
-          signal(w, 'SIGKILL');
-        } catch { /* exited */ }
-      }
-    }
-    await Promise.all(workers.map((w) => (w.proc.exitCode !== null || w.proc.signalCode !== null ? undefined : new Promise((r) => w.proc.once('exit', r)))));
+    await stopAll(workers);
     await nc.close();
     await server.stop();
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Agent, requestSeed } from '../../src/env/agent.ts';
-import { groupEpisodes } from '../../src/env/batch.ts';
+import { assembleBatch, groupEpisodes } from '../../src/env/batch.ts';
 import { SampleContractError } from '../../src/env/errors.ts';
 import { rolloutGroups, rolloutMultiTurn, rolloutSingleTurn } from '../../src/env/rollout.ts';
 import type { EnvSpec, Environment, SampleFn, Tool } from '../../src/env/types.ts';
@@ -232,5 +232,44 @@ describe('single-turn protocol and groups', () => {
     expect(() => (t.tokensT as number[]).push(1)).toThrow(TypeError);
     expect(structuredClone(batch)).toEqual(batch);
     expect(isPlainData(batch)).toBe(true);
+  });
+});
+
+describe('a rollout in slices', () => {
+  // Each episode's action (and so its reward) comes from its request's sampler seed.
+  const seeded = () => fakePolicy((_p, r) => `a${r.seed % 7}`);
+  const rewardEnv = (): EnvSpec => specOf(() => {
+    let turns = 0;
+    return {
+      name: 'seeded',
+      reset: (seed: number) => Promise.resolve(`task ${seed % 3}\n`),
+      step: (action: string) => Promise.resolve({ observation: 'o', reward: Number(action.slice(1)) / 10, done: ++turns >= 2 }),
+    };
+  });
+
+  it('gives each episode the trajectory it has in the whole rollout, under its own id', async () => {
+    const episodes = groupEpisodes(3, 2, 77);
+    const whole = await rolloutMultiTurn(rewardEnv(), agentWith(seeded()), episodes, { seed: 9 });
+    const slices = [[4, 5], [1, 0], [2, 3]];
+    const kept = [];
+    for (const idx of slices) {
+      const b = await rolloutMultiTurn(rewardEnv(), agentWith(seeded()), idx.map((i) => episodes[i]), { seed: 9, indices: idx });
+      kept.push(...b.groups.flatMap((g) => g.trajectories));
+    }
+    const byId = (ts: readonly { episodeId: number }[]) => [...ts].sort((a, b) => a.episodeId - b.episodeId);
+    expect(byId(kept)).toEqual(byId(whole.groups.flatMap((g) => g.trajectories)));
+    await expect(rolloutMultiTurn(rewardEnv(), agentWith(seeded()), episodes.slice(0, 2), { seed: 9, indices: [0] })).rejects.toThrow(RangeError);
+  });
+
+  it('means the same bits whatever order its episodes ended in', () => {
+    const traj = (episodeId: number, reward: number) => ({ episodeId, groupId: 0, player: 0, reward, turns: [], endReason: 'done' }) as never;
+    // Summed in the order given, 0.1 + 0.2 + 0.3 and 0.3 + 0.2 + 0.1 differ in the last bit.
+    const rewards = [0.1, 0.2, 0.3];
+    expect(rewards.reduce((a, b) => a + b)).not.toBe([...rewards].reverse().reduce((a, b) => a + b));
+    const kept = rewards.map((r, i) => traj(i, r));
+    const episodes = rewards.map(() => ({ seed: 1, groupId: 0 }));
+    const counters = { toolCalls: 0, sampledTokens: 0, sampleCalls: 0 };
+    const means = [kept, [...kept].reverse(), [kept[2], kept[0], kept[1]]].map((k) => assembleBatch(episodes, k, [], counters).metrics.meanReward);
+    expect(means).toEqual([(0.1 + 0.2 + 0.3) / 3, (0.1 + 0.2 + 0.3) / 3, (0.1 + 0.2 + 0.3) / 3]);
   });
 });
