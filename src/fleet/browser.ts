@@ -33,3 +33,6 @@ export async function downloadAdapter(fleet: KvStore, id: string, local: KvStore
   const { name: _n, version: _v, createdAt: _c, bytes: _b, ...info } = meta;
   return await new AdapterStore(local).save(opts.as ?? id, tensors, info);
 }
+
+export { RolloutWorker } from './rollout_worker.ts';
+export type { RolloutWorkerOptions } from './rollout_worker.ts';

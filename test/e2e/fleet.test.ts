@@ -5,7 +5,7 @@
  * reachable over WebSocket; refuses bad flags as `npm run fleet -- submit` does; submits a tiny
  * job, shows it running on the worker with a reward curve that gains a point per RL step, then
  * done; copies its adapter into IndexedDB, and the train page lists it after a reload; cancels a
- * second job. Every
+ * second job; lends the tab as a rollout worker, which samples every slice of a third job. Every
  * process started here is stopped by its PID.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -157,6 +157,25 @@ describe('fleet page', () => {
     expect(errors).toEqual([]);
     expect(trainErrors).toEqual([]);
     expect(workerLog).not.toMatch(/error/i);
+
+    // The tab lends its device as a rollout worker: every slice of a job's RL steps is sampled here
+    // (the trainer on llvmpipe, the tab on SwiftShader; the job's own seeds either way).
+    await page.click('#lend');
+    await page.waitForSelector('#lend-status[data-lending="yes"]');
+    await page.fill('input[name="steps"]', '2');
+    await page.fill('input[name="flags"]', '--id e2e-lend --warmstart-steps 4 --groups 2 --group-size 2 --eval-episodes 0');
+    await page.click('#submit');
+    await expect.poll(() => page.locator('#submit-msg').innerText()).toBe('Queued e2e-lend.');
+    await page.waitForSelector('.job[data-job="e2e-lend"][data-state="done"]', { timeout: 240_000 });
+    await expect.poll(() => page.locator('#lend-status').getAttribute('data-served')).toBe('4'); // 2 RL steps × 2 groups, a slice each
+    expect(await page.locator('#lend-status').getAttribute('data-failed')).toBe('0');
+    expect(workerLog).toMatch(/e2e-lend: RL step \d+'s rollout: 2 of 2 slices from rollout workers \(tab-[a-z0-9]+\) at version \d+, 0 sampled here/);
+    expect(workerLog).not.toMatch(/e2e-lend: .*sampling it here/);
+    expect(await page.locator('.job[data-job="e2e-lend"] .curve').getAttribute('data-points')).toBe('2');
+    await page.click('#lend');
+    await page.waitForSelector('#lend-status[data-lending="no"]'); // the tab's device is released
+    // No screenshot here: page capture timed out (30 s, twice) once this tab had sampled on a WebGPU device of its own.
+    expect(errors).toEqual([]);
 
     // The server goes away (the worker first): the page says it is reconnecting.
     await stopWorker();

@@ -18,6 +18,7 @@ import { ALGOS, ConfigError, ENV_NAMES, type KvStore, PRESETS, type StepMetrics,
 import { DemoStore } from '../lib/adapters.ts';
 import { Curve } from '../lib/curve.ts';
 import { saveFleetRun } from '../lib/fleet_runs.ts';
+import { LendPanel } from '../lib/lend.ts';
 import { errorText, pageShell, query } from '../lib/page.ts';
 
 type Message = { kind: 'info' | 'error'; text: string } | null;
@@ -73,6 +74,7 @@ function drawConnect(): void {
 }
 
 async function connect(): Promise<void> {
+  await lend.stop();
   if (ctx) await ctx.nc.close().catch(() => {});
   ctx = null;
   fleetKv = null;
@@ -301,9 +303,12 @@ function drawSubmit(): void {
     ${submitMsg ? html`<p id="submit-msg" class=${submitMsg.kind} data-kind=${submitMsg.kind}>${submitMsg.text}</p>` : ''}`, document.getElementById('submit-card')!);
 }
 
+const lend = new LendPanel(() => render(lend.view(ctx?.nc ?? null), document.getElementById('lend-card')!));
+
 function draw(): void {
   drawConnect();
   drawSubmit();
+  render(lend.view(ctx?.nc ?? null), document.getElementById('lend-card')!);
   for (const v of jobs.values()) updateJob(v);
 }
 
