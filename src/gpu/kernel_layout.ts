@@ -16,6 +16,7 @@
 import { float16Placeholder } from './wgsl_reflect_env.ts';
 import { makeShaderDataDefinitions, makeStructuredView, type ShaderDataDefinitions } from 'webgpu-utils';
 import { KernelBindingError } from '../errors.ts';
+import type { BindingValue } from './recorder.ts';
 
 if (float16Placeholder) delete (globalThis as Record<string, unknown>).Float16Array;
 
@@ -34,6 +35,12 @@ export interface EntryLayout {
   readonly slots: readonly BindingSlot[];
   /** Whether it reads the uniform struct. */
   readonly usesUniform: boolean;
+}
+
+/** A binding of a dispatch, resolved against its kernel's layout. */
+export interface Bound {
+  readonly slot: BindingSlot;
+  readonly value: BindingValue;
 }
 
 export type ParamValue = number | ArrayLike<number>;
@@ -137,6 +144,46 @@ export class KernelLayout {
       entries.set(name, { slots: used, usesUniform: this.uniform !== null && ep.resources.some((r) => r.name === this.uniform!.name) });
     }
     this.#entries = entries;
+  }
+
+  /**
+   * The bindings an entry point uses, from a dispatch's bindings by name: a name the kernel does
+   * not declare, a used binding not given (or null) and a buffer for a texture (or the reverse)
+   * are KernelBindingErrors. Declared bindings the entry point does not use are dropped: layout
+   * 'auto' has no slot for them.
+   */
+  bind(kernel: string, entryPoint: string, bindings: Readonly<Record<string, BindingValue | null | undefined>>): Bound[] {
+    const entry = this.entry(kernel, entryPoint);
+    for (const name in bindings) {
+      if (!this.slots.has(name)) throw new KernelBindingError(kernel, name, `no such binding; bindings: ${[...this.slots.keys()].join(', ')}`);
+    }
+    return entry.slots.map((slot) => {
+      const value = bindings[slot.name];
+      if (value === undefined || value === null) {
+        throw new KernelBindingError(kernel, slot.name, `missing: entry point "${entryPoint}" uses this binding and none was given`);
+      }
+      const isTexture = 'textureView' in value;
+      if (isTexture !== (slot.kind === 'texture')) {
+        throw new KernelBindingError(kernel, slot.name, `is a ${slot.kind === 'texture' ? 'texture' : 'storage buffer'}, got a ${isTexture ? 'texture' : 'buffer'}`);
+      }
+      return { slot, value };
+    });
+  }
+
+  /**
+   * The uniform struct's bytes for a dispatch of `entryPoint`, or null where it reads no struct
+   * (then it is not bound: 'auto' layouts drop it). Params for a kernel without a struct, or none
+   * where the entry point reads it, are KernelBindingErrors; `UniformLayout.pack` checks the fields.
+   */
+  pack(kernel: string, entryPoint: string, values: ParamValues | undefined): Uint8Array | null {
+    const entry = this.entry(kernel, entryPoint);
+    if (values && !this.uniform) throw new KernelBindingError(kernel, 'params', 'the kernel declares no uniform struct');
+    if (!values) {
+      if (entry.usesUniform) throw new KernelBindingError(kernel, this.uniform!.name, `missing: entry point "${entryPoint}" reads the uniform struct and no params were given`);
+      return null;
+    }
+    const bytes = this.uniform!.pack(kernel, values); // checked even where the entry point ignores them
+    return entry.usesUniform ? bytes : null;
   }
 
   /** What an entry point uses; a KernelBindingError if the kernel has no such entry point. */

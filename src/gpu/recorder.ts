@@ -17,9 +17,9 @@
  * workgroup counts are checked against the device's limits before anything is recorded, so bad
  * input fails with a LimitError naming the kernel.
  */
-import { GpuValidationError, KernelBindingError, LimitError, ReleasedError, WebtinkerError } from '../errors.ts';
+import { GpuValidationError, LimitError, ReleasedError, WebtinkerError } from '../errors.ts';
 import type { GpuContext } from './device.ts';
-import type { BindingSlot, ParamValues } from './kernel_layout.ts';
+import type { Bound, ParamValues } from './kernel_layout.ts';
 import type { Constants } from './pipelines.ts';
 import { type AnyHostArray, type DType, emptyTensor, hostArray, Tensor } from './tensor.ts';
 import type { KeptTexels } from './kept_texels.ts';
@@ -85,12 +85,6 @@ export interface SubmitResult {
   dispatches: number;
 }
 
-/** A binding of a dispatch, resolved against its kernel's layout. */
-interface Bound {
-  readonly slot: BindingSlot;
-  readonly value: BindingValue;
-}
-
 type Command =
   | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; bound: readonly Bound[]; paramBinding: number; paramOffset: number; paramBytes: number }
   | { kind: 'copy'; src: GPUBuffer; srcOffset: number; dst: GPUBuffer; dstOffset: number; bytes: number }
@@ -126,23 +120,10 @@ export class Recorder {
     this.#assertOpen();
     const { kernel } = spec;
     const layout = this.ctx.pipelines.layout(kernel);
-    const entry = layout.entry(kernel, spec.entryPoint ?? 'main');
-    for (const name in spec.bindings) {
-      if (!layout.slots.has(name)) {
-        throw new KernelBindingError(kernel, name, `no such binding; bindings: ${[...layout.slots.keys()].join(', ')}`);
-      }
-    }
+    const entryPoint = spec.entryPoint ?? 'main';
+    const bound = layout.bind(kernel, entryPoint, spec.bindings);
     const maxBinding = this.ctx.limit('maxStorageBufferBindingSize');
-    const bound: Bound[] = [];
-    for (const slot of entry.slots) {
-      const value = spec.bindings[slot.name];
-      if (value === undefined || value === null) {
-        throw new KernelBindingError(kernel, slot.name, `missing: entry point "${spec.entryPoint ?? 'main'}" uses this binding and none was given`);
-      }
-      const isTexture = 'textureView' in value;
-      if (isTexture !== (slot.kind === 'texture')) {
-        throw new KernelBindingError(kernel, slot.name, `is a ${slot.kind === 'texture' ? 'texture' : 'storage buffer'}, got a ${isTexture ? 'texture' : 'buffer'}`);
-      }
+    for (const { slot, value } of bound) {
       if (value instanceof Tensor) {
         value.assertLive();
         if (value.bindingBytes > maxBinding) {
@@ -153,16 +134,8 @@ export class Recorder {
           throw new LimitError(kernel, `binding ${slot.name} (${value}) starts at byte ${value.byteOffset}, not a multiple of the device's minStorageBufferOffsetAlignment of ${align}`);
         }
       }
-      bound.push({ slot, value });
     }
-    const uniform = layout.uniform;
-    let bytes: Uint8Array | null = null;
-    if (spec.params) {
-      if (!uniform) throw new KernelBindingError(kernel, 'params', 'the kernel declares no uniform struct');
-      bytes = uniform.pack(kernel, spec.params);
-    } else if (uniform && entry.usesUniform) {
-      throw new KernelBindingError(kernel, uniform.name, `missing: entry point "${spec.entryPoint ?? 'main'}" reads the uniform struct and no params were given`);
-    }
+    const bytes = layout.pack(kernel, entryPoint, spec.params);
     const maxWg = this.ctx.limit('maxComputeWorkgroupsPerDimension');
     for (const w of spec.workgroups) {
       if (w !== undefined && (!Number.isInteger(w) || w < 0 || w > maxWg)) {
@@ -173,15 +146,14 @@ export class Recorder {
     pipeline.catch(() => {}); // reported by submit()
     let paramOffset = 0;
     let paramBytes = 0;
-    // The struct is bound only where the entry point reads it ('auto' layouts drop it otherwise).
-    if (bytes && entry.usesUniform) {
+    if (bytes) {
       const align = this.ctx.limit('minUniformBufferOffsetAlignment');
       paramOffset = Math.ceil(this.#paramBytes / align) * align;
       paramBytes = bytes.byteLength;
       this.#params.push(bytes);
       this.#paramBytes = paramOffset + paramBytes;
     }
-    this.#commands.push({ kind: 'dispatch', spec, pipeline, bound, paramBinding: uniform?.binding ?? -1, paramOffset, paramBytes });
+    this.#commands.push({ kind: 'dispatch', spec, pipeline, bound, paramBinding: layout.uniform?.binding ?? -1, paramOffset, paramBytes });
   }
 
   /**
