@@ -48,6 +48,13 @@ export type ParamValue = number | ArrayLike<number>;
 export type ParamValues = Readonly<Record<string, ParamValue>>;
 
 type View = Float32Array | Uint32Array | Int32Array;
+const U32 = 0, I32 = 1, F32 = 2;
+interface Field {
+  readonly name: string;
+  readonly offset: number;
+  readonly type: typeof U32 | typeof I32 | typeof F32;
+  readonly view: View;
+}
 
 /**
  * A kernel's uniform struct: packs field values by name into its bytes. One staging buffer per
@@ -60,8 +67,14 @@ export class UniformLayout {
   readonly byteLength: number;
   /** Fields a dispatch must give (the padding fields `_…` are left out). */
   readonly fields: readonly string[];
-  readonly #views: ReadonlyMap<string, View>;
+  /**
+   * The settable fields in struct order (padding fields keep their zeros): scalars are written
+   * through one DataView at their offsets (cheaper per dispatch than a typed-array view per
+   * field), vectors and arrays through their views.
+   */
+  readonly #fields: readonly Field[];
   readonly #buffer: ArrayBuffer;
+  readonly #data: DataView;
 
   constructor(kernel: string, name: string, defs: ShaderDataDefinitions) {
     const def = defs.uniforms[name];
@@ -75,15 +88,17 @@ export class UniformLayout {
       throw new KernelBindingError(kernel, name, `its uniform struct cannot be packed: ${(cause as Error).message ?? cause}`);
     }
     this.#buffer = view.arrayBuffer;
-    const views = new Map<string, View>();
+    this.#data = new DataView(this.#buffer);
+    const fields: Field[] = [];
     for (const [field, v] of Object.entries(view.views)) {
       if (!(v instanceof Float32Array || v instanceof Uint32Array || v instanceof Int32Array)) {
         throw new KernelBindingError(kernel, `${name}.${field}`, 'only u32, i32 and f32 scalars, vectors and arrays of them are supported in uniform structs');
       }
-      views.set(field, v);
+      const type = v instanceof Float32Array ? F32 : v instanceof Int32Array ? I32 : U32;
+      if (!field.startsWith('_')) fields.push({ name: field, offset: v.byteOffset, type, view: v });
     }
-    this.#views = views;
-    this.fields = [...views.keys()].filter((f) => !f.startsWith('_'));
+    this.#fields = fields;
+    this.fields = fields.map((f) => f.name);
   }
 
   /**
@@ -92,18 +107,20 @@ export class UniformLayout {
    * array field an array-like of at most its length, the rest zero.
    */
   pack(kernel: string, values: ParamValues): Uint8Array {
-    for (const key in values) {
-      if (key.startsWith('_') || !this.#views.has(key)) {
-        throw new KernelBindingError(kernel, key, `no such field in its uniform struct; fields: ${this.fields.join(', ')}`);
-      }
-    }
-    for (const field of this.fields) {
+    // Every field given and as many keys as fields means no unknown key (checked by name only
+    // when the counts differ or a field is missing, so a dispatch pays one pass over its fields).
+    const keys = Object.keys(values).length;
+    const data = this.#data;
+    for (const { name: field, offset, type, view } of this.#fields) {
       const v = values[field];
-      const view = this.#views.get(field)!;
       if (typeof v === 'number') {
         if (view.length !== 1) throw new KernelBindingError(kernel, field, `is ${view.length} values, got one number`);
-        view[0] = v;
+        // As a typed array stores it: u32 modulo 2³² (>>> 0), i32 (| 0), f32 rounded.
+        if (type === U32) data.setUint32(offset, v >>> 0, true);
+        else if (type === F32) data.setFloat32(offset, v, true);
+        else data.setInt32(offset, v | 0, true);
       } else if (v === undefined) {
+        this.#refuseUnknown(kernel, values); // a misspelt name is the likelier mistake
         throw new KernelBindingError(kernel, field, 'missing: the uniform struct declares it and no value was given');
       } else {
         if (v.length > view.length) throw new KernelBindingError(kernel, field, `holds ${view.length} values, got ${v.length}`);
@@ -111,7 +128,14 @@ export class UniformLayout {
         view.fill(0, v.length);
       }
     }
+    if (keys !== this.#fields.length) this.#refuseUnknown(kernel, values);
     return new Uint8Array(this.#buffer.slice(0));
+  }
+
+  #refuseUnknown(kernel: string, values: ParamValues): void {
+    for (const key in values) {
+      if (!this.fields.includes(key)) throw new KernelBindingError(kernel, key, `no such field in its uniform struct; fields: ${this.fields.join(', ')}`);
+    }
   }
 }
 
