@@ -1,7 +1,7 @@
 // matmul.wgsl — batched, transposable matrix product with a fused epilogue (f32 storage; B may
 // be f16 in the generated variant matmul_f16, see BStore below).
 //
-//   C[b] = act((accumulate ? C[b] : 0) + alpha · (op(A[b]) · op(B[b]) + lr_scale · U · op(V)) + bias)
+//   C[b] = act((accumulate ? C[b] : 0) + alpha · (op(A[b]) · op(B[b]) + lora_scale · U · op(V)) + bias)
 //   act: identity, or GELU (tanh approximation) with ACT = 1
 //
 // Shapes (row-major storage): op(A) is M×K (A stored [M, K], or [K, M] transposed), op(B) is K×N
@@ -56,7 +56,7 @@ struct Params {
   b_bstride: u32,
   c_bstride: u32,
   alpha: f32,
-  lr_scale: f32,
+  lora_scale: f32,
   flags: u32,             // bit 0: add bias; bit 1: accumulate into C (uniform flags, not
                           // overrides: they touch only the epilogue and would double the variants)
   wg_off_x: u32,          // workgroup offsets of this dispatch, for grids split over several
@@ -184,7 +184,7 @@ fn block_a(blk: ptr<function, array<vec4f, 4>>, base: u32, m: u32, k: u32) {
   }
 }
 
-// lr_scale · U(m, r .. r+3). Scalar loads: a 4-wide load of U ran ~30× slower than these on
+// lora_scale · U(m, r .. r+3). Scalar loads: a 4-wide load of U ran ~30× slower than these on
 // llvmpipe (Mesa 22.3), for reasons not understood; R ≤ 64 keeps this loop short anyway.
 fn row_u(m: u32, r: u32) -> vec4f {
   let mr = min(m, p.M - 1u);
@@ -192,7 +192,7 @@ fn row_u(m: u32, r: u32) -> vec4f {
   for (var kk = 0u; kk < 4u; kk++) {
     u[kk] = select(0.0, u_at(mr, min(r + kk, p.R - 1u)), r + kk < p.R);
   }
-  return p.lr_scale * u;
+  return p.lora_scale * u;
 }
 
 // acc[i][j] += Σ_kk a[kk] · pb[j][kk], kk in order.
@@ -417,11 +417,11 @@ fn main_tiled(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) l
     workgroupBarrier();
   }
 
-  if (HAS_LOWRANK) {   // the same sum continues over r with lr_scale·U (R ≤ 64: direct loads)
+  if (HAS_LOWRANK) {   // the same sum continues over r with lora_scale·U (R ≤ 64: direct loads)
     for (var r = 0u; r < p.R; r++) {
       var pu: array<f32, MAX_T>;
       var pv: array<f32, MAX_T>;
-      for (var i = 0u; i < TM; i++) { pu[i] = p.lr_scale * u_at(min(bm + lid.y + i * WG_Y, p.M - 1u), r); }
+      for (var i = 0u; i < TM; i++) { pu[i] = p.lora_scale * u_at(min(bm + lid.y + i * WG_Y, p.M - 1u), r); }
       for (var j = 0u; j < TN; j++) { pv[j] = v_at(r, min(bn + lid.x + j * WG_X, p.N - 1u)); }
       for (var i = 0u; i < TM; i++) {
         for (var j = 0u; j < TN; j++) { acc[i][j] = fma(pu[i], pv[j], acc[i][j]); }

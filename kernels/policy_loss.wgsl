@@ -391,10 +391,10 @@ fn row_forward(lrow: u32, tid: u32) -> Row {
 }
 
 // The row's log-sum-exp, entropy and per-token outputs from its sums (Acc) and its target's
-// logit zt (any value when the target ti is out of range); `write`: this invocation stores
+// logit zt (any value when the target ti is out of range); `store`: this invocation stores
 // logprobs, entropy and loss. log p = (zt − m) − log Σ e^(z−m), never zt − (m + log Σ): rounding
 // m + log Σ to f32 would cost up to half an ulp of the max (4e-6 at z = 80).
-fn finish_row(row: u32, base: u32, a: Acc, zt: f32, ti: i32, write: bool) -> Row {
+fn finish_row(row: u32, base: u32, a: Acc, zt: f32, ti: i32, store: bool) -> Row {
   let valid = ti >= 0 && u32(ti) < p.v;
   let u = a.hi.x + a.lo.x;
   let ls = log_sum(a.c, u);
@@ -409,7 +409,7 @@ fn finish_row(row: u32, base: u32, a: Acc, zt: f32, ti: i32, write: bool) -> Row
   let scale = scratch[4u * row];
   let terms = token_terms(lp, scratch[4u * row + 1u], scratch[4u * row + 2u], scratch[4u * row + 3u]);
   let masked = scale == 0.0;
-  if (write) {
+  if (store) {
     logprobs[row] = lp;
     entropy[row] = h;
     loss[row] = select(terms.loss - p.ent_coef * h, 0.0, masked);

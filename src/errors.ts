@@ -92,3 +92,18 @@ export class NonFiniteError extends WebtinkerError {
     this.where = where;
   }
 }
+
+/**
+ * A dispatch does not match its kernel's WGSL: a uniform field or binding name the kernel does
+ * not declare, a missing uniform field, or a binding the entry point uses that was not given
+ * (src/gpu/kernel_layout.ts). Names the kernel and the field or binding.
+ */
+export class KernelBindingError extends WebtinkerError {
+  readonly kernel: string;
+  readonly field: string;
+  constructor(kernel: string, field: string, message: string) {
+    super('kernel-binding', `kernel "${kernel}": ${field}: ${message}`);
+    this.kernel = kernel;
+    this.field = field;
+  }
+}

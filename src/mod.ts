@@ -19,6 +19,7 @@
 export {
   ConfigError,
   GpuValidationError,
+  KernelBindingError,
   KernelCompileError,
   LimitError,
   NonFiniteError,

@@ -9,7 +9,8 @@ export { bundledKernelNames, PipelineCache, pipelineCacheFor } from './pipelines
 export type { Constants } from './pipelines.ts';
 export { KernelProfiler } from './profiler.ts';
 export type { KernelTime } from './profiler.ts';
-export { grid1d, Params, readTensor, Recorder } from './recorder.ts';
+export { grid1d, readTensor, Recorder } from './recorder.ts';
+export { KernelLayout } from './kernel_layout.ts';
 export type { DispatchSpec, SubmitResult } from './recorder.ts';
 export { DTYPE_BYTES, emptyTensor, numel, Tensor, tensorFrom, zerosTensor } from './tensor.ts';
 export type { AnyHostArray, DType, TensorOptions } from './tensor.ts';

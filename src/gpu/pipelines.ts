@@ -6,6 +6,7 @@
  * and carries the compiler's messages with line:column; failed builds are not cached.
  */
 import { KernelCompileError } from '../errors.ts';
+import { KernelLayout } from './kernel_layout.ts';
 import { WGSL_SOURCES } from './wgsl.gen.ts';
 
 export type Constants = Readonly<Record<string, number>>;
@@ -25,26 +26,12 @@ export function pipelineKey(kernel: string, entryPoint: string, constants: Const
   return `${kernel}:${entryPoint}{${c}}`;
 }
 
-/**
- * The @binding indices of a WGSL source's `var<storage, read_write>` declarations, sorted. Comments
- * are skipped; attributes may come in any order before the `var`.
- */
-export function writableBindings(source: string): number[] {
-  const code = source.replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/\/\/[^\n]*/g, ' ');
-  const out = new Set<number>();
-  for (const m of code.matchAll(/((?:@\w+\s*\(\s*\w+\s*\)\s*)+)var\s*<\s*storage\s*,\s*read_write\s*>/g)) {
-    const b = /@binding\s*\(\s*(\d+)\s*\)/.exec(m[1]);
-    if (b) out.add(Number(b[1]));
-  }
-  return [...out].sort((a, b) => a - b);
-}
-
 export class PipelineCache {
   readonly device: GPUDevice;
   #defined = new Map<string, string>();
   #modules = new Map<string, Promise<GPUShaderModule>>();
   #pipelines = new Map<string, Promise<GPUComputePipeline>>();
-  #writable = new Map<string, readonly number[]>();
+  #layouts = new Map<string, KernelLayout>();
 
   constructor(device: GPUDevice) {
     this.device = device;
@@ -54,7 +41,7 @@ export class PipelineCache {
   define(kernel: string, source: string): void {
     this.#defined.set(kernel, source);
     this.#modules.delete(kernel);
-    this.#writable.delete(kernel);
+    this.#layouts.delete(kernel);
     for (const k of [...this.#pipelines.keys()]) if (k.startsWith(`${kernel}:`)) this.#pipelines.delete(k);
   }
 
@@ -67,16 +54,16 @@ export class PipelineCache {
   }
 
   /**
-   * Binding indices the kernel declares `var<storage, read_write>` (in any entry point): what a
-   * dispatch of it may write. The recorder tracks writes with it (src/gpu/kept_texels.ts).
+   * The kernel's bindings and uniform struct, reflected from its source once (src/gpu/kernel_layout.ts):
+   * what a dispatch names is checked against it, and what it may write is tracked with it.
    */
-  writableBindings(kernel: string): readonly number[] {
-    let w = this.#writable.get(kernel);
-    if (!w) {
-      w = writableBindings(this.source(kernel));
-      this.#writable.set(kernel, w);
+  layout(kernel: string): KernelLayout {
+    let l = this.#layouts.get(kernel);
+    if (!l) {
+      l = new KernelLayout(kernel, this.source(kernel));
+      this.#layouts.set(kernel, l);
     }
-    return w;
+    return l;
   }
 
   /** Number of pipelines built (or being built). */

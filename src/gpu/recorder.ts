@@ -7,6 +7,11 @@
  * uniform parameters in one write to a single arena buffer, and submits once. Only tensors passed
  * to `read()` come back to the host, copied at that point of the recording.
  *
+ * Bindings and uniform fields are given by the names the kernel's WGSL declares and checked
+ * against its reflected layout (src/gpu/kernel_layout.ts) when the dispatch is recorded: a name it
+ * does not declare, a missing field or a binding the entry point uses but was not given is a
+ * KernelBindingError naming the kernel and the name.
+ *
  * Validation and out-of-memory errors of the submission become a GpuValidationError naming the
  * kernels it contained. Binding sizes and offsets (a view binds a range of its buffer) and
  * workgroup counts are checked against the device's limits before anything is recorded, so bad
@@ -14,37 +19,14 @@
  */
 import { GpuValidationError, LimitError, ReleasedError, WebtinkerError } from '../errors.ts';
 import type { GpuContext } from './device.ts';
+import type { Bound, ParamValues } from './kernel_layout.ts';
 import type { Constants } from './pipelines.ts';
 import { type AnyHostArray, type DType, emptyTensor, hostArray, Tensor } from './tensor.ts';
 import type { KeptTexels } from './kept_texels.ts';
 import { SubmitTimestamps } from './timestamps.ts';
 import { type CachedTexture, newTexelTexture, takeFitting, type TexelLayout, texelLayout } from './texture_cache.ts';
 
-/** Little-endian packer for a WGSL uniform struct of 4-byte scalars (u32, i32, f32), in order. */
-export class Params {
-  #view: DataView;
-  #n = 0;
-  constructor(maxFields = 16) {
-    this.#view = new DataView(new ArrayBuffer(maxFields * 4));
-  }
-  u32(v: number): this {
-    this.#view.setUint32(4 * this.#n++, v >>> 0, true);
-    return this;
-  }
-  i32(v: number): this {
-    this.#view.setInt32(4 * this.#n++, v | 0, true);
-    return this;
-  }
-  f32(v: number): this {
-    this.#view.setFloat32(4 * this.#n++, v, true);
-    return this;
-  }
-  /** The packed bytes, padded to 16 (uniform structs are 16-byte aligned). */
-  bytes(): Uint8Array {
-    const len = Math.max(16, Math.ceil((this.#n * 4) / 16) * 16);
-    return new Uint8Array(this.#view.buffer, 0, Math.min(len, this.#view.byteLength));
-  }
-}
+export type BindingValue = Tensor | GPUBuffer | TextureBinding;
 
 export interface DispatchSpec {
   kernel: string;
@@ -52,13 +34,14 @@ export interface DispatchSpec {
   /** Values of the kernel's `override` constants. */
   constants?: Constants;
   /**
-   * Storage buffers (or sampled textures, see `tempTexture`) at @group(0) @binding(0 .. n-1), in
-   * order. `null` leaves an index unbound, for an entry point that does not use that binding
-   * (layout 'auto' drops unused bindings). A tensor view is bound from its byte offset.
+   * Storage buffers (or sampled textures, see `tempTexture`) by the names the kernel declares. Every
+   * binding the entry point uses must be given; those it does not use may be left out (or null),
+   * and are not bound if given (layout 'auto' drops them). A tensor view is bound from its byte
+   * offset.
    */
-  bindings: readonly (Tensor | GPUBuffer | TextureBinding | null)[];
-  /** Uniform struct bound at @binding(n), right after the storage buffers. */
-  params?: Params;
+  bindings: Readonly<Record<string, BindingValue | null | undefined>>;
+  /** The kernel's uniform struct, by field name: every field but the padding (`_…`) ones. */
+  params?: ParamValues;
   workgroups: readonly [number, number?, number?];
 }
 
@@ -103,7 +86,7 @@ export interface SubmitResult {
 }
 
 type Command =
-  | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; paramOffset: number; paramBytes: number; writes: readonly number[] }
+  | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; bound: readonly Bound[]; paramBinding: number; paramOffset: number; paramBytes: number }
   | { kind: 'copy'; src: GPUBuffer; srcOffset: number; dst: GPUBuffer; dstOffset: number; bytes: number }
   | { kind: 'texels'; src: GPUBuffer; srcOffset: number; dst: GPUTexture; layout: TexelLayout }
   | { kind: 'kept'; entry: KeptTexels; layout: TexelLayout }
@@ -135,38 +118,42 @@ export class Recorder {
 
   dispatch(spec: DispatchSpec): void {
     this.#assertOpen();
+    const { kernel } = spec;
+    const layout = this.ctx.pipelines.layout(kernel);
+    const entryPoint = spec.entryPoint ?? 'main';
+    const bound = layout.bind(kernel, entryPoint, spec.bindings);
     const maxBinding = this.ctx.limit('maxStorageBufferBindingSize');
-    spec.bindings.forEach((b, i) => {
-      if (b instanceof Tensor) {
-        b.assertLive();
-        if (b.bindingBytes > maxBinding) {
-          throw new LimitError(spec.kernel, `binding ${i} (${b}) is ${b.bindingBytes} bytes, over the device's maxStorageBufferBindingSize of ${maxBinding}`);
+    for (const { slot, value } of bound) {
+      if (value instanceof Tensor) {
+        value.assertLive();
+        if (value.bindingBytes > maxBinding) {
+          throw new LimitError(kernel, `binding ${slot.name} (${value}) is ${value.bindingBytes} bytes, over the device's maxStorageBufferBindingSize of ${maxBinding}`);
         }
-        const align = b.byteOffset === 0 ? 1 : this.ctx.limit('minStorageBufferOffsetAlignment');
-        if (b.byteOffset % align !== 0) {
-          throw new LimitError(spec.kernel, `binding ${i} (${b}) starts at byte ${b.byteOffset}, not a multiple of the device's minStorageBufferOffsetAlignment of ${align}`);
+        const align = value.byteOffset === 0 ? 1 : this.ctx.limit('minStorageBufferOffsetAlignment');
+        if (value.byteOffset % align !== 0) {
+          throw new LimitError(kernel, `binding ${slot.name} (${value}) starts at byte ${value.byteOffset}, not a multiple of the device's minStorageBufferOffsetAlignment of ${align}`);
         }
       }
-    });
+    }
+    const bytes = layout.pack(kernel, entryPoint, spec.params);
     const maxWg = this.ctx.limit('maxComputeWorkgroupsPerDimension');
     for (const w of spec.workgroups) {
       if (w !== undefined && (!Number.isInteger(w) || w < 0 || w > maxWg)) {
-        throw new LimitError(spec.kernel, `workgroup count ${w} outside [0, ${maxWg}] (workgroups [${spec.workgroups.join(', ')}])`);
+        throw new LimitError(kernel, `workgroup count ${w} outside [0, ${maxWg}] (workgroups [${spec.workgroups.join(', ')}])`);
       }
     }
-    const pipeline = this.ctx.pipelines.get(spec.kernel, spec.constants, spec.entryPoint);
+    const pipeline = this.ctx.pipelines.get(kernel, spec.constants, spec.entryPoint);
     pipeline.catch(() => {}); // reported by submit()
     let paramOffset = 0;
     let paramBytes = 0;
-    if (spec.params) {
-      const bytes = spec.params.bytes();
+    if (bytes) {
       const align = this.ctx.limit('minUniformBufferOffsetAlignment');
       paramOffset = Math.ceil(this.#paramBytes / align) * align;
       paramBytes = bytes.byteLength;
       this.#params.push(bytes);
       this.#paramBytes = paramOffset + paramBytes;
     }
-    this.#commands.push({ kind: 'dispatch', spec, pipeline, paramOffset, paramBytes, writes: this.ctx.pipelines.writableBindings(spec.kernel) });
+    this.#commands.push({ kind: 'dispatch', spec, pipeline, bound, paramBinding: layout.uniform?.binding ?? -1, paramOffset, paramBytes });
   }
 
   /**
@@ -341,13 +328,12 @@ export class Recorder {
         }
         const pipeline = pipelines[ci]!;
         const entries: GPUBindGroupEntry[] = [];
-        c.spec.bindings.forEach((b, i) => {
-          if (!b) return;
+        for (const { slot, value: b } of c.bound) {
           const resource = b instanceof Tensor ? { buffer: b.buffer, offset: b.byteOffset, size: b.bindingBytes } : 'textureView' in b ? b.textureView : { buffer: b };
-          entries.push({ binding: i, resource });
-        });
+          entries.push({ binding: slot.binding, resource });
+        }
         if (c.paramBytes > 0) {
-          entries.push({ binding: c.spec.bindings.length, resource: { buffer: uniform!.buffer, offset: c.paramOffset, size: c.paramBytes } });
+          entries.push({ binding: c.paramBinding, resource: { buffer: uniform!.buffer, offset: c.paramOffset, size: c.paramBytes } });
         }
         const group = device.createBindGroup({ label: c.spec.kernel, layout: pipeline.getBindGroupLayout(0), entries });
         const p = pass as GPUComputePassEncoder;
@@ -355,10 +341,10 @@ export class Recorder {
         p.setBindGroup(0, group);
         const [x, y = 1, z = 1] = c.spec.workgroups;
         p.dispatchWorkgroups(x, y, z);
-        for (const i of c.writes) {
-          const b = c.spec.bindings[i];
+        for (const { slot, value: b } of c.bound) {
+          if (!slot.writable) continue;
           if (b instanceof Tensor) kept.written(b.buffer);
-          else if (b && !('textureView' in b)) kept.written(b);
+          else if (!('textureView' in b)) kept.written(b);
         }
       } else if (c.kind === 'copy') {
         endPass();

@@ -13,7 +13,7 @@
  * same per-element arithmetic, bit for bit.
  */
 import { ConfigError } from '../errors.ts';
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectShape } from '../gpu/checks.ts';
 import { flatChunks } from '../gpu/chunks.ts';
@@ -68,7 +68,7 @@ export function adamwCheck(rec: Recorder, param: Tensor, m: Tensor, v: Tensor, g
 /** guard[0] = 0 (=): `guard` [1] u32. */
 export function adamwGuardReset(rec: Recorder, guard: Tensor): void {
   expectGuard(rec, guard);
-  rec.dispatch({ kernel: KERNEL, entryPoint: 'flag_reset', bindings: [null, null, null, null, null, guard], workgroups: [1] });
+  rec.dispatch({ kernel: KERNEL, entryPoint: 'flag_reset', bindings: { flag: guard }, workgroups: [1] });
 }
 
 function expectGuard(rec: Recorder, guard: Tensor): void {
@@ -107,9 +107,11 @@ function recordAdamw(rec: Recorder, what: 'update' | 'check', param: Tensor, m: 
       kernel: KERNEL,
       entryPoint,
       constants: { WG },
-      bindings: [p, ms[i], vs[i], gs[i], gradScale, guard],
-      params: new Params().u32(n).u32(rowThreads).f32(o.lr).f32(o.beta1).f32(o.beta2).f32(1 - o.beta1).f32(1 - o.beta2).f32(o.eps).f32(o.weightDecay)
-        .f32(stepSize(o.lr)).f32(bc2Sqrt).f32(0),
+      bindings: { param: p, m1: ms[i], m2: vs[i], grad: gs[i], gscale: gradScale, flag: guard },
+      params: {
+        n, row_threads: rowThreads, lr: o.lr, beta1: o.beta1, beta2: o.beta2, one_minus_beta1: 1 - o.beta1, one_minus_beta2: 1 - o.beta2,
+        eps: o.eps, wd: o.weightDecay, step_size: stepSize(o.lr), bc2_sqrt: bc2Sqrt, max_norm: 0,
+      },
       workgroups,
     });
   });
@@ -126,8 +128,12 @@ export function clipScale(rec: Recorder, scale: Tensor, norm: Tensor, maxNorm: n
   rec.dispatch({
     kernel: KERNEL,
     entryPoint: 'clip_scale',
-    bindings: [null, null, null, norm, scale, null],
-    params: new Params().u32(1).u32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(0).f32(maxNorm),
+    bindings: { grad: norm, gscale: scale },
+    // clip_scale reads max_norm alone; the update's fields are zero.
+    params: {
+      n: 1, row_threads: 0, lr: 0, beta1: 0, beta2: 0, one_minus_beta1: 0, one_minus_beta2: 0, eps: 0, wd: 0, step_size: 0, bc2_sqrt: 0,
+      max_norm: maxNorm,
+    },
     workgroups: [1],
   });
 }

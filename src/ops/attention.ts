@@ -24,7 +24,7 @@
 import { ConfigError, LimitError, ShapeError } from '../errors.ts';
 import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectShape } from '../gpu/checks.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 
 const FWD = 'attention_fwd';
@@ -243,8 +243,8 @@ export function attentionForward(rec: Recorder, out: Tensor, lse: Tensor, q: Ten
   rec.dispatch({
     kernel: FWD,
     constants: { D4: D / 4, WG: tune.wg, ROWS: tune.rows, BC: tune.bc, TILED: tune.tiled ? 1 : 0 },
-    bindings: [q, k, v, mask, out, lse],
-    params: new Params().u32(T).u32(Hq).u32(Hkv).u32(mode).f32(scale).u32(W),
+    bindings: { q, k, v, mask, out, lse },
+    params: { T, Hq, Hkv, mask_mode: mode, scale, window: W },
     workgroups: [groups[0], groups[1], groups[2]],
   });
 }
@@ -283,23 +283,10 @@ export function attentionBackward(
   expectLoopBudget(BWD, rec.ctx, passLoops(tune, D, T, W, Hq / Hkv), `q ${fmt(q)}, k ${fmt(k)} with window ${W}`);
   if (B * T === 0) return;
   const constants = { D4: D / 4, WG: tune.wg, ROWS: tune.rows, BC: tune.bc, TILED: tune.tiled ? 1 : 0 };
-  const params = () => new Params().u32(T).u32(Hq).u32(Hkv).u32(mode).f32(scale).u32(prep.rowThreads).u32(W);
-  // Bindings by index: q k v mask out dout lse ws dq dk dv (params at 11).
-  rec.dispatch({
-    kernel: BWD, entryPoint: 'prep', constants,
-    bindings: [null, null, null, null, out, dout, lse, work, null, null, null],
-    params: params(), workgroups: prep.workgroups,
-  });
-  rec.dispatch({
-    kernel: BWD, entryPoint: 'dq_main', constants,
-    bindings: [q, k, v, mask, null, dout, null, work, dq, null, null],
-    params: params(), workgroups: [rowBlocks, Hq, B],
-  });
-  rec.dispatch({
-    kernel: BWD, entryPoint: 'dkdv_main', constants,
-    bindings: [q, k, v, mask, null, dout, null, work, null, dk, dv],
-    params: params(), workgroups: [rowBlocks, Hkv, B],
-  });
+  const params = { T, Hq, Hkv, mask_mode: mode, scale, row_threads: prep.rowThreads, window: W };
+  rec.dispatch({ kernel: BWD, entryPoint: 'prep', constants, bindings: { out, dout, lse, ws: work }, params, workgroups: prep.workgroups });
+  rec.dispatch({ kernel: BWD, entryPoint: 'dq_main', constants, bindings: { q, k, v, mask, dout, ws: work, dq }, params, workgroups: [rowBlocks, Hq, B] });
+  rec.dispatch({ kernel: BWD, entryPoint: 'dkdv_main', constants, bindings: { q, k, v, mask, dout, ws: work, dk, dv }, params, workgroups: [rowBlocks, Hkv, B] });
 }
 
 /**
@@ -336,8 +323,8 @@ export function attentionDecode(rec: Recorder, out: Tensor, q: Tensor, kCache: T
   rec.dispatch({
     kernel: DECODE,
     constants: { D4: D / 4, WG: splits },
-    bindings: [q, kCache, vCache, lengths, out],
-    params: new Params().u32(Tmax).u32(Hq).u32(Hkv).f32(scale).u32(W),
+    bindings: { q, k_cache: kCache, v_cache: vCache, lengths, out },
+    params: { Tmax, Hq, Hkv, scale, window: W },
     workgroups: [Hq, B],
   });
 }

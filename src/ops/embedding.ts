@@ -21,7 +21,7 @@
  * other tensor must fit one binding.
  */
 import { LimitError, ShapeError } from '../errors.ts';
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch } from '../gpu/checks.ts';
 import { rowChunks } from '../gpu/chunks.ts';
@@ -87,16 +87,16 @@ export function embeddingForward(rec: Recorder, out: Tensor, ids: Tensor, table:
     kernel: table.dtype === 'f16' ? `${KERNEL}_f16` : KERNEL,
     entryPoint: 'forward',
     constants: { WG },
-    // Without a position table the wpe/pos slots are bound to table/ids (read-only, unused).
-    bindings: [ids, view, position?.wpe ?? view, position?.pos ?? ids, out, null, null, null],
-    params: params(n, c, rows, rowThreads, first, count, [pRows, position ? 1 : 0, i === 0 ? 1 : 0]),
+    // Without a position table wpe and pos are bound to table and ids (read-only, not read: has_pos = 0).
+    bindings: { ids, table: view, wpe: position?.wpe ?? view, pos: position?.pos ?? ids, out },
+    params: { ...rowParams(n, c, rows, rowThreads, first, count), pos_rows: pRows, has_pos: position ? 1 : 0, write_all: i === 0 ? 1 : 0 },
     workgroups,
   }));
 }
 
-/** The kernel's Params: n, c, rows, row_threads, row_base, chunk_rows, and the forward's [pos_rows, has_pos, write_all]. */
-function params(n: number, c: number, rows: number, rowThreads: number, first: number, count: number, fwd = [0, 0, 0]): Params {
-  return new Params().u32(n).u32(c).u32(rows).u32(rowThreads).u32(first).u32(count).u32(fwd[0]).u32(fwd[1]).u32(fwd[2]);
+/** The kernel's Params of every entry point; the forward's own fields (pos_rows, has_pos, write_all) are 0 here. */
+function rowParams(n: number, c: number, rows: number, rowThreads: number, first: number, count: number) {
+  return { n, c, rows, row_threads: rowThreads, row_base: first, chunk_rows: count, pos_rows: 0, has_pos: 0, write_all: 0 };
 }
 
 export interface EmbeddingBackwardOptions {
@@ -132,8 +132,8 @@ export function embeddingBackward(
     kernel: KERNEL,
     entryPoint: 'build_index',
     constants: { WG: iwg },
-    bindings: [ids, null, null, null, null, scratch, null, null],
-    params: params(n, c, rows, 0, 0, rows),
+    bindings: { ids, work: scratch },
+    params: rowParams(n, c, rows, 0, 0, rows),
     workgroups: [1, 1, 1],
   });
   // Per range of dtable rows: `=` writes the range's rows, `+=` visits every row with tokens and
@@ -146,8 +146,8 @@ export function embeddingBackward(
       kernel: KERNEL,
       entryPoint: opts.accumulate ? 'rows_accumulate' : 'rows_write',
       constants: { WG },
-      bindings: [null, null, null, null, null, scratch, dout, view],
-      params: params(n, c, rows, g.rowThreads, first, count),
+      bindings: { work: scratch, src: dout, dst: view },
+      params: rowParams(n, c, rows, g.rowThreads, first, count),
       workgroups: g.workgroups,
     });
   }

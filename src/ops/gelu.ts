@@ -3,17 +3,17 @@
  * tensors of any shape (host wrappers of kernels/gelu.wgsl). Outputs may not alias inputs
  * (WebGPU forbids binding one buffer read-only and writable in one dispatch).
  */
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { type BindingValue, grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectSameShapes } from '../gpu/checks.ts';
 
 const KERNEL = 'gelu';
 const WG = 256;
 
-function dispatch(rec: Recorder, entryPoint: string, n: number, bindings: (Tensor | null)[]): void {
+function dispatch(rec: Recorder, entryPoint: string, n: number, bindings: Record<string, BindingValue>): void {
   if (n === 0) return;
   const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
-  rec.dispatch({ kernel: KERNEL, entryPoint, constants: { WG }, bindings, params: new Params().u32(n).u32(rowThreads), workgroups });
+  rec.dispatch({ kernel: KERNEL, entryPoint, constants: { WG }, bindings, params: { n, row_threads: rowThreads }, workgroups });
 }
 
 /** out = 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))); writes (=) out. */
@@ -22,7 +22,7 @@ export function geluForward(rec: Recorder, out: Tensor, inp: Tensor): void {
   expectSameShapes(op, [['out', out], ['inp', inp]]);
   expectDistinct(op, [['out', out, 'inp', inp]]);
   expectBindable(op, rec.ctx, [['inp', inp], ['out', out]]);
-  dispatch(rec, 'forward', inp.size, [inp, out, null, null]);
+  dispatch(rec, 'forward', inp.size, { inp, out });
 }
 
 /** dinp = dout·gelu'(inp); writes (=) dinp. */
@@ -31,5 +31,5 @@ export function geluBackward(rec: Recorder, dinp: Tensor, inp: Tensor, dout: Ten
   expectSameShapes(op, [['dinp', dinp], ['inp', inp], ['dout', dout]]);
   expectDistinct(op, [['dinp', dinp, 'inp', inp], ['dinp', dinp, 'dout', dout]]);
   expectBindable(op, rec.ctx, [['inp', inp], ['dinp', dinp]]);
-  dispatch(rec, 'backward', inp.size, [inp, null, dout, dinp]);
+  dispatch(rec, 'backward', inp.size, { inp, dout, dinp });
 }

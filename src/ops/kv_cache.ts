@@ -14,24 +14,18 @@
  * the outputs are exact copies / single roundings, bitwise reproducible.
  */
 import { ShapeError } from '../errors.ts';
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { dims, expectBindable, expectDistinct, expectDtype, expectShape } from '../gpu/checks.ts';
 
 const KERNEL = 'kv_cache';
 const WG = 64;
-/** Storage bindings of kernels/kv_cache.wgsl; the uniform Params sit right after them (binding 13). */
-const SLOTS = 13;
-
-/** The kernel's Params struct; every field is written (the uniform binding has a fixed size). */
-function params(f: { B: number; Tn?: number; Hkv?: number; D?: number; Tmax: number; rowThreads?: number; counted?: number; step?: number; K?: number }): Params {
-  return new Params(12).u32(f.B).u32(f.Tn ?? 0).u32(f.Hkv ?? 0).u32(f.D ?? 0).u32(f.Tmax)
-    .u32(f.rowThreads ?? 0).u32(f.counted ?? 0).u32(f.step ?? 0).u32(f.K ?? 0);
-}
-
-/** Pads a binding list with nulls to every storage slot, so the uniform lands at binding 13. */
-function slots(b: (Tensor | null)[]): (Tensor | null)[] {
-  return [...b, ...new Array<null>(SLOTS - b.length).fill(null)];
+/** The kernel's Params struct, shared by its entry points: the fields an entry point does not read are 0. */
+function params(f: { B: number; Tn?: number; Hkv?: number; D?: number; Tmax: number; rowThreads?: number; counted?: number; step?: number; K?: number }) {
+  return {
+    B: f.B, Tn: f.Tn ?? 0, Hkv: f.Hkv ?? 0, D: f.D ?? 0, Tmax: f.Tmax, row_threads: f.rowThreads ?? 0, counted: f.counted ?? 0, step: f.step ?? 0,
+    K: f.K ?? 0,
+  };
 }
 
 export interface KvAppendOptions {
@@ -84,7 +78,7 @@ export function kvAppend(rec: Recorder, kCache: Tensor, vCache: Tensor, k: Tenso
     entryPoint: 'append',
     constants: { WG },
     // Without count, start also fills the count slot (read-only aliases are allowed; never read).
-    bindings: slots([start, opts.count ?? start, k, v, kCache, vCache]),
+    bindings: { start, count: opts.count ?? start, k_new: k, v_new: v, k_cache: kCache, v_cache: vCache },
     params: params({ B: d.B, Tn: d.Tn, Hkv: d.Hkv, D: d.D, Tmax: d.Tmax, rowThreads, counted: opts.count ? 1 : 0 }),
     workgroups,
   });
@@ -103,7 +97,7 @@ export function kvExtend(rec: Recorder, lengths: Tensor, count: Tensor, tmax: nu
   if (B === 0) return;
   rec.dispatch({
     kernel: KERNEL, entryPoint: 'extend', constants: { WG },
-    bindings: slots([null, count, null, null, null, null, lengths]),
+    bindings: { count, lengths },
     params: params({ B, Tmax: tmax }),
     workgroups: [Math.ceil(B / WG), 1, 1],
   });
@@ -168,7 +162,7 @@ export function kvAdvance(rec: Recorder, state: DecodeState, sampled: SampledSte
   if (B === 0) return;
   rec.dispatch({
     kernel: KERNEL, entryPoint: 'advance', constants: { WG },
-    bindings: slots([null, null, null, null, null, null, lengths, positions, keys, sampled.tokens, sampled.logprobs, sampled.logprobsRaw, history]),
+    bindings: { lengths, positions, keys, tokens: sampled.tokens, logprobs: sampled.logprobs, logprobs_raw: sampled.logprobsRaw, history },
     params: params({ B, Tmax: tmax, step, K }),
     workgroups: [Math.ceil(B / WG), 1, 1],
   });

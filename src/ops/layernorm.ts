@@ -8,7 +8,7 @@
  * owns every buffer, so nothing is allocated behind the recorder's back).
  */
 import { ShapeError } from '../errors.ts';
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols, rowWorkgroupSize, expectLoopBudget } from '../gpu/checks.ts';
 
@@ -67,8 +67,8 @@ export function layernormForward(
     kernel: KERNEL,
     entryPoint: 'forward',
     constants: { WG: wg },
-    bindings: [inp, weight, bias, out, mean, rstd, null, null, null, null, null],
-    params: new Params().u32(n).u32(c).f32(eps).u32(nx).u32(1).u32(1).u32(0),
+    bindings: { inp, weight, bias, out, mean, rstd },
+    params: { n, c, eps, nx, rb: 1, nblk: 1, accumulate: 0 },
     workgroups,
   });
 }
@@ -115,8 +115,8 @@ export function layernormBackward(
       kernel: KERNEL,
       entryPoint: 'backward_dinp',
       constants: { WG: wg },
-      bindings: [inp, weight, null, null, mean, rstd, dout, dinp, scratch, null, null],
-      params: new Params().u32(n).u32(c).f32(0).u32(nx).u32(rb).u32(nblk).u32(acc),
+      bindings: { inp, weight, mean, rstd, dout, dinp, part: scratch },
+      params: { n, c, eps: 0, nx, rb, nblk, accumulate: acc },
       workgroups,
     });
   }
@@ -126,8 +126,8 @@ export function layernormBackward(
     kernel: KERNEL,
     entryPoint: 'backward_params',
     constants: { WG: wg },
-    bindings: [null, null, null, null, null, null, null, null, scratch, dweight, dbias],
-    params: new Params().u32(n).u32(c).f32(0).u32(g.rowThreads).u32(rb).u32(n > 0 ? nblk : 0).u32(acc),
+    bindings: { part: scratch, dweight, dbias },
+    params: { n, c, eps: 0, nx: g.rowThreads, rb, nblk: n > 0 ? nblk : 0, accumulate: acc },
     workgroups: g.workgroups,
   });
 }

@@ -18,7 +18,7 @@
  */
 import { ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { type MatmulConfig, type MatmulPlan, planMatmul, recordMatmul } from './matmul.ts';
 import { expectDistinct, expectDtype, expectLoopBudget, expectShape } from '../gpu/checks.ts';
@@ -163,8 +163,8 @@ export function loraLinearBackward(rec: Recorder, dx: Tensor | null, dA: Tensor,
       kernel: OP,
       entryPoint: 'column_sum',
       constants: { WG: SUM_WG, ACCUMULATE: +acc },
-      bindings: [dy2, db],
-      params: new Params().u32(N).u32(Out).u32(rowThreads),
+      bindings: { dy: dy2, out: db },
+      params: { rows: N, cols: Out, row_threads: rowThreads },
       workgroups,
     });
   }

@@ -34,7 +34,7 @@
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
-import { type DispatchSpec, Params, type Recorder, type TexelTable, texelTableWidth } from '../gpu/recorder.ts';
+import { type BindingValue, type DispatchSpec, type Recorder, type TexelTable, texelTableWidth } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectLoopBudget, LLVMPIPE_LOOP_LIMIT } from '../gpu/checks.ts';
 import { splitRange } from '../gpu/chunks.ts';
@@ -212,12 +212,12 @@ export function matmulDims(cOp: MatmulOperand, aOp: MatmulOperand, bOp: MatmulOp
 
 /**
  * A validated product, ready to record: the dispatches matmul() would make, and the operands to
- * copy into textures first ('texture' reads only): each is bound at `binding` of the dispatches
+ * copy into textures first ('texture' reads only): each is bound as `binding` of the dispatches
  * [from, to).
  */
 export interface MatmulPlan {
   readonly dispatches: readonly DispatchSpec[];
-  readonly textures: readonly { binding: number; tensor: Tensor; label: string; from: number; to: number }[];
+  readonly textures: readonly { binding: 'A_tex' | 'B_tex'; tensor: Tensor; label: string; from: number; to: number }[];
 }
 
 /** Whether `t`'s elements fit one texture of Recorder.tempTexture (4 elements a texel). */
@@ -260,18 +260,18 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
   const cfg = opts.config ?? matmulConfigFor(ctx, { M, N, K });
   const op = opts.opName ?? KERNEL;
   checkConfig(op, ctx, cfg);
-  const lr = sub.k0 === 0 ? opts.lowRank : undefined; // a split K adds the low-rank term once
-  const R = lr ? lr.u.shape[1] : 0;
+  const lora = sub.k0 === 0 ? opts.lowRank : undefined; // a split K adds the low-rank term once
+  const R = lora ? lora.u.shape[1] : 0;
   const transA = Boolean(opts.transA);
   const transB = Boolean(opts.transB);
-  const transV = Boolean(lr?.transV);
+  const transV = Boolean(lora?.transV);
   const tiled = cfg.kernel === 'tiled';
   // Register tiles shrink on degenerate problems (one decode row, a rank-1 adapter) so no loads
   // are wasted on clamped rows; only to 1 or 4, which bounds the pipeline variants.
   const shrink = (dim: number, t: number) => (tiled ? t : dim === 1 ? 1 : dim <= 4 ? Math.min(t, 4) : t);
   const tm = shrink(M, cfg.tm);
   const tn = shrink(N, cfg.tn);
-  const constants: Record<string, number> = { TM: tm, TN: tn, WG_X: cfg.wgX, WG_Y: cfg.wgY, HAS_LOWRANK: +Boolean(lr) };
+  const constants: Record<string, number> = { TM: tm, TN: tn, WG_X: cfg.wgX, WG_Y: cfg.wgY, HAS_LOWRANK: +Boolean(lora) };
   // Element strides of A(m, k), B(k, n): the leading dimension along the stored rows.
   const lda = dims.a.ld, ldb = dims.b.ld;
   if (tiled) {
@@ -283,7 +283,7 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
     const q = (x: Bound, ld: number) => x.off % 4 === 0 && ld % 4 === 0;
     constants.MODE_A = !q(sub.a, lda) ? 0 : transA ? (M % 4 === 0 && tm % 4 === 0 ? 2 : 0) : (K % 4 === 0 ? 1 : 0);
     constants.MODE_B = !q(sub.b, ldb) ? 0 : transB ? (K % 4 === 0 ? 1 : 0) : (N % 4 === 0 && tn % 4 === 0 ? 2 : 0);
-    constants.MODE_V = !lr ? 0 : transV ? (R % 4 === 0 ? 1 : 0) : (N % 4 === 0 && tn % 4 === 0 ? 2 : 0);
+    constants.MODE_V = !lora ? 0 : transV ? (R % 4 === 0 ? 1 : 0) : (N % 4 === 0 && tn % 4 === 0 ? 2 : 0);
   }
   // llvmpipe silently stops an invocation's loops after 65535 iterations in all (checks.ts): the
   // register kernel's ceil(K/4) + ceil(R/4) steps cost LLVMPIPE_STEP_ITERATIONS each (measured).
@@ -296,19 +296,17 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
   const gy = Math.ceil(M / (cfg.wgY * tm));
   const maxWg = ctx.limit('maxComputeWorkgroupsPerDimension');
   const A = sub.a.t, B = sub.b.t, C = sub.c.t;
-  // Absent operands are bound to A (read-only aliases are allowed): the kernel names them all.
-  // The vec4 views are used by the register kernel only ('auto' layouts drop unused bindings).
-  const v4 = (t: Tensor) => (tiled ? null : vec4View(t));
-  const u = lr ? lr.u : A;
-  const v = lr ? lr.v : A;
+  // Absent operands (bias, U, V) are bound to A (read-only aliases are allowed): every entry
+  // point names them. The vec4 views A4, B4, V4 are used by the register kernel only.
+  const u = lora ? lora.u : A;
+  const v = lora ? lora.v : A;
   const tex = !tiled && cfg.reads === 'texture' && fitsTexture(ctx, A) && fitsTexture(ctx, B);
   if (tex) constants.TEX_SHIFT = Math.log2(texelTableWidth(ctx));
-  // Binding table: 0 A, 1 A4, 2 B, 3 B4, 4 bias, 5 U, 6 V, 7 V4, 8 C, 9 A's texture, 10 B's texture
-  // (placed by recordMatmul), params at 11. main_tex reads neither A nor B from buffers.
+  // main_tex reads A and B from textures (A_tex, B_tex: placed by recordMatmul), not from buffers.
   const bias = sub.k0 === 0 ? opts.bias : undefined; // a split K adds the bias once
-  const bindings = tex
-    ? [null, null, null, null, bias ?? A, u, v, v4(v), C, null, null]
-    : [A, v4(A), B, v4(B), bias ?? A, u, v, v4(v), C, null, null];
+  const v4 = (t: Tensor) => (tiled ? null : vec4View(t));
+  const shared = { bias: bias ?? A, U: u, V: v, V4: v4(v), C };
+  const bindings: Record<string, BindingValue | null> = tex ? shared : { ...shared, A, A4: v4(A), B, B4: v4(B) };
   // main_tex never touches B's storage type (the fetch widens f16 texels): one pipeline for both.
   const kernel = B.dtype === 'f16' && !tex ? 'matmul_f16' : KERNEL;
   const entryPoint = tiled ? 'main_tiled' : tex ? 'main_tex' : 'main';
@@ -318,22 +316,23 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
   for (const [oz, nz] of splitRange(batch, maxWg)) {
     for (const [oy, ny] of splitRange(gy, maxWg)) {
       for (const [ox, nx] of splitRange(gx, maxWg)) {
-        const params = new Params(24)
-          .u32(M).u32(N).u32(K).u32(R)
-          .u32(transA ? 1 : lda).u32(transA ? lda : 1)   // A(m, k) strides
-          .u32(transB ? 1 : ldb).u32(transB ? ldb : 1)   // B(k, n)
-          .u32(transV ? 1 : N).u32(transV ? R : 1)       // V(r, n)
-          .u32(aBatch === 1 ? 0 : M * K).u32(bBatch === 1 ? 0 : K * N).u32(M * N)
-          .f32(opts.alpha ?? 1).f32(lr ? lr.scale : 0)
-          .u32((bias ? 1 : 0) | (accumulate ? 2 : 0))
-          .u32(ox).u32(oy).u32(oz)
-          .u32(sub.a.off).u32(sub.b.off).u32(sub.c.off).u32(dims.c.ld).u32(sub.n0);
+        const params = {
+          M, N, K, R,
+          a_sm: transA ? 1 : lda, a_sk: transA ? lda : 1,
+          b_sk: transB ? 1 : ldb, b_sn: transB ? ldb : 1,
+          v_sr: transV ? 1 : N, v_sn: transV ? R : 1,
+          a_bstride: aBatch === 1 ? 0 : M * K, b_bstride: bBatch === 1 ? 0 : K * N, c_bstride: M * N,
+          alpha: opts.alpha ?? 1, lora_scale: lora ? lora.scale : 0,
+          flags: (bias ? 1 : 0) | (accumulate ? 2 : 0),
+          wg_off_x: ox, wg_off_y: oy, wg_off_z: oz,
+          a_off: sub.a.off, b_off: sub.b.off, c_off: sub.c.off, c_ld: dims.c.ld, bias_off: sub.n0,
+        };
         plan.dispatches.push({ kernel, entryPoint, constants, bindings, params, workgroups: [nx, ny, nz] });
       }
     }
   }
   const to = plan.dispatches.length;
-  if (tex) plan.textures.push({ binding: 9, tensor: vec4View(A), label: `${op} a`, from, to }, { binding: 10, tensor: vec4View(B), label: `${op} b`, from, to });
+  if (tex) plan.textures.push({ binding: 'A_tex', tensor: vec4View(A), label: `${op} a`, from, to }, { binding: 'B_tex', tensor: vec4View(B), label: `${op} b`, from, to });
 }
 
 function checkConfig(op: string, ctx: GpuContext, cfg: MatmulConfig): void {
@@ -376,7 +375,7 @@ export function recordMatmul(rec: Recorder, plan: MatmulPlan): void {
   plan.dispatches.forEach((d, i) => {
     const mine = plan.textures.filter((t) => i >= t.from && i < t.to);
     if (mine.length === 0) return rec.dispatch(d);
-    const bindings: DispatchSpec['bindings'][number][] = [...d.bindings];
+    const bindings: Record<string, DispatchSpec['bindings'][string]> = { ...d.bindings };
     for (const t of mine) bindings[t.binding] = tableOf(t.tensor, t.label);
     rec.dispatch({ ...d, bindings });
     for (const t of mine) {

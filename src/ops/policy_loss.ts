@@ -42,7 +42,7 @@
  * NaN loss, gradient row and total unless that token is masked (weight 0).
  */
 import { ConfigError, ShapeError } from '../errors.ts';
-import { type DispatchSpec, grid1d, Params, type Recorder, texelTableWidth } from '../gpu/recorder.ts';
+import { type DispatchSpec, grid1d, type Recorder, texelTableWidth } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { dims, expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, expectShape, LLVMPIPE_LOOP_LIMIT } from '../gpu/checks.ts';
 import { splitRange } from '../gpu/chunks.ts';
@@ -284,35 +284,32 @@ export function policyLoss(
   const ref = inputs.refLogprobs && needs.includes('refLogprobs') ? inputs.refLogprobs : mode.needs.includes('refLogprobs') ? old : weights;
   const perRow = layout !== 'groups';
   const vec4 = v % 4 === 0;
-  const params = (rowThreads: number, texWidth: number, r0: number, rows: number) => new Params(16).u32(n).u32(v).u32(s).u32(mode.id)
-    .u32(POLICY_LOSS_AGGREGATIONS[spec.aggregation].id).u32(rowThreads).f32(epsLow).f32(epsHigh).f32(dualClip).f32(klBeta).f32(entCoef).f32(NaN)
-    .u32(texWidth).u32(r0).u32(rows);
+  const params = (rowThreads: number, texWidth: number, r0: number, rows: number) => ({
+    n, v, s, mode: mode.id, agg: POLICY_LOSS_AGGREGATIONS[spec.aggregation].id, rows_x: rowThreads, eps_low: epsLow, eps_high: epsHigh,
+    dual_clip: dualClip, kl_beta: klBeta, ent_coef: entCoef, nan: NaN, tex_w: texWidth, row0: r0, block_rows: rows,
+  });
   const single = { RWG: 256 }; // prepare and stats: one workgroup over all tokens
-  // Binding table of the kernel: 0 logits, 1 targets, 2 scratch, 3 dlogits, 4 logprobs, 5 entropy,
-  // 6 loss, 7 stats, 8 weights, 9 seq_ids, 10 old, 11 adv, 12 ref; for main_rows and
-  // main_rows_inplace 13 logits and 14 dlogits as vec4s in place of 0 and 3; for main_tex 14
-  // dlogits as vec4s, rounded up (or the logits, in place) and 15 the logits' texture; params at
-  // 16, after every other slot.
-  const none = null;
-  const pad = [none, none, none] as const;
   rec.dispatch({
     kernel: KERNEL, entryPoint: 'prepare', constants: single, params: params(0, 0, 0, n), workgroups: [1],
-    bindings: [none, none, out.scratch, none, none, none, none, none, weights, seqIds, old, adv, ref, ...pad],
+    bindings: { scratch: out.scratch, weights, seq_ids: seqIds, old_lp: old, adv, ref_lp: ref },
   });
-  const perToken = [out.logprobs, out.entropy, out.loss, none, none, none, none, none, none];
+  const perToken = { scratch: out.scratch, targets, logprobs: out.logprobs, entropy: out.entropy, loss: out.loss };
   for (const [r0, rows] of blocks ? splitRange(n, blocks.rows) : [[0, n] as [number, number]]) {
     blocks?.produce(rec, r0, rows);
     const { workgroups, rowThreads } = grid1d(rec.ctx, rows, perRow ? wg : 1);
     const texels = layout === 'texture' ? texelView(rec, logits) : null;
     const dtexels = layout === 'texture' ? texelView(rec, out.dlogits) : null;
     const table = texels && dtexels ? rec.tempTexture(texels, 'policy_loss logits') : null;
-    const scalar: DispatchSpec['bindings'] = [logits, targets, out.scratch, inPlace ? none : out.dlogits, ...perToken, ...pad];
+    // The gradient goes to dlogits, or into the logits themselves in place (the *_inplace entry
+    // points read no dlogits); main_rows reads both as vec4s, main_tex the logits from a texture
+    // and dlogits as vec4s (rounded up; the logits in place).
+    const scalar: DispatchSpec['bindings'] = { ...perToken, logits, dlogits: inPlace ? null : out.dlogits };
     const main: Record<Layout, { entry: string; bindings: DispatchSpec['bindings'] }> = {
       groups: { entry: inPlace ? 'main_inplace' : 'main', bindings: scalar },
       rows: vec4
-        ? { entry: inPlace ? 'main_rows_inplace' : 'main_rows', bindings: [none, targets, out.scratch, none, ...perToken, logits, inPlace ? none : out.dlogits, none] }
+        ? { entry: inPlace ? 'main_rows_inplace' : 'main_rows', bindings: { ...perToken, logits4: logits, dlogits4: inPlace ? null : out.dlogits } }
         : { entry: inPlace ? 'main_rows_any_inplace' : 'main_rows_any', bindings: scalar },
-      texture: { entry: 'main_tex', bindings: [none, targets, out.scratch, none, ...perToken, none, dtexels, table] },
+      texture: { entry: 'main_tex', bindings: { ...perToken, dlogits4: dtexels, logits_tex: table } },
     };
     const used = layout === 'texture' && !table ? 'rows' : layout; // 'rows' gives the same bits
     rec.dispatch({
@@ -325,6 +322,6 @@ export function policyLoss(
   }
   rec.dispatch({
     kernel: KERNEL, entryPoint: 'stats', constants: single, params: params(0, 0, 0, n), workgroups: [1],
-    bindings: [none, none, out.scratch, none, out.logprobs, out.entropy, out.loss, out.stats, none, none, none, none, none, ...pad],
+    bindings: { scratch: out.scratch, logprobs: out.logprobs, entropy: out.entropy, loss: out.loss, stats_out: out.stats },
   });
 }

@@ -9,7 +9,7 @@
  * than one storage binding is read a range of whole chunks at a time: the same partials.
  */
 import { ShapeError } from '../errors.ts';
-import { Params, type Recorder } from '../gpu/recorder.ts';
+import type { Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { dims, expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols } from '../gpu/checks.ts';
 import { flatChunks } from '../gpu/chunks.ts';
@@ -41,7 +41,7 @@ export function sumRows(rec: Recorder, out: Tensor, x: Tensor): void {
   if (n === 0) return;
   const wg = threads(rec);
   const { workgroups, nx } = rowGrid(rec.ctx, n);
-  rec.dispatch({ kernel: KERNEL, entryPoint: 'sum_rows', constants: { WG: wg }, bindings: [x, out], params: new Params().u32(n).u32(c).u32(0).u32(nx), workgroups });
+  rec.dispatch({ kernel: KERNEL, entryPoint: 'sum_rows', constants: { WG: wg }, bindings: { src: x, dst: out }, params: { n, c, base: 0, groups_x: nx }, workgroups });
 }
 
 function checkTotal(name: string, out: Tensor, tensors: readonly Tensor[], scratch: Tensor): void {
@@ -64,12 +64,12 @@ function twoLevel(rec: Recorder, out: Tensor, tensors: readonly Tensor[], scratc
   for (const t of tensors.flatMap((x) => (x.size === 0 ? [] : flatChunks(KERNEL, x, REDUCE_CHUNK)))) {
     const groups = Math.ceil(t.size / REDUCE_CHUNK);
     const { workgroups, nx } = rowGrid(rec.ctx, groups);
-    rec.dispatch({ kernel: KERNEL, entryPoint: 'partial', constants, bindings: [t, scratch], params: new Params().u32(t.size).u32(0).u32(base).u32(nx), workgroups });
+    rec.dispatch({ kernel: KERNEL, entryPoint: 'partial', constants, bindings: { src: t, dst: scratch }, params: { n: t.size, c: 0, base, groups_x: nx }, workgroups });
     base += groups;
   }
   // Empty inputs leave no partials and the level-2 sum is 0.
   const finalize = { WG: wg, SQRT: square ? 1 : 0 };
-  rec.dispatch({ kernel: KERNEL, entryPoint: 'finalize', constants: finalize, bindings: [scratch, out], params: new Params().u32(base), workgroups: [1] });
+  rec.dispatch({ kernel: KERNEL, entryPoint: 'finalize', constants: finalize, bindings: { src: scratch, dst: out }, params: { n: base, c: 0, base: 0, groups_x: 0 }, workgroups: [1] });
 }
 
 /** out[0] = Σ x over every element. Writes (=) `out` [1] and `scratch` (≥ reduceScratchSize(x.size)). */

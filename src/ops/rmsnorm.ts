@@ -6,7 +6,7 @@
  * for the deterministic two-stage column sum of dweight.
  */
 import { ShapeError } from '../errors.ts';
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { type NormBackwardOptions, normBlocks, normLoopIterations } from './layernorm.ts';
 import { expectBindable, expectDistinct, expectDtype, expectScratch, expectShape, rowGrid, rowsCols, rowWorkgroupSize, expectLoopBudget } from '../gpu/checks.ts';
@@ -54,8 +54,8 @@ export function rmsnormForward(rec: Recorder, out: Tensor, rstd: Tensor, inp: Te
     kernel: KERNEL,
     entryPoint: 'forward',
     constants: { WG: wg, OFFSET: offsetOf(op, opts) },
-    bindings: [inp, weight, out, rstd, null, null, null, null],
-    params: new Params().u32(n).u32(c).f32(eps).u32(nx).u32(1).u32(1).u32(0),
+    bindings: { inp, weight, out, rstd },
+    params: { n, c, eps, nx, rb: 1, nblk: 1, accumulate: 0 },
     workgroups,
   });
 }
@@ -97,8 +97,8 @@ export function rmsnormBackward(
       kernel: KERNEL,
       entryPoint: 'backward_dinp',
       constants: { WG: wg, OFFSET: offset },
-      bindings: [inp, weight, null, rstd, dout, dinp, scratch, null],
-      params: new Params().u32(n).u32(c).f32(0).u32(nx).u32(rb).u32(nblk).u32(acc),
+      bindings: { inp, weight, rstd, dout, dinp, part: scratch },
+      params: { n, c, eps: 0, nx, rb, nblk, accumulate: acc },
       workgroups,
     });
   }
@@ -107,8 +107,8 @@ export function rmsnormBackward(
     kernel: KERNEL,
     entryPoint: 'backward_params',
     constants: { WG: wg },
-    bindings: [null, null, null, null, null, null, scratch, dweight],
-    params: new Params().u32(n).u32(c).f32(0).u32(g.rowThreads).u32(rb).u32(n > 0 ? nblk : 0).u32(acc),
+    bindings: { part: scratch, dweight },
+    params: { n, c, eps: 0, nx: g.rowThreads, rb, nblk: n > 0 ? nblk : 0, accumulate: acc },
     workgroups: g.workgroups,
   });
 }

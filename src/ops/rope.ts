@@ -10,7 +10,7 @@
  * be the input itself (rotated in place).
  */
 import { LimitError, ShapeError } from '../errors.ts';
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 
 const KERNEL = 'rope';
@@ -64,19 +64,18 @@ function rope(rec: Recorder, op: string, out: Tensor, x: Tensor, positions: Tens
   const nPairs = B * T * H * half;
   if (nPairs === 0) return;
   const { workgroups, rowThreads } = grid1d(rec.ctx, nPairs, WG);
-  const params = new Params(8 + 128).u32(nPairs).u32(rowThreads).u32(H).u32(half).f32(sign).u32(0).u32(0).u32(0);
   if (opts.invFreq !== undefined && (opts.invFreq.length !== half || !opts.invFreq.every(Number.isFinite))) {
     throw new ShapeError(op, `invFreq must hold D/2 = ${half} finite values, got ${opts.invFreq.length}`);
   }
   const invFreq = opts.invFreq ?? ropeInvFreq(D, base);
-  for (let i = 0; i < 128; i++) params.f32(i < half ? invFreq[i] : 0);
   const inPlace = out.buffer === x.buffer;
   rec.dispatch({
     kernel: KERNEL,
     entryPoint: inPlace ? 'main_inplace' : 'main',
     constants: { WG },
-    bindings: inPlace ? [null, positions, out] : [x, positions, out],
-    params,
+    bindings: { x: inPlace ? null : x, positions, y: out },
+    // inv_freq holds 128 values; those past D/2 are zero.
+    params: { n_pairs: nPairs, row_threads: rowThreads, H, half, sign, inv_freq: invFreq },
     workgroups,
   });
 }

@@ -21,7 +21,7 @@
  * logits and keys give bitwise-identical outputs.
  */
 import { ConfigError, ShapeError } from '../errors.ts';
-import { Params, type Recorder } from '../gpu/recorder.ts';
+import type { Recorder } from '../gpu/recorder.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectLoopBudget, rowGrid, rowsCols } from '../gpu/checks.ts';
@@ -128,9 +128,11 @@ export function sample(rec: Recorder, tokens: Tensor, logprobs: Tensor, logprobs
     kernel: KERNEL,
     constants: { WG: wg },
     // Without keys the keys slot is bound to logits (read-only, never read).
-    bindings: [logits, opts.keys ?? logits, tokens, logprobs, logprobsRaw],
-    params: new Params().u32(b).u32(v).u32(nx).u32(s.seed).u32(s.step).u32(s.streamBase).u32(opts.keys ? 1 : 0)
-      .f32(s.temperature).u32(s.topK).f32(s.topP),
+    bindings: { logits, keys: opts.keys ?? logits, tokens, logprobs, logprobs_raw: logprobsRaw },
+    params: {
+      b, v, nx, seed: s.seed, step: s.step, stream_base: s.streamBase, has_keys: opts.keys ? 1 : 0, temperature: s.temperature, top_k: s.topK,
+      top_p: s.topP,
+    },
     workgroups,
   });
 }

@@ -4,7 +4,7 @@
  *   softmaxForward(y, x):        y = softmax(x)                       (writes, =)
  *   softmaxBackward(dx, dy, y):  dx = y ⊙ (dy − Σ_c dy·y)             (writes, =)
  */
-import { Params, type Recorder } from '../gpu/recorder.ts';
+import type { BindingValue, Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectShape, rowGrid, rowsCols } from '../gpu/checks.ts';
 
@@ -14,10 +14,10 @@ function threads(rec: Recorder): number {
   return rec.ctx.softwareTuning ? 16 : 256;
 }
 
-function dispatchRows(rec: Recorder, entryPoint: string, bindings: readonly (Tensor | null)[], n: number, c: number): void {
+function dispatchRows(rec: Recorder, entryPoint: string, bindings: Record<string, BindingValue>, n: number, c: number): void {
   if (n === 0 || c === 0) return;
   const { workgroups, nx } = rowGrid(rec.ctx, n);
-  rec.dispatch({ kernel: KERNEL, entryPoint, constants: { WG: threads(rec) }, bindings, params: new Params().u32(n).u32(c).u32(nx), workgroups });
+  rec.dispatch({ kernel: KERNEL, entryPoint, constants: { WG: threads(rec) }, bindings, params: { n, c, rows_x: nx }, workgroups });
 }
 
 /** y = softmax(x) over the last dimension. Writes (=) `y`, same shape as `x`, f32, not aliasing it. */
@@ -28,7 +28,7 @@ export function softmaxForward(rec: Recorder, y: Tensor, x: Tensor): void {
   expectDistinct(KERNEL, [['y', y, 'x', x]]);
   expectBindable(KERNEL, rec.ctx, [['x', x], ['y', y]]);
   const [n, c] = rowsCols(KERNEL, 'x', x);
-  dispatchRows(rec, 'forward', [x, null, y], n, c);
+  dispatchRows(rec, 'forward', { x, out: y }, n, c);
 }
 
 /** dx = y ⊙ (dy − rowsum(dy ⊙ y)), the softmax's backward from its output y. Writes (=) `dx`. */
@@ -39,5 +39,5 @@ export function softmaxBackward(rec: Recorder, dx: Tensor, dy: Tensor, y: Tensor
   expectDistinct(KERNEL, [['dx', dx, 'dy', dy], ['dx', dx, 'y', y]]);
   expectBindable(KERNEL, rec.ctx, [['dx', dx], ['dy', dy], ['y', y]]);
   const [n, c] = rowsCols(KERNEL, 'y', y);
-  dispatchRows(rec, 'backward', [dy, y, dx], n, c);
+  dispatchRows(rec, 'backward', { x: dy, y_in: y, out: dx }, n, c);
 }

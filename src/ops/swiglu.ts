@@ -6,7 +6,7 @@
  * tensor. Outputs may not alias inputs.
  */
 import { ShapeError } from '../errors.ts';
-import { Params, grid1d, type Recorder } from '../gpu/recorder.ts';
+import { type BindingValue, grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectSameShapes } from '../gpu/checks.ts';
 
@@ -27,10 +27,10 @@ function actId(op: string, opts: GatedOptions): number {
   return a === 'silu' ? 0 : 1;
 }
 
-function dispatch(rec: Recorder, entryPoint: string, n: number, act: number, bindings: (Tensor | null)[]): void {
+function dispatch(rec: Recorder, entryPoint: string, n: number, act: number, bindings: Record<string, BindingValue>): void {
   if (n === 0) return;
   const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
-  rec.dispatch({ kernel: KERNEL, entryPoint, constants: { WG, ACT: act }, bindings, params: new Params().u32(n).u32(rowThreads), workgroups });
+  rec.dispatch({ kernel: KERNEL, entryPoint, constants: { WG, ACT: act }, bindings, params: { n, row_threads: rowThreads }, workgroups });
 }
 
 /** out = act(gate)·up; writes (=) out. */
@@ -39,7 +39,7 @@ export function swigluForward(rec: Recorder, out: Tensor, gate: Tensor, up: Tens
   expectSameShapes(op, [['out', out], ['gate', gate], ['up', up]]);
   expectDistinct(op, [['out', out, 'gate', gate], ['out', out, 'up', up]]);
   expectBindable(op, rec.ctx, [['gate', gate], ['up', up], ['out', out]]);
-  dispatch(rec, 'forward', gate.size, actId(op, opts), [gate, up, out, null, null, null]);
+  dispatch(rec, 'forward', gate.size, actId(op, opts), { gate, up, out });
 }
 
 /** dgate = dout·up·act'(g), dup = dout·act(g); writes (=) both. */
@@ -52,5 +52,5 @@ export function swigluBackward(rec: Recorder, dgate: Tensor, dup: Tensor, dout: 
   }
   expectDistinct(op, pairs);
   expectBindable(op, rec.ctx, [['gate', gate], ['up', up], ['dout', dout], ['dgate', dgate], ['dup', dup]]);
-  dispatch(rec, 'backward', gate.size, actId(op, opts), [gate, up, null, dout, dgate, dup]);
+  dispatch(rec, 'backward', gate.size, actId(op, opts), { gate, up, dout, dgate, dup });
 }

@@ -9,7 +9,7 @@
  * is src/algorithms/loss_terms.ts's clippedValueLoss.
  */
 import { ConfigError, ShapeError } from '../errors.ts';
-import { Params, type Recorder } from '../gpu/recorder.ts';
+import type { Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 import { expectBindable, expectDistinct, expectDtype, expectShape } from '../gpu/checks.ts';
 import type { ValueLossSpec } from '../algorithms/loss_spec.ts';
@@ -57,8 +57,8 @@ export function valueLoss(rec: Recorder, out: ValueLossOutputs, inputs: ValueLos
   rec.dispatch({
     kernel: KERNEL,
     constants: { RWG: 256 },
-    bindings: [values, old, returns, weights, out.dvalues, out.stats],
-    params: new Params().u32(n).u32(spec.clip === null ? 0 : 1).f32(spec.clip ?? 0).f32(coef),
+    bindings: { values, old_values: old, returns, weights, dvalues: out.dvalues, stats: out.stats },
+    params: { n, use_clip: spec.clip === null ? 0 : 1, eps: spec.clip ?? 0, coef },
     workgroups: [1],
   });
 }

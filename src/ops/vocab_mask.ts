@@ -11,7 +11,7 @@
  */
 import { ConfigError } from '../errors.ts';
 import { expectBindable, expectDtype, rowsCols } from '../gpu/checks.ts';
-import { grid1d, Params, type Recorder } from '../gpu/recorder.ts';
+import { grid1d, type Recorder } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
 
 const KERNEL = 'vocab_mask';
@@ -60,5 +60,5 @@ export function vocabMask(rec: Recorder, logits: Tensor, allowed: Tensor): void 
   const n = B * V;
   if (n === 0) return;
   const { workgroups, rowThreads } = grid1d(rec.ctx, n, WG);
-  rec.dispatch({ kernel: KERNEL, entryPoint: 'main', constants: { WG }, bindings: [logits, allowed], params: new Params().u32(n).u32(V).u32(rowThreads).u32(0xff800000), workgroups });
+  rec.dispatch({ kernel: KERNEL, entryPoint: 'main', constants: { WG }, bindings: { logits, allowed }, params: { n, v: V, row_threads: rowThreads, neg_inf: 0xff800000 }, workgroups });
 }

@@ -1,12 +1,10 @@
 // Type variants of kernels (scripts/gen-kernels.mjs): `// @variant` lines turn one f32 WGSL
 // source into its f16-storage twin by alias substitution, keeping line numbers; bad variant lines
 // stop the build; the bundled f16 kernels come from their f32 files, not from copies.
-// Also: the writable bindings the recorder reads from a kernel source (pipelines.ts writableBindings).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bundle, variantsOf } from '../../scripts/gen-kernels.mjs';
-import { bundledKernel, bundledKernelNames, writableBindings } from '../../src/gpu/pipelines.ts';
 
 const SRC = [
   '// k.wgsl — a test kernel',
@@ -53,30 +51,5 @@ describe('kernel type variants', () => {
       expect(differ.map((l) => /^alias (\w+) = /.exec(l!)?.[1])).toEqual([...aliases]);
       expect(differ.every((l) => /f16/.test(l!))).toBe(true);
     }
-  });
-});
-
-describe('writable bindings (what a dispatch may write: src/gpu/kept_texels.ts tracks writes with it)', () => {
-  it('finds read_write storage bindings in either attribute order, skipping comments and read-only ones', () => {
-    const src = [
-      '// @group(0) @binding(9) var<storage, read_write> commented: array<f32>;',
-      '/* @binding(8) var<storage, read_write> also: array<f32>; */',
-      '@group(0) @binding(0) var<storage, read> x: array<f32>;',
-      '@binding(3) @group(0) var<storage,read_write> y: array<f32>;',
-      '@group(0)\n  @binding(1)\n  var < storage , read_write > z: array<atomic<u32>>;',
-      '@group(0) @binding(2) var<uniform> p: P;',
-      '@group(0) @binding(4) var t: texture_2d<f32>;',
-    ].join('\n');
-    expect(writableBindings(src)).toEqual([1, 3]);
-  });
-
-  it('every bundled kernel declares at least one, and as many as its source says read_write', () => {
-    for (const name of bundledKernelNames()) {
-      const src = bundledKernel(name)!;
-      const w = writableBindings(src);
-      expect(w.length, name).toBeGreaterThan(0);
-      expect(w.length, name).toBe(src.replace(/\/\/[^\n]*/g, '').match(/read_write/g)!.length);
-    }
-    expect(writableBindings(bundledKernel('matmul')!)).toEqual([8]);
   });
 });

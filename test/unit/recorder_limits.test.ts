@@ -1,10 +1,20 @@
 // Host-side checks of the recorder and the 1-D grid helper, with a fake context (no GPU needed).
 import { describe, expect, it } from 'vitest';
-import { grid1d, Params, Recorder } from '../../src/gpu/recorder.ts';
+import { grid1d, Recorder } from '../../src/gpu/recorder.ts';
+import { KernelLayout } from '../../src/gpu/kernel_layout.ts';
 import { Tensor } from '../../src/gpu/tensor.ts';
 import type { GpuContext } from '../../src/gpu/device.ts';
 import { LimitError } from '../../src/errors.ts';
 import { fakeDevice } from './fake_gpu.ts';
+
+// Kernel "k": reads x, writes y, reads the uniform n.
+const K = new KernelLayout('k', `
+struct P { n: u32 }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<uniform> p: P;
+@compute @workgroup_size(1) fn main() { y[0] = x[0] + f32(p.n); }
+`);
 
 function fakeCtx(limits: Record<string, number>): GpuContext {
   const device = fakeDevice(limits);
@@ -12,7 +22,7 @@ function fakeCtx(limits: Record<string, number>): GpuContext {
     device,
     hasTimestamps: false,
     limit: (n: string) => limits[n],
-    pipelines: { get: () => new Promise(() => {}) },
+    pipelines: { get: () => new Promise(() => {}), layout: () => K },
   } as unknown as GpuContext;
 }
 
@@ -41,34 +51,23 @@ describe('Recorder limits', () => {
   const big = new Tensor(ctx, {} as GPUBuffer, [257], 'f32', 'o', 'big');
   it('refuses a binding over maxStorageBufferBindingSize, naming the kernel and the tensor', () => {
     const rec = new Recorder(ctx);
-    expect(() => rec.dispatch({ kernel: 'k', bindings: [small, big], workgroups: [1] })).toThrow(LimitError);
-    expect(() => rec.dispatch({ kernel: 'k', bindings: [small, big], workgroups: [1] }))
-      .toThrow(/k: binding 1 \(Tensor\(big: f32\[257\]\)\) is 1028 bytes, over the device's maxStorageBufferBindingSize of 1024/);
+    expect(() => rec.dispatch({ kernel: 'k', bindings: { x: small, y: big }, params: { n: 1 }, workgroups: [1] })).toThrow(LimitError);
+    expect(() => rec.dispatch({ kernel: 'k', bindings: { x: small, y: big }, params: { n: 1 }, workgroups: [1] }))
+      .toThrow(/k: binding y \(Tensor\(big: f32\[257\]\)\) is 1028 bytes, over the device's maxStorageBufferBindingSize of 1024/);
     expect(rec.pending).toBe(0);
   });
   it('refuses workgroup counts over the per-dimension limit', () => {
     const rec = new Recorder(ctx);
-    expect(() => rec.dispatch({ kernel: 'k', bindings: [small], workgroups: [65536] })).toThrow(/k: workgroup count 65536/);
-    expect(() => rec.dispatch({ kernel: 'k', bindings: [small], workgroups: [1, 1.5] })).toThrow(LimitError);
+    const bindings = { x: small, y: small };
+    expect(() => rec.dispatch({ kernel: 'k', bindings, params: { n: 1 }, workgroups: [65536] })).toThrow(/k: workgroup count 65536/);
+    expect(() => rec.dispatch({ kernel: 'k', bindings, params: { n: 1 }, workgroups: [1, 1.5] })).toThrow(LimitError);
   });
   it('cannot be submitted twice', async () => {
     const rec = new Recorder(ctx);
     const p = rec.submit();
     p.catch(() => {}); // the fake device cannot really submit; only the guard is under test
-    expect(() => rec.dispatch({ kernel: 'k', bindings: [small], workgroups: [1] })).toThrow(/already submitted/);
+    expect(() => rec.dispatch({ kernel: 'k', bindings: { x: small, y: small }, params: { n: 1 }, workgroups: [1] })).toThrow(/already submitted/);
     await expect(rec.submit()).rejects.toThrow(/already submitted/);
-  });
-});
-
-describe('Params', () => {
-  it('packs u32, i32 and f32 little-endian, padded to 16 bytes', () => {
-    const b = new Params().u32(7).i32(-2).f32(1.5).bytes();
-    expect(b.byteLength).toBe(16);
-    const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    expect(v.getUint32(0, true)).toBe(7);
-    expect(v.getInt32(4, true)).toBe(-2);
-    expect(v.getFloat32(8, true)).toBe(1.5);
-    expect(new Params().u32(1).u32(2).u32(3).u32(4).u32(5).bytes().byteLength).toBe(32);
   });
 });
 

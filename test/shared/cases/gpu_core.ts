@@ -13,7 +13,7 @@ import {
 } from '../../../src/errors.ts';
 import { acquireGpu, type GpuContext } from '../../../src/gpu/device.ts';
 import { KernelProfiler } from '../../../src/gpu/profiler.ts';
-import { Params, readTensor, Recorder, texelTableWidth } from '../../../src/gpu/recorder.ts';
+import { readTensor, Recorder, texelTableWidth } from '../../../src/gpu/recorder.ts';
 import { emptyTensor, tensorFrom, zerosTensor } from '../../../src/gpu/tensor.ts';
 import { attentionTuning } from '../../../src/ops/attention.ts';
 import { HARDWARE_MATMUL_CONFIG, matmulConfigFor } from '../../../src/ops/matmul.ts';
@@ -135,7 +135,7 @@ export const gpuCoreCases: GpuCase[] = [
       // The recorder reports the same error from submit(), and rejects its reads with it.
       const t = zerosTensor(ctx, [4], 'f32', { owner: 'case', label: 'x' });
       const rec = new Recorder(ctx);
-      rec.dispatch({ kernel: 'broken_kernel', bindings: [], workgroups: [1] });
+      rec.dispatch({ kernel: 'broken_kernel', bindings: {}, workgroups: [1] });
       const read = rec.read(t);
       read.catch(() => {});
       let subErr: unknown;
@@ -174,7 +174,7 @@ export const gpuCoreCases: GpuCase[] = [
       for (const how of ['plain', 'timed', 'profiled'] as const) {
         const label = `bad usage ${how}`;
         const rec = new Recorder(ctx, { label, timing: how === 'timed' });
-        rec.dispatch({ kernel: 'residual', entryPoint: 'add', constants: { WG: 64 }, bindings: [t, t, t], params: new Params().u32(16).u32(64).f32(1), workgroups: [1] });
+        rec.dispatch({ kernel: 'residual', entryPoint: 'add', constants: { WG: 64 }, bindings: { a: t, b: t, out: t }, params: { n: 16, row_threads: 64, s: 1 }, workgroups: [1] });
         const read = rec.read(t);
         read.catch(() => {});
         if (how === 'profiled') ctx.profiler = new KernelProfiler();

@@ -304,7 +304,7 @@ export const matmulCases: GpuCase[] = [
       const c1 = empty(ctx, [M, N], 'f32', 'c1'), c2 = empty(ctx, [M, N], 'f32', 'c2'), cb = empty(ctx, [M, N], 'f32', 'cb');
       const tex: MatmulConfig = { ...matmulConfigFor(ctx, { M, N, K }), kernel: 'register', reads: 'texture' };
       const plan = planMatmul(ctx, c1, a, b, { transB: true, config: tex });
-      const ranges = plan.textures.filter((t) => t.binding === 10);
+      const ranges = plan.textures.filter((t) => t.binding === 'B_tex');
       assert.isAtLeast(ranges.length, 2);
       for (const r of ranges) assert.isAtMost(r.tensor.bindingBytes, MAX_TEXTURE_COPY_BYTES);
       // Two products in one recording: the textures of the first are given back and reused.
