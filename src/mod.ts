@@ -42,6 +42,8 @@ export type { SafetensorsErrorKind, WeightsErrorKind } from './model/errors.ts';
 // ─── Jobs: one call from an environment to a trained adapter, and the runner under it ──────────
 export { jobOptions, train, TRAIN_DEFAULTS } from './runtime/train.ts';
 export type { LoadedModel, TrainResult, TrainSettings } from './runtime/train.ts';
+export { trainAgents } from './runtime/agents_job.ts';
+export type { AgentsEvaluation, AgentsResult, AgentsSettings, AgentsStepMetrics, SeatSettings } from './runtime/agents_job.ts';
 export type { SampleTextOptions } from './runtime/policy.ts';
 export { ALGOS, runTraining } from './runtime/rl_job.ts';
 export type { Algo, JobOptions, JobResult, JobSummary, StepMetrics } from './runtime/rl_job.ts';
@@ -95,6 +97,9 @@ export {
   llamaToolSyntax,
   nimEnv,
   nimRandomPolicy,
+  signalEnv,
+  signalRandomListener,
+  signalRandomSpeaker,
   parseAction,
   plainFormat,
   replayDemonstrations,
@@ -115,6 +120,7 @@ export type {
   GuessNumberOptions,
   HfChatFormatOptions,
   NimOptions,
+  SignalOptions,
   ParsedAction,
   PlainFormatOptions,
   PromptEnvOptions,

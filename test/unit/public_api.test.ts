@@ -31,7 +31,8 @@ const VALUES = [
   'plainFormat', 'policyLossReference', 'ppoDatums', 'ppoLoss', 'preset', 'readKvMetrics',
   'reinforceAdvantages', 'reinforceDatums', 'replayDemonstrations', 'replayTurnBasedDemonstrations',
   'rlooAdvantages', 'rlooDatums', 'rolloutGroups', 'rolloutMultiTurn', 'rolloutSingleTurn',
-  'rolloutTurnBased', 'runTraining', 'runTrainingRecovering', 'sftDatums', 'tagToolSyntax', 'train',
+  'rolloutTurnBased', 'runTraining', 'runTrainingRecovering', 'sftDatums', 'signalEnv', 'signalRandomListener', 'signalRandomSpeaker',
+  'tagToolSyntax', 'train', 'trainAgents',
   'trajectoryToDatum', 'valueLossSpec', 'workerServiceSource', 'writeSafetensors',
 ];
 
@@ -55,6 +56,7 @@ const TYPES = [
   'TrainingClient', 'TrainingClientOptions', 'Trajectory', 'TrajectoryGroup', 'Turn', 'TurnBasedEnvSpec',
   'TurnBasedEnvironment', 'TurnBasedOptions', 'TurnObservation', 'TurnStepResult', 'WeightsErrorKind',
   'WorkerServiceEvent', 'WorkerServiceOptions', 'WorkerTrainingClientOptions',
+  'AgentsEvaluation', 'AgentsResult', 'AgentsSettings', 'AgentsStepMetrics', 'SeatSettings', 'SignalOptions',
 ];
 
 const NAMESPACES = ['engine', 'gpu', 'ops', 'runtime'];

@@ -1,0 +1,268 @@
+/**
+ * Several agents that learn from each other: `trainAgents({ env, seats })` trains one LoRA agent
+ * per seat of a turn-based game, all on one shared base, each with its own algorithm (any of the
+ * job runner's, JOB_ALGORITHMS) and learning rate. The agents address each other through the game:
+ * what one says reaches the others only as their observations (the multi-agent protocol,
+ * src/env/multiagent.ts), so each agent's trajectories hold its own actions alone and its loss
+ * gives it credit for its own tokens only.
+ *
+ * The run: a shared full-parameter SFT warm start on the game's demonstrations (each demonstration
+ * names the seat it teaches; the job runner's warm start, as `npm run train` runs it) — or given
+ * `weights` — then per step `groups` games played `groupSize` times by all the agents at once
+ * (one sampling call per seat per round), and one optimizer step per agent on its own groups
+ * (group-relative advantages compare attempts at the same game from the same seat). Held-out games
+ * before and after: the agents together, and for each seat with a scripted stand-in in `partners`,
+ * the others with that stand-in in its place — the partner-swap test: when an agent's contribution
+ * is real, success falls without it.
+ *
+ * Everything is seeded (the step's games, each seat's sampler streams, each adapter's init): the
+ * same settings on the same adapter give the same bytes.
+ */
+import { type AlgoStepContext, JOB_ALGORITHMS, type RlAlgo } from './job_algorithms.ts';
+import { Agent } from '../env/agent.ts';
+import { groupEpisodes } from '../env/batch.ts';
+import { rolloutTurnBased, type ScriptedPolicy, type Seat, type TurnBasedBatch } from '../env/multiagent.ts';
+import type { Trajectory, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
+import { ConfigError } from '../errors.ts';
+import type { LoraConfig, ModelConfig } from '../model/config.ts';
+import { ByteTokenizer } from '../model/tokenizer/byte.ts';
+import { EMPTY_BASELINE } from '../algorithms/advantages.ts';
+import { acquireGpu } from '../gpu/device.ts';
+import { LocalService } from './local_service.ts';
+import { Rng } from '../util/rng.ts';
+import type { HostParams, SamplingClient, ServiceClient, TrainingClient } from './clients.ts';
+import { JOB_FORMAT, type JobEnv } from './job_envs.ts';
+import { runTraining, stepSeed } from './rl_job.ts';
+import { int, jobOptions, pos, TRAIN_DEFAULTS } from './train.ts';
+import { trainStep } from './train_step.ts';
+
+/** One seat's learner. */
+export interface SeatSettings {
+  /** Names the agent in trajectories, metrics and errors. */
+  readonly name: string;
+  /** Default 'grpo'. */
+  readonly algo?: RlAlgo;
+  /** Default TRAIN_DEFAULTS.lr (LoRA from scratch). */
+  readonly lr?: number;
+  /** LoRA rank (alpha 2·rank); default TRAIN_DEFAULTS.loraRank. */
+  readonly loraRank?: number;
+}
+
+export interface AgentsSettings {
+  readonly env: TurnBasedEnvSpec;
+  /** One per player, in seat order. */
+  readonly seats: readonly SeatSettings[];
+  /** A from-scratch preset (default 'gpt2-100k'). */
+  readonly model?: string;
+  /** The shared base's weights instead of a warm start (e.g. an earlier run's `base`). */
+  readonly weights?: HostParams;
+  /** The shared SFT warm start (the job runner's defaults but steps); null: none. Default 200 steps. */
+  readonly warmStart?: { readonly steps?: number; readonly demos?: number; readonly batchSize?: number; readonly lr?: number } | null;
+  readonly steps?: number;
+  readonly groups?: number;
+  readonly groupSize?: number;
+  readonly seed?: number;
+  /** Tokens per action (default 24) and the context (default 256). */
+  readonly maxNewTokens?: number;
+  readonly context?: number;
+  /** Actions per seat per game (default 16). */
+  readonly maxTurns?: number;
+  /** Held-out games per evaluation (0: none); default 128. */
+  readonly evalGames?: number;
+  /** Scripted stand-ins by seat for the partner-swap test (e.g. a speaker without a code). */
+  readonly partners?: readonly (ScriptedPolicy | undefined)[];
+  readonly onStep?: (m: AgentsStepMetrics) => void;
+  /** Where the job runs (a LocalService, a WorkerService); default a LocalService on a device acquired for the run. */
+  readonly service?: ServiceClient;
+}
+
+export interface AgentsStepMetrics {
+  readonly step: number;
+  /** Share of the step's games that were a success for the first seat (env.success, default reward > 0). */
+  readonly success: number;
+  /** Per seat: mean reward, datums trained on (0: every group tied), the trained loss. */
+  readonly reward: readonly number[];
+  readonly datums: readonly number[];
+  readonly loss: readonly number[];
+  readonly seconds: number;
+}
+
+export interface AgentsEvaluation {
+  /** Success with every agent in its seat. */
+  readonly together: number;
+  /** Per seat: success with that seat's partner stand-in in place of its agent (null: no stand-in given). */
+  readonly swapped: readonly (number | null)[];
+}
+
+export interface AgentsResult {
+  readonly before: AgentsEvaluation;
+  readonly after: AgentsEvaluation;
+  readonly steps: readonly AgentsStepMetrics[];
+  readonly cfg: ModelConfig;
+  readonly lora: LoraConfig;
+  /** The shared base (the warm-started weights) and each seat's adapter. */
+  readonly base: HostParams;
+  readonly adapters: readonly HostParams[];
+  readonly wallSeconds: number;
+}
+
+const GAME_STREAM = 0x5ea7;
+
+const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'onStep', 'service'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'loraRank'];
+
+/** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
+export function checkAgentsSettings(s: AgentsSettings): void {
+  if (typeof s !== 'object' || s === null) throw new ConfigError('settings', 'expected an object');
+  for (const k of Object.keys(s)) if (!KEYS.includes(k)) throw new ConfigError(k, `unknown setting (known: ${KEYS.join(', ')})`);
+  if (typeof s.env !== 'object' || s.env === null || typeof s.env.create !== 'function' || !Number.isInteger(s.env.numPlayers)) {
+    throw new ConfigError('env', 'expected a turn-based environment spec ({ name, numPlayers, create() })');
+  }
+  if (!Array.isArray(s.seats) || s.seats.length !== s.env.numPlayers) {
+    throw new ConfigError('seats', `${s.env.name} has ${s.env.numPlayers} players: give one seat each, got ${Array.isArray(s.seats) ? s.seats.length : typeof s.seats}`);
+  }
+  const names = new Set<string>();
+  (s.seats as readonly SeatSettings[]).forEach((seat, k) => {
+    if (typeof seat !== 'object' || seat === null) throw new ConfigError(`seats[${k}]`, 'expected { name, algo?, lr?, loraRank? }');
+    for (const key of Object.keys(seat)) if (!SEAT_KEYS.includes(key)) throw new ConfigError(`seats[${k}].${key}`, `unknown setting (known: ${SEAT_KEYS.join(', ')})`);
+    if (typeof seat.name !== 'string' || seat.name === '' || names.has(seat.name)) throw new ConfigError(`seats[${k}].name`, 'expected a non-empty name of its own');
+    names.add(seat.name);
+    if (seat.algo !== undefined && !Object.hasOwn(JOB_ALGORITHMS, seat.algo)) {
+      throw new ConfigError(`seats[${k}].algo`, `unknown algorithm "${seat.algo}" (known: ${Object.keys(JOB_ALGORITHMS).join(', ')})`);
+    }
+    if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
+    if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);
+  });
+  for (const [k, min] of [['steps', 0], ['groups', 1], ['groupSize', 1], ['seed', 0], ['evalGames', 0], ['maxNewTokens', 1], ['context', 8], ['maxTurns', 1]] as const) {
+    if (s[k] !== undefined) int(k, s[k], min);
+  }
+  const gs = s.groupSize ?? 8;
+  (s.seats as readonly SeatSettings[]).forEach((seat, k) => {
+    const need = JOB_ALGORITHMS[seat.algo ?? 'grpo'].minGroupSize;
+    if (gs < need) throw new ConfigError('groupSize', `seat ${k} (${seat.name}) learns with ${seat.algo ?? 'grpo'}, which compares at least ${need} attempts per game`);
+  });
+  if (s.partners !== undefined && (!Array.isArray(s.partners) || s.partners.length > s.env.numPlayers)) {
+    throw new ConfigError('partners', `expected at most one stand-in per seat (${s.env.numPlayers})`);
+  }
+}
+
+/** Success of one seat's trajectory by the environment's rule (default: reward > 0). */
+function successOf(spec: TurnBasedEnvSpec, t: Trajectory): boolean {
+  return spec.success ? spec.success(t) : t.reward > 0;
+}
+
+/** Share of `batch`'s games that were a success for its first learning seat. */
+function successShare(spec: TurnBasedEnvSpec, batch: TurnBasedBatch): number {
+  const seat = batch.seats.find((b) => b !== null);
+  const trajs = seat ? seat.groups.flatMap((g) => g.trajectories) : [];
+  return batch.games.length === 0 ? 0 : trajs.filter((t) => successOf(spec, t)).length / batch.games.length;
+}
+
+/**
+ * Trains one agent per seat of `s.env` on a shared base; see the header. Settings are checked
+ * before any GPU work. A given `service` stays open; without one the run acquires the device.
+ */
+export async function trainAgents(s: AgentsSettings): Promise<AgentsResult> {
+  checkAgentsSettings(s);
+  if (s.service) return await runAgents(s.service, s);
+  const ctx = await acquireGpu({ label: 'trainAgents' });
+  const tok = new ByteTokenizer();
+  const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+  try {
+    return await runAgents(service, s);
+  } finally {
+    await service.close();
+    ctx.destroy();
+  }
+}
+
+async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<AgentsResult> {
+  const t0 = performance.now();
+  const seed = s.seed ?? 0;
+  const env: JobEnv = { name: s.env.name, kind: 'game', spec: s.env, maxTurns: s.maxTurns ?? 16, maxNewTokens: s.maxNewTokens ?? 24, format: JOB_FORMAT, context: s.context ?? 256 };
+  const rank = Math.max(...s.seats.map((x) => x.loraRank ?? TRAIN_DEFAULTS.loraRank));
+  // The shared warm start is the job runner's (a job with no RL steps): its base is the warm weights.
+  const w = s.warmStart === undefined ? { steps: 200 } : s.warmStart;
+  const job = jobOptions({
+    env, model: s.model ?? 'gpt2-100k', seed, steps: 0, evalEpisodes: 0, lora: { rank }, progress: false,
+    warmStart: w === null || s.weights ? null : w, ...(s.weights ? { weights: s.weights } : {}), id: `agents-${s.env.name}`,
+  });
+  const base = s.weights ?? (await runTraining(service, job)).trained.base;
+  if (!base) throw new Error('trainAgents: the warm start kept no base');
+  const cfg = job.model;
+  const tok = new ByteTokenizer();
+  const pack = { rows: job.rows, maxSeqLen: cfg.maxSeqLen, padId: tok.padId };
+  const modelId = await service.createModel(cfg, { params: base, id: `agents-${s.env.name}-base` });
+  const clients: TrainingClient[] = [];
+  const samplers: SamplingClient[] = [];
+  try {
+    const loras: LoraConfig[] = s.seats.map((x) => ({ ...job.lora!, rank: x.loraRank ?? TRAIN_DEFAULTS.loraRank, alpha: 2 * (x.loraRank ?? TRAIN_DEFAULTS.loraRank) }));
+    const ctxs: AlgoStepContext[] = [];
+    for (const [k, seat] of s.seats.entries()) {
+      const algo = JOB_ALGORITHMS[seat.algo ?? 'grpo'];
+      const make = (id: string) => service.createTrainingClient({ modelId, trainable: 'lora', lora: loras[k], seed: seed + k, valueHead: algo.valueHead && id === seat.name, id: `agents/${id}` });
+      const policy = await make(seat.name);
+      clients.push(policy);
+      const reference = algo.reference ? await make(`${seat.name}-reference`) : null;
+      if (reference) clients.push(reference);
+      ctxs.push({ policy, reference, pack, baseline: EMPTY_BASELINE });
+      samplers.push(await policy.samplingClient());
+    }
+    const agent = (k: number) => new Agent({
+      sample: samplers[k].sample, id: s.seats[k].name, tokenizer: tok, maxTurns: env.maxTurns, maxNewTokens: env.maxNewTokens,
+      maxSequenceTokens: cfg.maxSeqLen, temperature: job.temperature, format: JOB_FORMAT,
+    });
+    const play = (seats: Seat[], games: number, gameSeed: number) =>
+      rolloutTurnBased(s.env, seats, groupEpisodes(games, 1, gameSeed), { seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers });
+    const evaluateAll = async (): Promise<AgentsEvaluation> => {
+      const n = s.evalGames ?? 128;
+      if (n === 0) return { together: 0, swapped: s.seats.map(() => null) };
+      const evalSeed = new Rng(seed, 0xe7a1).nextU32();
+      const together = successShare(s.env, await play(s.seats.map((_, k) => agent(k)), n, evalSeed));
+      const swapped: (number | null)[] = [];
+      for (let k = 0; k < s.seats.length; k++) {
+        const p = s.partners?.[k];
+        swapped.push(p ? successShare(s.env, await play(s.seats.map((_, j) => (j === k ? p : agent(j))), n, evalSeed)) : null);
+      }
+      return { together, swapped };
+    };
+
+    const before = await evaluateAll();
+    const steps: AgentsStepMetrics[] = [];
+    for (let step = 0; step < (s.steps ?? 20); step++) {
+      const ts = performance.now();
+      const gameSeed = stepSeed(seed, step);
+      const batch = await rolloutTurnBased(s.env, s.seats.map((_, k) => agent(k)), groupEpisodes(s.groups ?? 8, s.groupSize ?? 8, gameSeed), {
+        seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers,
+      });
+      const reward: number[] = [], datums: number[] = [], loss: number[] = [];
+      for (const [k, seat] of s.seats.entries()) {
+        const groups: TrajectoryGroup[] = [...(batch.seats[k]?.groups ?? [])];
+        const rs = groups.flatMap((g) => g.trajectories.map((t) => t.reward));
+        reward.push(rs.length === 0 ? 0 : rs.reduce((a, b) => a + b, 0) / rs.length);
+        // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
+        const st = await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(ctxs[k], groups, gameSeed + k);
+        datums.push(st.datums);
+        if (st.batches.length === 0) {
+          loss.push(0);
+          continue;
+        }
+        const out = await trainStep(ctxs[k].policy, st.batches, st.loss, { lr: seat.lr ?? TRAIN_DEFAULTS.lr, maxGradNorm: job.maxGradNorm });
+        loss.push(st.reportedLoss ?? out.loss);
+        await samplers[k].close();
+        samplers[k] = await ctxs[k].policy.samplingClient();
+      }
+      const m: AgentsStepMetrics = { step, success: successShare(s.env, batch), reward, datums, loss, seconds: (performance.now() - ts) / 1000 };
+      steps.push(m);
+      s.onStep?.(m);
+    }
+    const after = await evaluateAll();
+    const adapters: HostParams[] = [];
+    for (const c of ctxs) adapters.push(await c.policy.weights());
+    return { before, after, steps, cfg, lora: loras[0], base, adapters, wallSeconds: (performance.now() - t0) / 1000 };
+  } finally {
+    for (const sm of samplers) await sm.close().catch(() => {});
+    for (const c of clients) await c.close().catch(() => {});
+    await service.releaseModel(modelId).catch(() => {});
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * Several agents at once (src/runtime/agents_job.ts) on the engine, Deno suite only (minutes on
+ * SwiftShader): tiny-gpt2, a two-seat "relay" game whose rewards differ per seat and per action
+ * (so groups never tie and both agents train), seats with their own algorithm (GRPO, RLOO) and
+ * learning rate. Checks: each agent trains on its own trajectories alone (datums = its games'
+ * attempts), both adapters move from their zero-B start, the partner-swap evaluation runs with a
+ * scripted stand-in, the metrics' shapes; and the same settings twice give the same bytes.
+ */
+import { assert } from 'chai';
+import type { ScriptedPolicy } from '../../../src/env/multiagent.ts';
+import type { TurnBasedEnvSpec, TurnBasedEnvironment } from '../../../src/env/types.ts';
+import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
+import { type AgentsSettings, trainAgents } from '../../../src/runtime/agents_job.ts';
+import { LocalService } from '../../../src/runtime/local_service.ts';
+import type { GpuCase } from '../register.ts';
+
+const tok = new ByteTokenizer();
+
+/**
+ * Relay: seat 1 says something, seat 2 hears it and says something. Seat 1 earns the share of
+ * characters with an even code in what it said, seat 2 the share under 'a' in its own reply — a
+ * random model's attempts score apart, so groups do not tie.
+ */
+function relayEnv(): TurnBasedEnvSpec {
+  const share = (s: string, ok: (c: number) => boolean) => (s.length === 0 ? 0 : [...s].filter((ch) => ok(ch.charCodeAt(0))).length / s.length);
+  const create = (): TurnBasedEnvironment => {
+    let first = '';
+    let turn = 0;
+    return {
+      name: 'relay',
+      numPlayers: 2,
+      async reset(seed) {
+        turn = 0;
+        return { player: 0, observation: `Relay ${seed % 7}. Say something.` };
+      },
+      async step(action) {
+        if (turn++ === 0) {
+          first = action;
+          return { player: 1, observation: `They said: ${action.slice(0, 12)}. Reply.`, rewardsP: [share(first, (c) => c % 2 === 0), 0], done: false };
+        }
+        return { player: 1, observation: 'Over.', rewardsP: [0, share(action, (c) => c < 97)], done: true };
+      },
+    };
+  };
+  return { name: 'relay', numPlayers: 2, create, demonstrations: (n, rng) => Array.from({ length: n }, (_, i) => ({ seed: rng.nextU32(), actions: ['hello', '42'], ...(i % 2 ? { player: 1 } : {}) })) };
+}
+
+const quiet: ScriptedPolicy = { kind: 'scripted', id: 'quiet', act: () => 'zzz' };
+
+const settings = (onStep?: AgentsSettings['onStep']): AgentsSettings => ({
+  env: relayEnv(),
+  seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2 }, { name: 'replier', algo: 'rloo', lr: 1e-2, loraRank: 2 }],
+  model: 'tiny-gpt2', warmStart: { steps: 2, demos: 8, batchSize: 4 }, steps: 2, groups: 2, groupSize: 3, seed: 5,
+  maxNewTokens: 6, context: 96, maxTurns: 1, evalGames: 4, partners: [quiet, undefined], ...(onStep ? { onStep } : {}),
+});
+
+export const agentsJobCases: GpuCase[] = [
+  {
+    name: 'trainAgents: two agents with their own algorithms learn on their own trajectories; partner swap; same seed → same bytes',
+    async fn(ctx) {
+      const run = async (onStep?: AgentsSettings['onStep']) => {
+        const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+        try {
+          return await trainAgents({ ...settings(onStep), service });
+        } finally {
+          await service.close();
+        }
+      };
+      const seen: number[] = [];
+      const a = await run((m) => seen.push(m.step));
+      assert.deepEqual(seen, [0, 1]);
+      assert.lengthOf(a.steps, 2);
+      for (const m of a.steps) {
+        assert.lengthOf(m.reward, 2);
+        // Every game's attempts differ per seat: each agent trains on all of its own 2 × 3 trajectories, no more.
+        assert.deepEqual(m.datums, [6, 6]);
+        for (const l of m.loss) assert.isTrue(Number.isFinite(l));
+        assert.isAtLeast(m.success, 0);
+        assert.isAtMost(m.success, 1);
+      }
+      assert.lengthOf(a.adapters, 2);
+      for (const ad of a.adapters) {
+        const moved = Object.entries(ad).filter(([k]) => k.endsWith('lora_b')).some(([, v]) => v.some((x) => x !== 0));
+        assert.isTrue(moved, 'an adapter did not move');
+      }
+      // The two agents are apart: different seeds, algorithms and rates.
+      const key = Object.keys(a.adapters[0]).find((k) => k.endsWith('lora_b'))!;
+      assert.notDeepEqual(Array.from(a.adapters[0][key]), Array.from(a.adapters[1][key]));
+      for (const e of [a.before, a.after]) {
+        assert.lengthOf(e.swapped, 2);
+        assert.isNumber(e.swapped[0]);
+        assert.isNull(e.swapped[1]);
+      }
+      const b = await run();
+      assert.deepEqual(b.steps.map((m) => [m.reward, m.loss, m.datums, m.success]), a.steps.map((m) => [m.reward, m.loss, m.datums, m.success]));
+      for (const [k, ad] of a.adapters.entries()) {
+        for (const [name, v] of Object.entries(ad)) assert.deepEqual(Array.from(b.adapters[k][name]), Array.from(v), `${k}:${name}`);
+      }
+    },
+  },
+];

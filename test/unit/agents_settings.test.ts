@@ -1,0 +1,34 @@
+// trainAgents' settings (src/runtime/agents_job.ts) are checked before any GPU work: each mistake a
+// ConfigError naming the field.
+import { describe, expect, it } from 'vitest';
+import { signalEnv, signalRandomSpeaker } from '../../src/env/envs/signal.ts';
+import { type AgentsSettings, checkAgentsSettings, trainAgents } from '../../src/runtime/agents_job.ts';
+import { configError } from './config_error.ts';
+
+const ok: AgentsSettings = { env: signalEnv(), seats: [{ name: 'speaker' }, { name: 'listener', algo: 'rloo', lr: 0.01 }] };
+const fieldOf = (patch: object) => configError(() => checkAgentsSettings({ ...ok, ...patch } as AgentsSettings)).field;
+
+describe('trainAgents settings', () => {
+  it('accepts a seat per player, each with its own algorithm and rate', () => {
+    expect(() => checkAgentsSettings(ok)).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, partners: [signalRandomSpeaker()], groupSize: 2, steps: 0 })).not.toThrow();
+  });
+
+  it('refuses each mistake by name', () => {
+    expect(fieldOf({ env: { name: 'x' } })).toBe('env');
+    expect(fieldOf({ seats: [{ name: 'alone' }] })).toBe('seats');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'a' }] })).toBe('seats[1].name');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', algo: 'sft' }] })).toBe('seats[1].algo');
+    expect(fieldOf({ seats: [{ name: 'a', lr: 0 }, { name: 'b' }] })).toBe('seats[0].lr');
+    expect(fieldOf({ seats: [{ name: 'a', loraRank: 1.5 }, { name: 'b' }] })).toBe('seats[0].loraRank');
+    expect(fieldOf({ seats: [{ name: 'a', temperature: 2 }, { name: 'b' }] })).toBe('seats[0].temperature');
+    expect(fieldOf({ groupSize: 1 })).toBe('groupSize'); // GRPO compares at least two attempts per game
+    expect(fieldOf({ steps: -1 })).toBe('steps');
+    expect(fieldOf({ partners: [undefined, undefined, undefined] })).toBe('partners');
+    expect(fieldOf({ lr: 0.1 })).toBe('lr'); // rates are per seat
+  });
+
+  it('trainAgents refuses bad settings before asking for a GPU', async () => {
+    await expect(trainAgents({ ...ok, seats: [] })).rejects.toThrow(/give one seat each/);
+  });
+});
