@@ -97,7 +97,7 @@ function draw(): void {
       ${status.ok && status.software ? html`<p class="note" id="software-note">This browser's WebGPU adapter is a software one (${status.description}):
         every kernel runs on the CPU. The defaults (${DEFAULT_RUN}) take about 3 minutes here; the full run — <code>npm run train</code>'s, its
         ${FULL_SETTINGS.warmstart}-step warm start in this tab, then ${FULL_SETTINGS.steps} RL steps of ${FULL_SETTINGS.groups} × ${FULL_SETTINGS.groupSize} —
-        takes over 15 minutes (<a id="full-run" href=${fullRunHref()}>start it anyway</a>); on a GPU it is a matter of minutes.</p>` : ''}
+        takes ten minutes or more here (<a id="full-run" href=${fullRunHref()}>start it anyway</a>); on a GPU it is a matter of minutes.</p>` : ''}
       ${message ? html`<p class=${message.kind} id="message">${message.text}</p>` : ''}
       <section class="grid">
         <div class="card">
