@@ -360,9 +360,8 @@ export async function runTraining(service: ServiceClient, o: JobOptions, opened?
     }
     o.onPhase?.('rl', { steps: o.steps });
     for (let step = from?.phase === 'rl' ? from.step : 0; step < o.steps; step++) {
-      const seed = stepSeed(o.seed, step);
+      const { seed, episodes } = plan(step)!;
       const ts = performance.now();
-      const episodes = groupEpisodes(o.groups, o.groupSize, seed);
       const local = (indices?: readonly number[]) => rolloutPart(o.env, sampler.sample, episodes, seed, agent, indices);
       const ro = await namingStep(`RL step ${step}'s rollout`, async () => rolloutOf(o.env, episodes, o.rollouts ? await o.rollouts.rollout({ step, seed, episodes, local, weights: policyWeights, plan }) : [await local()]));
       const sSec = (performance.now() - ts) / 1000;
