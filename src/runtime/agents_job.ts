@@ -22,7 +22,8 @@ import { type AlgoStepContext, JOB_ALGORITHMS, type RlAlgo } from './job_algorit
 import { Agent } from '../env/agent.ts';
 import { groupEpisodes } from '../env/batch.ts';
 import { rolloutTurnBased, type ScriptedPolicy, type Seat, type TurnBasedBatch } from '../env/multiagent.ts';
-import type { Trajectory, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
+import type { TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
+import { isSuccess } from './evaluate.ts';
 import { ConfigError } from '../errors.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
@@ -99,8 +100,8 @@ export interface AgentsResult {
   readonly after: AgentsEvaluation;
   readonly steps: readonly AgentsStepMetrics[];
   readonly cfg: ModelConfig;
-  readonly lora: LoraConfig;
-  /** The shared base (the warm-started weights) and each seat's adapter. */
+  /** The shared base (the warm-started weights), and each seat's LoRA config and adapter. */
+  readonly loras: readonly LoraConfig[];
   readonly base: HostParams;
   readonly adapters: readonly HostParams[];
   readonly wallSeconds: number;
@@ -146,16 +147,11 @@ export function checkAgentsSettings(s: AgentsSettings): void {
   }
 }
 
-/** Success of one seat's trajectory by the environment's rule (default: reward > 0). */
-function successOf(spec: TurnBasedEnvSpec, t: Trajectory): boolean {
-  return spec.success ? spec.success(t) : t.reward > 0;
-}
-
 /** Share of `batch`'s games that were a success for its first learning seat. */
 function successShare(spec: TurnBasedEnvSpec, batch: TurnBasedBatch): number {
   const seat = batch.seats.find((b) => b !== null);
   const trajs = seat ? seat.groups.flatMap((g) => g.trajectories) : [];
-  return batch.games.length === 0 ? 0 : trajs.filter((t) => successOf(spec, t)).length / batch.games.length;
+  return batch.games.length === 0 ? 0 : trajs.filter(spec.success ?? isSuccess).length / batch.games.length;
 }
 
 /**
@@ -259,7 +255,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
     const after = await evaluateAll();
     const adapters: HostParams[] = [];
     for (const c of ctxs) adapters.push(await c.policy.weights());
-    return { before, after, steps, cfg, lora: loras[0], base, adapters, wallSeconds: (performance.now() - t0) / 1000 };
+    return { before, after, steps, cfg, loras, base, adapters, wallSeconds: (performance.now() - t0) / 1000 };
   } finally {
     for (const sm of samplers) await sm.close().catch(() => {});
     for (const c of clients) await c.close().catch(() => {});
