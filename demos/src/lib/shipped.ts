@@ -43,8 +43,8 @@ export async function shippedFromBytes(bytes: Uint8Array, expected: ModelConfig,
   const f = await openSafetensors(bytes);
   try {
     const made = JSON.parse(f.metadata['webtinker.model'] ?? 'null') as ModelConfig | null;
-    const canon = (c: ModelConfig) => JSON.stringify(Object.entries(c).sort(([a], [b]) => (a < b ? -1 : 1)));
-    if (!made || canon(made) !== canon(expected)) {
+    // Written from the job's config as jobOptions builds it: the same JSON (as runTraining compares a pretrained config).
+    if (JSON.stringify(made) !== JSON.stringify(expected)) {
       throw new ConfigError('base', `the shipped checkpoint ${name} was made for another config than the job's ${expected.name ?? expected.family}: run scripts/demo_models.ts again`);
     }
     const out: HostParams = {};
