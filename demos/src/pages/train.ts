@@ -54,13 +54,18 @@ function fullRunHref(): string {
   return `?${q}`;
 }
 
+/** The drawn curves of a saved run (drawn once: the page redraws on every step of a job). */
+const curveSvgs = new Map<string, string>();
+
 /** The curves of the saved run `shown` (else the newest): curve.svg's specification, drawn in this page. */
 function savedCurveView() {
   const r = runs.find((x) => x.name === shown) ?? runs[0];
   if (!r) return '';
+  const key = `${r.name}@${r.meta.createdAt}`; // a deleted name may be taken again by a later run
+  if (!curveSvgs.has(key)) curveSvgs.set(key, runCurvesSvgWith(document, savedCurves(r)));
   return html`<section class="card"><h2>Finished run: ${r.name} <small>(kept with the run in IndexedDB)</small></h2>
     <div id="saved-curve" class="saved-curve" data-run=${r.name} data-rl-steps=${r.info.rewardCurve.length}
-      data-success-before=${r.info.successBefore} data-success-after=${r.info.successAfter}>${unsafeSVG(runCurvesSvgWith(document, savedCurves(r)))}</div></section>`;
+      data-success-before=${r.info.successBefore} data-success-after=${r.info.successAfter}>${unsafeSVG(curveSvgs.get(key)!)}</div></section>`;
 }
 
 function draw(): void {
