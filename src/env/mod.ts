@@ -81,6 +81,22 @@ export {
   signalSuccess,
 } from './envs/signal.ts';
 export type { SignalOptions } from './envs/signal.ts';
+export {
+  bargainBestBuyer,
+  bargainBestPrice,
+  bargainBestSeller,
+  bargainDemonstrations,
+  bargainEnv,
+  bargainGame,
+  bargainPayoffs,
+  bargainRandomBuyer,
+  bargainRandomSeller,
+  bargainSuccess,
+  bargainTruthfulBuyer,
+  parseAccept,
+  parsePrice,
+} from './envs/bargain.ts';
+export type { BargainOptions } from './envs/bargain.ts';
 export type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
 export { TokenizerError } from '../model/tokenizer/tokenizer.ts';
 export { BYTE_BOS_ID, BYTE_EOS_ID, BYTE_PAD_ID, BYTE_VOCAB_SIZE, ByteTokenizer } from '../model/tokenizer/byte.ts';

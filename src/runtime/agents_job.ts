@@ -47,6 +47,11 @@ export interface SeatSettings {
   readonly lr?: number;
   /** LoRA rank (alpha 2·rank); default TRAIN_DEFAULTS.loraRank. */
   readonly loraRank?: number;
+  /**
+   * GRPO only: per-token KL penalty to the seat's starting policy (default 0: none). Keeps what the
+   * warm start was sure of — the answer format — while the reward reshapes what it was not.
+   */
+  readonly klBeta?: number;
 }
 
 export interface AgentsSettings {
@@ -85,14 +90,23 @@ export interface AgentsStepMetrics {
   readonly reward: readonly number[];
   readonly datums: readonly number[];
   readonly loss: readonly number[];
+  /** Per seat: what its agent said in the step's first game (its actions in order; empty for a seat it did not reach). */
+  readonly transcript: readonly (readonly string[])[];
   readonly seconds: number;
 }
 
 export interface AgentsEvaluation {
   /** Success with every agent in its seat. */
   readonly together: number;
+  /** Per seat: its mean return with every agent in its seat. */
+  readonly returns: readonly number[];
   /** Per seat: success with that seat's partner stand-in in place of its agent (null: no stand-in given). */
   readonly swapped: readonly (number | null)[];
+  /**
+   * Per seat k: every seat's mean return with seat k's stand-in in place of its agent (null: no
+   * stand-in given) — an agent measured against a fixed opponent is `swappedReturns[opponent][agent]`.
+   */
+  readonly swappedReturns: readonly (readonly number[] | null)[];
 }
 
 export interface AgentsResult {
@@ -110,7 +124,7 @@ export interface AgentsResult {
 const GAME_STREAM = 0x5ea7;
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'onStep', 'service'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'loraRank'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'loraRank', 'klBeta'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -133,6 +147,10 @@ export function checkAgentsSettings(s: AgentsSettings): void {
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);
+    if (seat.klBeta !== undefined) {
+      if (typeof seat.klBeta !== 'number' || !Number.isFinite(seat.klBeta) || seat.klBeta < 0) throw new ConfigError(`seats[${k}].klBeta`, `expected a finite number ≥ 0, got ${seat.klBeta}`);
+      if (seat.klBeta > 0 && (seat.algo ?? 'grpo') !== 'grpo') throw new ConfigError(`seats[${k}].klBeta`, `a KL penalty is GRPO's; seat ${k} (${seat.name}) learns with ${seat.algo}`);
+    }
   });
   for (const [k, min] of [['steps', 0], ['groups', 1], ['groupSize', 1], ['seed', 0], ['evalGames', 0], ['maxNewTokens', 1], ['context', 8], ['maxTurns', 1]] as const) {
     if (s[k] !== undefined) int(k, s[k], min);
@@ -145,6 +163,12 @@ export function checkAgentsSettings(s: AgentsSettings): void {
   if (s.partners !== undefined && (!Array.isArray(s.partners) || s.partners.length > s.env.numPlayers)) {
     throw new ConfigError('partners', `expected at most one stand-in per seat (${s.env.numPlayers})`);
   }
+}
+
+/** Each seat's mean return over `batch`'s games. */
+function meanReturns(batch: TurnBasedBatch, players: number): number[] {
+  const n = batch.games.length;
+  return Array.from({ length: players }, (_, p) => (n === 0 ? 0 : batch.games.reduce((sum, g) => sum + g.rewardsP[p], 0) / n));
 }
 
 /** Share of `batch`'s games that were a success for its first learning seat. */
@@ -199,9 +223,10 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       const make = (id: string) => service.createTrainingClient({ modelId, trainable: 'lora', lora: loras[k], seed: seed + k, valueHead: algo.valueHead && id === seat.name, id: `agents/${id}` });
       const policy = await make(seat.name);
       clients.push(policy);
-      const reference = algo.reference ? await make(`${seat.name}-reference`) : null;
+      const klBeta = seat.klBeta ?? 0;
+      const reference = algo.reference || klBeta > 0 ? await make(`${seat.name}-reference`) : null;
       if (reference) clients.push(reference);
-      ctxs.push({ policy, reference, pack, baseline: EMPTY_BASELINE });
+      ctxs.push({ policy, reference, pack, baseline: EMPTY_BASELINE, klBeta });
       samplers.push(await policy.samplingClient());
     }
     const agent = (k: number) => new Agent({
@@ -212,15 +237,19 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       rolloutTurnBased(s.env, seats, groupEpisodes(games, 1, gameSeed), { seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers });
     const evaluateAll = async (): Promise<AgentsEvaluation> => {
       const n = s.evalGames ?? 128;
-      if (n === 0) return { together: 0, swapped: s.seats.map(() => null) };
+      const P = s.seats.length;
+      if (n === 0) return { together: 0, returns: s.seats.map(() => 0), swapped: s.seats.map(() => null), swappedReturns: s.seats.map(() => null) };
       const evalSeed = new Rng(seed, 0xe7a1).nextU32();
-      const together = successShare(s.env, await play(s.seats.map((_, k) => agent(k)), n, evalSeed));
+      const all = await play(s.seats.map((_, k) => agent(k)), n, evalSeed);
       const swapped: (number | null)[] = [];
-      for (let k = 0; k < s.seats.length; k++) {
+      const swappedReturns: (number[] | null)[] = [];
+      for (let k = 0; k < P; k++) {
         const p = s.partners?.[k];
-        swapped.push(p ? successShare(s.env, await play(s.seats.map((_, j) => (j === k ? p : agent(j))), n, evalSeed)) : null);
+        const b = p ? await play(s.seats.map((_, j) => (j === k ? p : agent(j))), n, evalSeed) : null;
+        swapped.push(b ? successShare(s.env, b) : null);
+        swappedReturns.push(b ? meanReturns(b, P) : null);
       }
-      return { together, swapped };
+      return { together: successShare(s.env, all), returns: meanReturns(all, P), swapped, swappedReturns };
     };
 
     const before = await evaluateAll();
@@ -248,7 +277,9 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         await samplers[k].close();
         samplers[k] = await ctxs[k].policy.samplingClient();
       }
-      const m: AgentsStepMetrics = { step, success: successShare(s.env, batch), reward, datums, loss, seconds: (performance.now() - ts) / 1000 };
+      const first = batch.games[0]?.episodeId;
+      const transcript = batch.seats.map((b) => b?.groups.flatMap((g) => g.trajectories).find((t) => t.episodeId === first)?.turns.map((t) => t.action) ?? []);
+      const m: AgentsStepMetrics = { step, success: successShare(s.env, batch), reward, datums, loss, transcript, seconds: (performance.now() - ts) / 1000 };
       steps.push(m);
       s.onStep?.(m);
     }

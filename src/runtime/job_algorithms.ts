@@ -33,6 +33,12 @@ export interface AlgoStepContext {
   readonly pack: PackSettings;
   /** REINFORCE's moving baseline, carried across steps (and in checkpoints). */
   baseline: MovingBaseline;
+  /**
+   * GRPO's per-token KL penalty to `reference` (k3, as DeepSeekMath): it holds tokens the start was
+   * sure of (an answer format) while the ones the reward moves (a message, a pick) may go. 0 or
+   * absent: none, and no reference is needed.
+   */
+  readonly klBeta?: number;
 }
 
 export interface AlgoStep {
@@ -64,7 +70,16 @@ function packed(c: AlgoStepContext, datums: Datum[], loss: LossSpec, seed: numbe
 export const JOB_ALGORITHMS = {
   grpo: {
     valueHead: false, reference: false, minGroupSize: 2,
-    step: async (c, groups, seed) => packed(c, grpoDatums(groups, { skipUniformGroups: true }), grpoLoss({ klBeta: 0 }), seed),
+    step: async (c, groups, seed) => {
+      const klBeta = c.klBeta ?? 0;
+      if (klBeta === 0) return packed(c, grpoDatums(groups, { skipUniformGroups: true }), grpoLoss({ klBeta: 0 }), seed);
+      if (c.reference === null) throw new Error('grpo: klBeta > 0 needs the frozen reference client');
+      const kept = groups.filter((g) => g.trajectories.some((t) => t.reward !== g.trajectories[0].reward));
+      const trajs = kept.flatMap((g) => g.trajectories);
+      const ref = trajs.length === 0 ? null : await forwardTrajectories(c.reference, trajs, c.pack);
+      const refOf = new Map(trajs.map((t, i) => [t, ref!.logprobsNT[i]] as const));
+      return packed(c, grpoDatums(kept, { refLogprobs: (t) => refOf.get(t)! }), grpoLoss({ klBeta }), seed);
+    },
   },
   rloo: {
     valueHead: false, reference: false, minGroupSize: 2,

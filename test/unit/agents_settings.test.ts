@@ -12,6 +12,7 @@ describe('trainAgents settings', () => {
   it('accepts a seat per player, each with its own algorithm and rate', () => {
     expect(() => checkAgentsSettings(ok)).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, partners: [signalRandomSpeaker()], groupSize: 2, steps: 0 })).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', klBeta: 0.05 }, { name: 'listener', algo: 'rloo', klBeta: 0 }] })).not.toThrow();
   });
 
   it('refuses each mistake by name', () => {
@@ -22,6 +23,8 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a', lr: 0 }, { name: 'b' }] })).toBe('seats[0].lr');
     expect(fieldOf({ seats: [{ name: 'a', loraRank: 1.5 }, { name: 'b' }] })).toBe('seats[0].loraRank');
     expect(fieldOf({ seats: [{ name: 'a', temperature: 2 }, { name: 'b' }] })).toBe('seats[0].temperature');
+    expect(fieldOf({ seats: [{ name: 'a', klBeta: -0.1 }, { name: 'b' }] })).toBe('seats[0].klBeta');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', algo: 'rloo', klBeta: 0.1 }] })).toBe('seats[1].klBeta'); // GRPO's alone
     expect(fieldOf({ groupSize: 1 })).toBe('groupSize'); // GRPO compares at least two attempts per game
     expect(fieldOf({ steps: -1 })).toBe('steps');
     expect(fieldOf({ partners: [undefined, undefined, undefined] })).toBe('partners');

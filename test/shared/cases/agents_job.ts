@@ -2,7 +2,7 @@
  * Several agents at once (src/runtime/agents_job.ts) on the engine, Deno suite only (minutes on
  * SwiftShader): tiny-gpt2, a two-seat "relay" game whose rewards differ per seat and per action
  * (so groups never tie and both agents train), seats with their own algorithm (GRPO, RLOO) and
- * learning rate. Checks: each agent trains on its own trajectories alone (datums = its games'
+ * learning rate (GRPO with a KL penalty to its start). Checks: each agent trains on its own trajectories alone (datums = its games'
  * attempts), both adapters move from their zero-B start, the partner-swap evaluation runs with a
  * scripted stand-in, the metrics' shapes; and the same settings twice give the same bytes.
  */
@@ -49,7 +49,7 @@ const quiet: ScriptedPolicy = { kind: 'scripted', id: 'quiet', act: () => 'zzz' 
 
 const settings = (onStep?: AgentsSettings['onStep']): AgentsSettings => ({
   env: relayEnv(),
-  seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2 }, { name: 'replier', algo: 'rloo', lr: 1e-2, loraRank: 2 }],
+  seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2, klBeta: 0.1 }, { name: 'replier', algo: 'rloo', lr: 1e-2, loraRank: 2 }],
   model: 'tiny-gpt2', warmStart: { steps: 2, demos: 8, batchSize: 4 }, steps: 2, groups: 2, groupSize: 3, seed: 5,
   maxNewTokens: 6, context: 96, maxTurns: 1, evalGames: 4, partners: [quiet, undefined], ...(onStep ? { onStep } : {}),
 });
@@ -77,6 +77,8 @@ export const agentsJobCases: GpuCase[] = [
         for (const l of m.loss) assert.isTrue(Number.isFinite(l));
         assert.isAtLeast(m.success, 0);
         assert.isAtMost(m.success, 1);
+        // What each agent said in the step's first game: one action each (maxTurns 1).
+        assert.deepEqual(m.transcript.map((t) => t.length), [1, 1]);
       }
       assert.lengthOf(a.adapters, 2);
       for (const ad of a.adapters) {
@@ -90,6 +92,11 @@ export const agentsJobCases: GpuCase[] = [
         assert.lengthOf(e.swapped, 2);
         assert.isNumber(e.swapped[0]);
         assert.isNull(e.swapped[1]);
+        assert.lengthOf(e.returns, 2);
+        for (const r of e.returns) assert.isTrue(r >= 0 && r <= 1);
+        // The stand-in in seat 0 says 'zzz' ('z' = 122, even): it earns its full share every game.
+        assert.strictEqual(e.swappedReturns[0]![0], 1);
+        assert.isNull(e.swappedReturns[1]);
       }
       const b = await run();
       assert.deepEqual(b.steps.map((m) => [m.reward, m.loss, m.datums, m.success]), a.steps.map((m) => [m.reward, m.loss, m.datums, m.success]));

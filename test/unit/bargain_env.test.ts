@@ -1,0 +1,89 @@
+// The sale game (src/env/envs/bargain.ts) through the multi-agent protocol: private numbers, the
+// price as the buyer's observation, opposed payoffs; the best responses on each side beat the
+// warm start's random play against the fixed scripted opponents a learner is measured against.
+import { describe, expect, it } from 'vitest';
+import { groupEpisodes } from '../../src/env/batch.ts';
+import {
+  bargainBestPrice, bargainBestSeller, bargainDemonstrations, bargainEnv, bargainGame, bargainPayoffs, bargainRandomBuyer, bargainRandomSeller,
+  bargainTruthfulBuyer, parseAccept, parsePrice, resolveBargainOptions,
+} from '../../src/env/envs/bargain.ts';
+import { rolloutTurnBased, type ScriptedPolicy, type Seat } from '../../src/env/multiagent.ts';
+import { formatAnswer } from '../../src/env/actions.ts';
+import { Rng } from '../../src/util/rng.ts';
+
+const GAMES = 2000;
+const meanReturns = async (seats: Seat[]) => {
+  const b = await rolloutTurnBased(bargainEnv(), seats, groupEpisodes(GAMES, 1, 11), { seed: 5 });
+  expect(b.games.length).toBe(GAMES);
+  return [0, 1].map((p) => b.games.reduce((s, g) => s + g.rewardsP[p], 0) / GAMES);
+};
+/** Exact expectations over the default uniform costs 0..4 and values 3..9. */
+const costs = [0, 1, 2, 3, 4], values = [3, 4, 5, 6, 7, 8, 9];
+const expectation = (f: (c: number, v: number) => number) => costs.reduce((s, c) => s + values.reduce((t, v) => t + f(c, v), 0), 0) / (costs.length * values.length);
+
+describe('sale game', () => {
+  it('keeps each side\'s number private, passes the price on, and pays opposed amounts', async () => {
+    const env = bargainEnv().create();
+    const { cost, value } = bargainGame(42);
+    const first = await env.reset(42);
+    expect(first).toEqual({ player: 0, observation: expect.stringContaining(`The item cost you ${cost}.`) });
+    expect(first.observation).not.toContain('worth');
+    const asked = await env.step('<answer>7</answer>');
+    expect(asked).toMatchObject({ player: 1, done: false, rewardsP: [0, 0] });
+    expect(asked.observation).toContain(`worth ${value} to you. Price asked: 7.`);
+    expect(asked.observation).not.toContain('cost');
+    expect((await env.step('<answer>accept</answer>')).rewardsP).toEqual([(7 - cost) / 9, (value - 7) / 9]);
+    await env.reset(42);
+    await env.step('<answer>7</answer>');
+    expect((await env.step('<answer>maybe</answer>')).rewardsP).toEqual([0, 0]); // not an acceptance
+    // No digit: no sale, and the buyer is not asked.
+    await env.reset(42);
+    expect(await env.step('<answer>ten</answer>')).toMatchObject({ done: true, rewardsP: [0, 0] });
+  });
+
+  it('parses prices and answers strictly, and refuses bad options by name', () => {
+    expect([parsePrice('<answer>0</answer>'), parsePrice('9'), parsePrice('<answer>10</answer>'), parsePrice('<answer>x</answer>')]).toEqual([0, 9, null, null]);
+    expect([parseAccept('<answer>accept</answer>'), parseAccept('<answer>Accept</answer>'), parseAccept('<answer>reject</answer>'), parseAccept('accepted')]).toEqual([true, true, false, false]);
+    expect(bargainPayoffs(2, 8, 5, true)).toEqual([3 / 9, 3 / 9]);
+    expect(bargainPayoffs(2, 8, null, true)).toEqual([0, 0]);
+    expect(() => resolveBargainOptions({ costs: [] })).toThrow(/costs/);
+    expect(() => resolveBargainOptions({ values: [3, 3] })).toThrow(/values/);
+    expect(() => resolveBargainOptions({ values: [10] })).toThrow(/values/);
+  });
+
+  it('has one best price per cost against a truthful buyer', () => {
+    // argmax_p (p − c)·#{v ≥ p}, v ∈ 3..9.
+    expect(costs.map((c) => bargainBestPrice(c))).toEqual([5, 5, 6, 6, 7]);
+  });
+
+  it('the best responses beat random play against the fixed opponents, by the exact expectations', async () => {
+    const gainAt = (c: number, v: number, p: number) => (p <= v ? (p - c) / 9 : 0);
+    // Seller against the truthful buyer: the best price vs a random one.
+    const [best] = await meanReturns([bargainBestSeller(), bargainTruthfulBuyer()]);
+    const [random] = await meanReturns([bargainRandomSeller(), bargainTruthfulBuyer()]);
+    expect(best).toBeCloseTo(expectation((c, v) => gainAt(c, v, bargainBestPrice(c))), 1);
+    expect(random).toBeCloseTo(expectation((c, v) => [...Array(10).keys()].reduce((s, p) => s + gainAt(c, v, p), 0) / 10), 1);
+    expect(best).toBeGreaterThan(random + 0.05);
+    // Buyer against random prices: accepting exactly p ≤ v vs answering at random.
+    const [, truthful] = await meanReturns([bargainRandomSeller(), bargainTruthfulBuyer()]);
+    const [, coin] = await meanReturns([bargainRandomSeller(), bargainRandomBuyer()]);
+    const buyerAt = (_c: number, v: number) => [...Array(10).keys()].reduce((s, p) => s + (p <= v ? (v - p) / 9 : 0), 0) / 10;
+    expect(truthful).toBeCloseTo(expectation(buyerAt), 1);
+    expect(truthful).toBeGreaterThan(coin + 0.1);
+  });
+
+  it('a malformed price ends the game before the buyer acts', async () => {
+    const mute: ScriptedPolicy = { kind: 'scripted', id: 'mute', act: () => formatAnswer('soon') };
+    const b = await rolloutTurnBased(bargainEnv(), [mute, bargainTruthfulBuyer()], groupEpisodes(20, 1, 3), { seed: 1 });
+    expect(b.games.every((g) => g.endReason === 'done' && g.steps === 1 && g.rewardsP.every((r) => r === 0))).toBe(true);
+  });
+
+  it('demonstrates both seats\' formats with random prices and answers', () => {
+    const demos = bargainDemonstrations(400, new Rng(5));
+    expect(demos.filter((d) => d.player === 1).length).toBe(200);
+    const prices = new Set(demos.map((d) => parsePrice(d.actions[0])));
+    expect(prices.size).toBe(10);
+    const accepts = demos.filter((d) => parseAccept(d.actions[1])).length;
+    expect(Math.abs(accepts / 400 - 0.5)).toBeLessThan(0.1); // a coin: sd 0.025
+  });
+});
