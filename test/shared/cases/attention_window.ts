@@ -11,6 +11,7 @@
 import { assert } from 'chai';
 import { ConfigError, LimitError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
+import { tuningsFor } from '../../../src/gpu/quirks/mod.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { emptyTensor } from '../../../src/gpu/tensor.ts';
 import { attentionBackward, attentionDecode, attentionDecodeSplits, attentionForward, type AttentionTuning, attentionTuning } from '../../../src/ops/attention.ts';
@@ -29,6 +30,7 @@ const TOL = 1e-5; // relative L2, f32
 function withWorkgroupBytes(ctx: GpuContext, bytes: number, softwareTuning = false): GpuContext {
   return {
     softwareTuning,
+    tunings: tuningsFor(softwareTuning ? 'software' : 'gpu'),
     limit: (name: string) => (name === 'maxComputeWorkgroupStorageSize' ? bytes : ctx.limit(name)),
   } as unknown as GpuContext;
 }
