@@ -178,7 +178,8 @@ export class Recorder {
    * owner meanwhile) are given back.
    * Why: on Mesa's llvmpipe a storage-buffer load runs a loop over the SIMD lanes with a bounds
    * check per component, while a texel fetch is a plain gather, a fraction of the cost per element;
-   * so a kernel that reads a large tensor several times reads it here.
+   * so where the adapter wants texture reads (DeviceQuirks.textureReads) a kernel that reads a
+   * large tensor several times reads it here.
    *
    * Reuse: a table given back with `releaseTexture` is the copy target of a later tempTexture of
    * this recording that fits it (same format, at least as many texel rows; the smallest such),
