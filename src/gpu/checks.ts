@@ -90,8 +90,6 @@ export function rowWorkgroupSize(ctx: GpuContext, c: number): number {
   return ctx.tunings.rowWorkgroupSize(c);
 }
 
-export { LOOP_BUDGET_MARGIN } from './quirks/quirks.ts';
-
 /**
  * Kernels whose per-thread loops could go past the adapter's loop budget (`ctx.quirks.loopBudget`:
  * llvmpipe ends an invocation's loops silently past it) give wrong results there without any

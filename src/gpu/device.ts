@@ -208,11 +208,6 @@ export class GpuContext {
     return this.#tuning ?? defaultTuning(this.kind);
   }
 
-  /** `tuning === 'software'`. */
-  get softwareTuning(): boolean {
-    return this.tuning === 'software';
-  }
-
   get isLost(): boolean {
     return this.#isLost;
   }

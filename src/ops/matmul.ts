@@ -38,8 +38,8 @@ import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { type BindingValue, type DispatchSpec, type Recorder, type TexelTable, texelTableWidth } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectLoopBudget, LOOP_BUDGET_MARGIN } from '../gpu/checks.ts';
-import { GPU_MATMUL_TILES, type MatmulTiles } from '../gpu/quirks/mod.ts';
+import { expectLoopBudget } from '../gpu/checks.ts';
+import { GPU_MATMUL_TILES, LOOP_BUDGET_MARGIN, type MatmulTiles } from '../gpu/quirks/mod.ts';
 import { splitRange } from '../gpu/chunks.ts';
 import { bindsWhole, type Bound, fmt, type Mat, mat, type MatmulOperand, splitProduct, type SubProduct, vec4View } from './matmul_split.ts';
 

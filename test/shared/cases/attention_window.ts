@@ -29,7 +29,6 @@ const TOL = 1e-5; // relative L2, f32
 /** A context whose maxComputeWorkgroupStorageSize reads `bytes` (what a GPU at WebGPU's minimum reports). */
 function withWorkgroupBytes(ctx: GpuContext, bytes: number, softwareTuning = false): GpuContext {
   return {
-    softwareTuning,
     tunings: tuningsFor(softwareTuning ? 'software' : 'gpu'),
     limit: (name: string) => (name === 'maxComputeWorkgroupStorageSize' ? bytes : ctx.limit(name)),
   } as unknown as GpuContext;
@@ -76,7 +75,7 @@ const CASES: WindowCase[] = [
 ];
 
 function tuningOf(ctx: GpuContext, c: WindowCase): Partial<AttentionTuning> | undefined {
-  return ctx.softwareTuning ? c.soft : c.gpu?.(ctx);
+  return ctx.tuning === 'software' ? c.soft : c.gpu?.(ctx);
 }
 
 function fwdBwdCase(c: WindowCase, seed: number): GpuCase {

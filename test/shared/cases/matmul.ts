@@ -290,7 +290,7 @@ export const matmulCases: GpuCase[] = [
       const a = empty(ctx, [8, 8], 'f32', 'a'), b = empty(ctx, [8, 8], 'f32', 'b'), c = empty(ctx, [8, 8], 'f32', 'c');
       const entry = (cfg?: MatmulConfig) => planMatmul(ctx, c, a, b, { config: cfg }).dispatches[0].entryPoint;
       assert.strictEqual(entry({ ...tiles[0], reads: 'texture' }), 'main_tex');
-      assert.strictEqual(entry(), ctx.kind === 'llvmpipe' ? 'main_tex' : ctx.softwareTuning ? 'main' : 'main_tiled');
+      assert.strictEqual(entry(), ctx.kind === 'llvmpipe' ? 'main_tex' : ctx.tuning === 'software' ? 'main' : 'main_tiled');
       releaseAll(a, b, c);
     },
   },
