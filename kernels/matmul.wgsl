@@ -19,7 +19,8 @@
 //                loop over the SIMD lanes costing tens of cycles whatever its width, while
 //                arithmetic is nearly free, so loads per multiply-add is what counts; the textbook
 //                shared-memory kernel loses there (its barriers are coroutine switches).
-//   main_tex   — main reading A and B through texture copies (llvmpipe; see the section below).
+//   main_tex   — main reading A and B through texture copies (where the adapter wants texture
+//                reads: llvmpipe), generated from main (see @copy-begin below).
 //   main_tiled — the textbook kernel for real GPUs: the workgroup stages a BK-deep slice of op(A)
 //                and op(B) in workgroup memory; each invocation then computes TM×TN outputs strided
 //                by the workgroup size (coalesced loads and stores).
@@ -97,39 +98,38 @@ fn a_at(base: u32, m: u32, k: u32) -> f32 { return A[base + m * p.a_sm + k * p.a
 fn b_at(base: u32, k: u32, n: u32) -> f32 { return f32(B[base + k * p.b_sk + n * p.b_sn]); }
 fn u_at(m: u32, r: u32) -> f32 { return U[m * p.R + r]; }
 fn v_at(r: u32, n: u32) -> f32 { return V[r * p.v_sr + n * p.v_sn]; }
+// 4-wide loads of A and B (MODE_A, MODE_B 1 and 2) through the vec4 views of their buffers.
+fn a4_at(i: u32) -> vec4f { return A4[i]; }
+fn b4_at(i: u32) -> vec4f { return vec4f(B4[i]); }
 
-// ---- main: register tiles over 4 consecutive k ----
+// The same four loads through texture copies of A and B, for main_tex. On Mesa's llvmpipe a
+// storage-buffer load runs a loop over the SIMD lanes with a bounds check per component, while a
+// texel fetch is a plain gather: several times cheaper per element (measured). Each A4/B4 element
+// is a texel and each scalar A/B element a component of one; the indices, clamps, zeros past K and
+// the fma order are main's (main_tex is generated from it), so the results are bitwise main's.
+fn texel(t: texture_2d<f32>, i: u32) -> vec4f {
+  return textureLoad(t, vec2u(i & ((1u << TEX_SHIFT) - 1u), i >> TEX_SHIFT), 0);
+}
+
+fn a_tex_at(base: u32, m: u32, k: u32) -> f32 {
+  let e = base + m * p.a_sm + k * p.a_sk;
+  return texel(A_tex, e / 4u)[e % 4u];
+}
+
+fn b_tex_at(base: u32, k: u32, n: u32) -> f32 {
+  let e = base + k * p.b_sk + n * p.b_sn;
+  return texel(B_tex, e / 4u)[e % 4u];
+}
+
+fn a4_tex_at(i: u32) -> vec4f { return texel(A_tex, i); }
+fn b4_tex_at(i: u32) -> vec4f { return texel(B_tex, i); }
+
+// ---- main: register tiles over 4 consecutive k (main_tex: the same through textures) ----
 // Per step, pb[j] = op(B)(k .. k+3, n0 + j) for the TN columns, then the rows of op(A) one at a
 // time, so that only the accumulators, pb and one row are live while a load runs (values live
 // across a load, itself a loop on llvmpipe, spill). Rows and columns past the edge are clamped to
 // the last one: the loads stay in bounds and their results are never stored. Entries past K (or R)
 // are zero, so a sum's last step adds exact zeros (fma(0, 0, s) = s): no tail loop is compiled.
-
-fn panel_b(pb: ptr<function, array<vec4f, MAX_T>>, base: u32, n0: u32, k: u32) {
-  if (MODE_B == 1u) {               // B stored [N, K]: each column is contiguous in k
-    for (var j = 0u; j < TN; j++) {
-      (*pb)[j] = vec4f(B4[(base + min(n0 + j, p.N - 1u) * p.b_sn + k) / 4u]);
-    }
-  } else if (MODE_B == 2u) {        // B stored [K, N]: one load gives 4 columns of one k
-    for (var q = 0u; q < TN / 4u; q++) {
-      let n = min(n0 + 4u * q, p.N - 4u);
-      for (var kk = 0u; kk < 4u; kk++) {
-        let t = select(vec4f(0.0), vec4f(B4[(base + min(k + kk, p.K - 1u) * p.b_sk + n) / 4u]), k + kk < p.K);
-        (*pb)[4u * q][kk] = t.x;
-        (*pb)[4u * q + 1u][kk] = t.y;
-        (*pb)[4u * q + 2u][kk] = t.z;
-        (*pb)[4u * q + 3u][kk] = t.w;
-      }
-    }
-  } else {
-    for (var j = 0u; j < TN; j++) {
-      let n = min(n0 + j, p.N - 1u);
-      for (var kk = 0u; kk < 4u; kk++) {
-        (*pb)[j][kk] = select(0.0, b_at(base, min(k + kk, p.K - 1u), n), k + kk < p.K);
-      }
-    }
-  }
-}
 
 // pb[j] = op(V)(r .. r+3, n0 + j), as panel_b.
 fn panel_v(pb: ptr<function, array<vec4f, MAX_T>>, n0: u32, r: u32) {
@@ -155,32 +155,6 @@ fn panel_v(pb: ptr<function, array<vec4f, MAX_T>>, n0: u32, r: u32) {
         (*pb)[j][kk] = select(0.0, v_at(min(r + kk, p.R - 1u), n), r + kk < p.R);
       }
     }
-  }
-}
-
-// op(A)(m, k .. k+3), for MODE_A 0 and 1 (MODE_A 2 loads 4 rows at once: block_a).
-fn row_a(base: u32, m: u32, k: u32) -> vec4f {
-  let mr = min(m, p.M - 1u);
-  var a: vec4f;
-  if (MODE_A == 1u) {               // A stored [M, K]: one load
-    a = A4[(base + mr * p.a_sm + k) / 4u];
-  } else {
-    for (var kk = 0u; kk < 4u; kk++) {
-      a[kk] = select(0.0, a_at(base, mr, min(k + kk, p.K - 1u)), k + kk < p.K);
-    }
-  }
-  return a;
-}
-
-// op(A)(m .. m+3, k .. k+3) from A stored [K, M] (MODE_A 2).
-fn block_a(blk: ptr<function, array<vec4f, 4>>, base: u32, m: u32, k: u32) {
-  let mq = min(m, p.M - 4u);
-  for (var kk = 0u; kk < 4u; kk++) {
-    let t = select(vec4f(0.0), A4[(base + min(k + kk, p.K - 1u) * p.a_sk + mq) / 4u], k + kk < p.K);
-    (*blk)[0][kk] = t.x;
-    (*blk)[1][kk] = t.y;
-    (*blk)[2][kk] = t.z;
-    (*blk)[3][kk] = t.w;
   }
 }
 
@@ -234,6 +208,64 @@ fn store_tile(acc: ptr<function, array<array<f32, MAX_T>, MAX_T>>, cbase: u32, m
   }
 }
 
+// main's k loop and its loaders of A and B. scripts/gen-kernels.mjs bundles a copy of the lines
+// between @copy-begin and @copy-end with every function they declare renamed with the suffix
+// (main → main_tex, panel_b → panel_b_tex, ...) and the named loaders replaced by their texture
+// twins above: main_tex is main reading A and B through textures, from this one source. U and V
+// (rank ≤ 64) are read from their buffers in both.
+// @copy-begin _tex: a_at = a_tex_at; b_at = b_tex_at; a4_at = a4_tex_at; b4_at = b4_tex_at
+fn panel_b(pb: ptr<function, array<vec4f, MAX_T>>, base: u32, n0: u32, k: u32) {
+  if (MODE_B == 1u) {               // B stored [N, K]: each column is contiguous in k
+    for (var j = 0u; j < TN; j++) {
+      (*pb)[j] = b4_at((base + min(n0 + j, p.N - 1u) * p.b_sn + k) / 4u);
+    }
+  } else if (MODE_B == 2u) {        // B stored [K, N]: one load gives 4 columns of one k
+    for (var q = 0u; q < TN / 4u; q++) {
+      let n = min(n0 + 4u * q, p.N - 4u);
+      for (var kk = 0u; kk < 4u; kk++) {
+        let t = select(vec4f(0.0), b4_at((base + min(k + kk, p.K - 1u) * p.b_sk + n) / 4u), k + kk < p.K);
+        (*pb)[4u * q][kk] = t.x;
+        (*pb)[4u * q + 1u][kk] = t.y;
+        (*pb)[4u * q + 2u][kk] = t.z;
+        (*pb)[4u * q + 3u][kk] = t.w;
+      }
+    }
+  } else {
+    for (var j = 0u; j < TN; j++) {
+      let n = min(n0 + j, p.N - 1u);
+      for (var kk = 0u; kk < 4u; kk++) {
+        (*pb)[j][kk] = select(0.0, b_at(base, min(k + kk, p.K - 1u), n), k + kk < p.K);
+      }
+    }
+  }
+}
+
+// op(A)(m, k .. k+3), for MODE_A 0 and 1 (MODE_A 2 loads 4 rows at once: block_a).
+fn row_a(base: u32, m: u32, k: u32) -> vec4f {
+  let mr = min(m, p.M - 1u);
+  var a: vec4f;
+  if (MODE_A == 1u) {               // A stored [M, K]: one load
+    a = a4_at((base + mr * p.a_sm + k) / 4u);
+  } else {
+    for (var kk = 0u; kk < 4u; kk++) {
+      a[kk] = select(0.0, a_at(base, mr, min(k + kk, p.K - 1u)), k + kk < p.K);
+    }
+  }
+  return a;
+}
+
+// op(A)(m .. m+3, k .. k+3) from A stored [K, M] (MODE_A 2).
+fn block_a(blk: ptr<function, array<vec4f, 4>>, base: u32, m: u32, k: u32) {
+  let mq = min(m, p.M - 4u);
+  for (var kk = 0u; kk < 4u; kk++) {
+    let t = select(vec4f(0.0), a4_at((base + min(k + kk, p.K - 1u) * p.a_sk + mq) / 4u), k + kk < p.K);
+    (*blk)[0][kk] = t.x;
+    (*blk)[1][kk] = t.y;
+    (*blk)[2][kk] = t.z;
+    (*blk)[3][kk] = t.w;
+  }
+}
+
 @compute @workgroup_size(WG_X, WG_Y, 1)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   // No early return past the edge: llvmpipe would mask every later instruction with it; those
@@ -266,108 +298,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
   }
   store_tile(&acc, batch * p.c_bstride + p.c_off, m0, 1u, n0, 1u);
 }
-
-// ---- main_tex: main with A and B read through textures ----
-// On Mesa's llvmpipe a storage-buffer load runs a loop over the SIMD lanes with a bounds check per
-// component, while a texel fetch is a plain gather: several times cheaper per element (measured).
-// The host copies A and B into textures first (Recorder.tempTexture). Below are main's loaders
-// with each A4/B4 element a texel and each scalar A/B element a component of one; the indices,
-// clamps, zeros past K and the fma order are main's, so the results are bitwise main's.
-
-fn texel(t: texture_2d<f32>, i: u32) -> vec4f {
-  return textureLoad(t, vec2u(i & ((1u << TEX_SHIFT) - 1u), i >> TEX_SHIFT), 0);
-}
-
-fn a_tex_at(base: u32, m: u32, k: u32) -> f32 {
-  let e = base + m * p.a_sm + k * p.a_sk;
-  return texel(A_tex, e / 4u)[e % 4u];
-}
-
-fn b_tex_at(base: u32, k: u32, n: u32) -> f32 {
-  let e = base + k * p.b_sk + n * p.b_sn;
-  return texel(B_tex, e / 4u)[e % 4u];
-}
-
-fn panel_b_tex(pb: ptr<function, array<vec4f, MAX_T>>, base: u32, n0: u32, k: u32) {
-  if (MODE_B == 1u) {
-    for (var j = 0u; j < TN; j++) {
-      (*pb)[j] = texel(B_tex, (base + min(n0 + j, p.N - 1u) * p.b_sn + k) / 4u);
-    }
-  } else if (MODE_B == 2u) {
-    for (var q = 0u; q < TN / 4u; q++) {
-      let n = min(n0 + 4u * q, p.N - 4u);
-      for (var kk = 0u; kk < 4u; kk++) {
-        let t = select(vec4f(0.0), texel(B_tex, (base + min(k + kk, p.K - 1u) * p.b_sk + n) / 4u), k + kk < p.K);
-        (*pb)[4u * q][kk] = t.x;
-        (*pb)[4u * q + 1u][kk] = t.y;
-        (*pb)[4u * q + 2u][kk] = t.z;
-        (*pb)[4u * q + 3u][kk] = t.w;
-      }
-    }
-  } else {
-    for (var j = 0u; j < TN; j++) {
-      let n = min(n0 + j, p.N - 1u);
-      for (var kk = 0u; kk < 4u; kk++) {
-        (*pb)[j][kk] = select(0.0, b_tex_at(base, min(k + kk, p.K - 1u), n), k + kk < p.K);
-      }
-    }
-  }
-}
-
-fn row_a_tex(base: u32, m: u32, k: u32) -> vec4f {
-  let mr = min(m, p.M - 1u);
-  var a: vec4f;
-  if (MODE_A == 1u) {
-    a = texel(A_tex, (base + mr * p.a_sm + k) / 4u);
-  } else {
-    for (var kk = 0u; kk < 4u; kk++) {
-      a[kk] = select(0.0, a_tex_at(base, mr, min(k + kk, p.K - 1u)), k + kk < p.K);
-    }
-  }
-  return a;
-}
-
-fn block_a_tex(blk: ptr<function, array<vec4f, 4>>, base: u32, m: u32, k: u32) {
-  let mq = min(m, p.M - 4u);
-  for (var kk = 0u; kk < 4u; kk++) {
-    let t = select(vec4f(0.0), texel(A_tex, (base + min(k + kk, p.K - 1u) * p.a_sk + mq) / 4u), k + kk < p.K);
-    (*blk)[0][kk] = t.x;
-    (*blk)[1][kk] = t.y;
-    (*blk)[2][kk] = t.z;
-    (*blk)[3][kk] = t.w;
-  }
-}
-
-@compute @workgroup_size(WG_X, WG_Y, 1)
-fn main_tex(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u) {
-  let batch = wid.z + p.wg_off_z;
-  let n0 = ((wid.x + p.wg_off_x) * WG_X + lid.x) * TN;
-  let m0 = ((wid.y + p.wg_off_y) * WG_Y + lid.y) * TM;
-  let abase = batch * p.a_bstride + p.a_off;
-  let bbase = batch * p.b_bstride + p.b_off;
-
-  var acc: array<array<f32, MAX_T>, MAX_T>;
-  var pb: array<vec4f, MAX_T>;
-  for (var k = 0u; k < p.K; k += 4u) {
-    panel_b_tex(&pb, bbase, n0, k);
-    if (MODE_A == 2u) {
-      for (var i = 0u; i < TM; i += 4u) {
-        var blk: array<vec4f, 4>;
-        block_a_tex(&blk, abase, m0 + i, k);
-        for (var r = 0u; r < 4u; r++) { fma_row(&acc, blk[r], &pb, i + r); }
-      }
-    } else {
-      for (var i = 0u; i < TM; i++) { fma_row(&acc, row_a_tex(abase, m0 + i, k), &pb, i); }
-    }
-  }
-  if (HAS_LOWRANK) {   // U and V (rank ≤ 64) from their buffers, as in main
-    for (var r = 0u; r < p.R; r += 4u) {
-      panel_v(&pb, n0, r);
-      for (var i = 0u; i < TM; i++) { fma_row(&acc, row_u(m0 + i, r), &pb, i); }
-    }
-  }
-  store_tile(&acc, batch * p.c_bstride + p.c_off, m0, 1u, n0, 1u);
-}
+// @copy-end _tex
 
 // ---- main_tiled: shared-memory K slices for real GPUs ----
 

@@ -2,12 +2,13 @@
  * Checks and launch sizes shared by the kernels' host wrappers (src/ops/*.ts): dtype and shape
  * checks that throw ShapeError naming the kernel before anything is recorded, the binding-size
  * and scratch checks, the row grid (one workgroup per row), the row kernels' workgroup size per
- * adapter, and the guard against llvmpipe's per-invocation loop limit (expectLoopBudget).
- * Adapter-dependent choices read `ctx.kind` / `ctx.isSoftware` (device.ts), never the adapter's
- * strings again.
+ * tuning, and the guard against an adapter's per-invocation loop limit (expectLoopBudget).
+ * Adapter-dependent choices read `ctx.quirks` and `ctx.tunings` (src/gpu/quirks/), never the
+ * adapter's kind or strings.
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from './device.ts';
+import { LOOP_BUDGET_MARGIN } from './quirks/quirks.ts';
 import { grid1d } from './recorder.ts';
 import type { DType, Tensor } from './tensor.ts';
 
@@ -82,26 +83,23 @@ export function rowGrid(ctx: GpuContext, rows: number): { workgroups: [number, n
 
 /**
  * Threads per workgroup of the row kernels for rows of C channels (a power of two: they reduce
- * with a tree). Real GPUs want many threads per row to hide latency; on the software adapters
- * each workgroup barrier is expensive, so a row gets few lanes unless it is long.
+ * with a tree), by the context's tunings (many threads per row on real GPUs to hide latency, few
+ * on the software adapters where each barrier is expensive).
  */
 export function rowWorkgroupSize(ctx: GpuContext, c: number): number {
-  if (!ctx.softwareTuning) return 128;
-  return c <= 1024 ? 16 : 256;
+  return ctx.tunings.rowWorkgroupSize(c);
 }
 
 /**
- * Mesa's llvmpipe (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS) silently ends every loop
- * of an invocation once the invocation has taken 65535 loop back-edges in total — all loops
- * together, not per loop (measured here). Kernels whose per-thread loops could go past that give
- * wrong results there without any error, so their wrappers estimate the per-thread iteration
- * count and refuse such shapes on llvmpipe with a LimitError.
+ * Kernels whose per-thread loops could go past the adapter's loop budget (`ctx.quirks.loopBudget`:
+ * llvmpipe ends an invocation's loops silently past it) give wrong results there without any
+ * error, so their wrappers estimate the per-thread iteration count and refuse such shapes with a
+ * LimitError. No limit on real GPUs.
  */
-export const LLVMPIPE_LOOP_LIMIT = 65535;
-
 export function expectLoopBudget(op: string, ctx: GpuContext, iterations: number, what: string): void {
-  if (ctx.kind === 'llvmpipe' && iterations > LLVMPIPE_LOOP_LIMIT - 1000) {
-    throw new LimitError(op, `${what} needs about ${Math.round(iterations)} loop iterations per GPU thread, over llvmpipe's ` +
-      `limit of ${LLVMPIPE_LOOP_LIMIT} per invocation (Mesa stops the loops silently past it); use smaller shapes or a hardware adapter`);
+  const { kind, loopBudget } = ctx.quirks;
+  if (iterations > loopBudget - LOOP_BUDGET_MARGIN) {
+    throw new LimitError(op, `${what} needs about ${Math.round(iterations)} loop iterations per GPU thread, over ${kind}'s ` +
+      `limit of ${loopBudget} per invocation (it stops the loops silently past it); use smaller shapes or a hardware adapter`);
   }
 }

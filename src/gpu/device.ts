@@ -13,6 +13,7 @@ import { KeptTexelStore } from './kept_texels.ts';
 import { TextureCache } from './texture_cache.ts';
 import { type PipelineCache, pipelineCacheFor } from './pipelines.ts';
 import { type AdapterKind, adapterKind } from './adapter_kind.ts';
+import { type DeviceQuirks, defaultTuning, type KernelTuning, type KernelTunings, quirksFor, tuningsFor } from './quirks/mod.ts';
 
 export type GpuHost = 'window' | 'worker' | 'deno' | 'deno-worker' | 'node' | 'unknown';
 
@@ -53,14 +54,13 @@ export interface AcquireOptions {
    * reductions: what llvmpipe and SwiftShader want) or 'gpu' (shared-memory tiles, 256-wide
    * reductions: what real GPUs want). Default: by the adapter. Tests force 'gpu' on the software
    * adapters so the code users' GPUs run is exercised here too. Device workarounds that are
-   * about correctness or availability on an adapter (llvmpipe's loop limit, its texture reads)
-   * follow the adapter's `kind`, not this setting.
+   * about correctness or availability on an adapter (llvmpipe's loop limit, its texture reads:
+   * `GpuContext.quirks`) follow the adapter's `kind`, not this setting.
    */
   tuning?: KernelTuning;
 }
 
-/** The family of kernel configurations a context runs (AcquireOptions.tuning). */
-export type KernelTuning = 'software' | 'gpu';
+export type { KernelTuning } from './quirks/mod.ts';
 
 /** Optional features we request when the adapter offers them. */
 const WANTED_FEATURES: readonly GPUFeatureName[] = ['shader-f16', 'timestamp-query'];
@@ -136,8 +136,10 @@ export class GpuContext {
   readonly device: GPUDevice;
   readonly adapter: AdapterSummary;
   readonly hasF16: boolean;
-  /** llvmpipe / swiftshader / other software / hardware — for choosing kernel tunings. */
+  /** llvmpipe / swiftshader / other software / hardware: what `quirks` are picked by. */
   readonly kind: AdapterKind;
+  /** The adapter's workarounds (src/gpu/quirks/): by `kind`, whatever the tuning. */
+  readonly quirks: DeviceQuirks;
   readonly hasTimestamps: boolean;
   /** Storage buffers: tensors. */
   readonly pool: BufferPool;
@@ -162,6 +164,8 @@ export class GpuContext {
   /** Limits reported lower than the device's (AcquireOptions.maxStorageBufferBindingSize). */
   readonly #caps: Readonly<Record<string, number>>;
   readonly #tuning: KernelTuning | undefined;
+  /** The kernel configurations of `tuning` (src/gpu/quirks/). */
+  readonly tunings: KernelTunings;
 
   constructor(device: GPUDevice, adapter: AdapterSummary, caps: Readonly<Record<string, number>> = {}, tuning?: KernelTuning) {
     this.device = device;
@@ -170,6 +174,8 @@ export class GpuContext {
     this.adapter = adapter;
     this.hasF16 = device.features.has('shader-f16');
     this.kind = adapterKind(adapter);
+    this.quirks = quirksFor(this.kind);
+    this.tunings = tuningsFor(this.tuning);
     this.hasTimestamps = device.features.has('timestamp-query');
     this.pool = new BufferPool(device);
     this.uniformPool = new BufferPool(device, BufferUsage.UNIFORM | BufferUsage.COPY_DST);
@@ -195,16 +201,11 @@ export class GpuContext {
 
   /**
    * The kernel configurations to pick: `AcquireOptions.tuning`, else 'software' on a software
-   * adapter and 'gpu' on a real one. Tile shapes, workgroup widths and kernel variants read this,
-   * never `isSoftware`.
+   * adapter and 'gpu' on a real one. Tile shapes, workgroup widths and kernel variants come from
+   * its `tunings`, never from `isSoftware`.
    */
   get tuning(): KernelTuning {
-    return this.#tuning ?? (this.isSoftware ? 'software' : 'gpu');
-  }
-
-  /** `tuning === 'software'`. */
-  get softwareTuning(): boolean {
-    return this.tuning === 'software';
+    return this.#tuning ?? defaultTuning(this.kind);
   }
 
   get isLost(): boolean {

@@ -1,7 +1,7 @@
 /**
  * Texture copies of tensors that are read often and written rarely — a model's weights — kept
- * from one recording to the next, so the matmul's texture reads on llvmpipe (Recorder.texels)
- * copy a weight once instead of in every recording that reads it. Measured on llvmpipe
+ * from one recording to the next, so the matmul's texture reads (DeviceQuirks.textureReads:
+ * llvmpipe; Recorder.texels) copy a weight once instead of in every recording that reads it. Measured on llvmpipe
  * (gpt2-10m, 16 sequences, 8 new tokens): every decode step used to copy all 40 MB of weights.
  *
  * Correctness rests on write generations, tracked in queue order: every command that can change a

@@ -1,6 +1,7 @@
-/** The GPU layer: device, pool, tensors, pipelines, recorder. */
+/** The GPU layer: device (with its adapter family's quirks and tunings), pool, tensors, pipelines, recorder. */
 export { acquireGpu, adapterKind, detectHost, GpuContext, installHint, summarizeAdapter } from './device.ts';
 export type { AcquireOptions, AdapterKind, AdapterSummary, DeviceLostEvent, GpuHost } from './device.ts';
+export type { DeviceQuirks, KernelTuning, KernelTunings, MatmulTiles } from './quirks/mod.ts';
 export { flatChunks, rowChunks, windowOf } from './chunks.ts';
 export type { RowChunk } from './chunks.ts';
 export { BufferPool, bucketBytes, BufferUsage } from './pool.ts';

@@ -17,14 +17,15 @@
  * workgroup counts are checked against the device's limits before anything is recorded, so bad
  * input fails with a LimitError naming the kernel.
  */
-import { GpuValidationError, LimitError, ReleasedError, WebtinkerError } from '../errors.ts';
+import { GpuValidationError, LimitError, WebtinkerError } from '../errors.ts';
 import type { GpuContext } from './device.ts';
 import type { Bound, ParamValues } from './kernel_layout.ts';
 import type { Constants } from './pipelines.ts';
 import { type AnyHostArray, type DType, emptyTensor, hostArray, Tensor } from './tensor.ts';
-import type { KeptTexels } from './kept_texels.ts';
+import { type TexelCommand, TexelCopies, type TexelTable } from './texel_copies.ts';
 import { SubmitTimestamps } from './timestamps.ts';
-import { type CachedTexture, newTexelTexture, takeFitting, type TexelLayout, texelLayout } from './texture_cache.ts';
+
+export { type TexelTable, texelTableWidth } from './texel_copies.ts';
 
 export type BindingValue = Tensor | GPUBuffer | TextureBinding;
 
@@ -61,24 +62,6 @@ export interface TextureBinding {
   readonly textureView: GPUTextureView;
 }
 
-/** A tensor's elements as rgba32float texels of a W-wide 2-D texture, row-major (see `tempTexture`). */
-export interface TexelTable extends TextureBinding {
-  readonly texture: GPUTexture;
-  /** Texels per texture row. */
-  readonly width: number;
-  /** A copy the context keeps between recordings (`Recorder.texels`), not a scratch texture. */
-  readonly kept?: boolean;
-}
-
-/**
- * Texels per row of a `tempTexture`: rows of whole 256-byte multiples (copyBufferToTexture's
- * bytesPerRow, for 16- and 8-byte texels), at most 8192 texels — 8192 on every adapter, as WebGPU
- * guarantees maxTextureDimension2D ≥ 8192.
- */
-export function texelTableWidth(ctx: GpuContext): number {
-  return Math.max(32, Math.floor(Math.min(8192, ctx.limit('maxTextureDimension2D')) / 32) * 32);
-}
-
 export interface SubmitResult {
   /** GPU time of the submission in nanoseconds where timestamp queries are available. */
   gpuNs?: number;
@@ -88,8 +71,7 @@ export interface SubmitResult {
 type Command =
   | { kind: 'dispatch'; spec: DispatchSpec; pipeline: Promise<GPUComputePipeline>; bound: readonly Bound[]; paramBinding: number; paramOffset: number; paramBytes: number }
   | { kind: 'copy'; src: GPUBuffer; srcOffset: number; dst: GPUBuffer; dstOffset: number; bytes: number }
-  | { kind: 'texels'; src: GPUBuffer; srcOffset: number; dst: GPUTexture; layout: TexelLayout }
-  | { kind: 'kept'; entry: KeptTexels; layout: TexelLayout }
+  | TexelCommand
   | { kind: 'read'; tensor: Tensor; resolve: (a: AnyHostArray) => void; reject: (e: unknown) => void };
 
 export class Recorder {
@@ -101,15 +83,14 @@ export class Recorder {
   #paramBytes = 0;
   #submitted = false;
   #temps: Tensor[] = [];
-  /** Every scratch texture of the recording (to the context's TextureCache at submit) ... */
-  #textures: CachedTexture[] = [];
-  /** ... and those given back by releaseTexture, free for a later tempTexture of this recording. */
-  #freeTextures: CachedTexture[] = [];
+  /** Texture copies (texture reads, src/gpu/texel_copies.ts). */
+  readonly #texels: TexelCopies;
 
   constructor(ctx: GpuContext, opts: { label?: string; timing?: boolean } = {}) {
     this.ctx = ctx;
     this.label = opts.label ?? 'step';
     this.timing = Boolean(opts.timing) && ctx.hasTimestamps;
+    this.#texels = new TexelCopies(ctx, this.label, `recorder:${this.label}`, (c) => this.#commands.push(c));
   }
 
   get pending(): number {
@@ -178,7 +159,8 @@ export class Recorder {
    * owner meanwhile) are given back.
    * Why: on Mesa's llvmpipe a storage-buffer load runs a loop over the SIMD lanes with a bounds
    * check per component, while a texel fetch is a plain gather, a fraction of the cost per element;
-   * so a kernel that reads a large tensor several times reads it here.
+   * so where the adapter wants texture reads (DeviceQuirks.textureReads) a kernel that reads a
+   * large tensor several times reads it here.
    *
    * Reuse: a table given back with `releaseTexture` is the copy target of a later tempTexture of
    * this recording that fits it (same format, at least as many texel rows; the smallest such),
@@ -190,28 +172,7 @@ export class Recorder {
   tempTexture(src: Tensor, label = 'texels'): TexelTable {
     this.#assertOpen();
     src.assertLive();
-    const l = texelLayout(src, texelTableWidth(this.ctx));
-    if (!this.#fits(l)) {
-      throw new LimitError(label, `${src} cannot be laid out as ${l.format} texels of a ${l.width}-wide texture (${l.texels} texels, maxTextureDimension2D ${this.ctx.limit('maxTextureDimension2D')})`);
-    }
-    // One given back earlier in this recording, else one kept from an earlier recording (no
-    // allocation, no first-touch faults; charged again), else a new one.
-    const name = `${this.label}/${label}`;
-    let scratch = takeFitting(this.#freeTextures, l.format, l.height);
-    if (!scratch) {
-      scratch = this.ctx.textureCache.take(l.format, l.height) ?? newTexelTexture(this.ctx.device, name, l);
-      this.ctx.pool.charge(`recorder:${this.label}`, scratch.bytes);
-      this.#textures.push(scratch);
-    }
-    scratch.texture.label = name;
-    const { texture } = scratch;
-    this.#commands.push({ kind: 'texels', src: src.buffer, srcOffset: src.byteOffset, dst: texture, layout: l });
-    return { texture, textureView: texture.createView(), width: l.width };
-  }
-
-  /** Whether a layout is a whole number of texels within the device's texture height. */
-  #fits(l: TexelLayout): boolean {
-    return Number.isInteger(l.texels) && l.height <= this.ctx.limit('maxTextureDimension2D');
+    return this.#texels.temp(src, label);
   }
 
   /**
@@ -221,11 +182,7 @@ export class Recorder {
    */
   releaseTexture(table: TexelTable): void {
     this.#assertOpen();
-    if (table.kept) return;
-    const t = this.#textures.find((x) => x.texture === table.texture);
-    if (!t) throw new WebtinkerError('texture-unknown', `texture "${table.texture.label}" is not a scratch texture of recorder "${this.label}"`);
-    if (this.#freeTextures.includes(t)) throw new ReleasedError(`texture "${table.texture.label}" of recorder "${this.label}"`);
-    this.#freeTextures.push(t);
+    this.#texels.release(table);
   }
 
   /**
@@ -239,11 +196,7 @@ export class Recorder {
   texels(src: Tensor, label = 'texels'): TexelTable {
     this.#assertOpen();
     src.assertLive();
-    const l = texelLayout(src, texelTableWidth(this.ctx));
-    const entry = src.keepTexels && this.#fits(l) ? this.ctx.keptTexels.keep(src, l) : null;
-    if (!entry) return this.tempTexture(src, label);
-    this.#commands.push({ kind: 'kept', entry, layout: l });
-    return { texture: entry.texture, textureView: entry.view, width: l.width, kept: true };
+    return this.#texels.texels(src, label);
   }
 
   /** Copy a tensor's elements into another of at least the same byte length. */
@@ -307,9 +260,7 @@ export class Recorder {
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
     const enc = device.createCommandEncoder({ label: this.label });
-    // Kept texture copies (re)made by this submission: forgotten again if it fails.
     const kept = this.ctx.keptTexels;
-    const copied: KeptTexels[] = [];
     let pass: GPUComputePassEncoder | null = null;
     let passIndex = 0;
     let readIndex = 0;
@@ -350,18 +301,8 @@ export class Recorder {
         endPass();
         enc.copyBufferToBuffer(c.src, c.srcOffset, c.dst, c.dstOffset, c.bytes);
         kept.written(c.dst);
-      } else if (c.kind === 'texels') {
-        endPass();
-        copyTexels(enc, c.src, c.srcOffset, c.dst, c.layout);
-      } else if (c.kind === 'kept') {
-        const gen = kept.generation(c.entry.buffer);
-        if (c.entry.gen !== gen) {
-          endPass();
-          copyTexels(enc, c.entry.buffer, c.entry.byteOffset, c.entry.texture, c.layout);
-          c.entry.gen = gen;
-          kept.copies++;
-          copied.push(c.entry);
-        }
+      } else if (c.kind === 'texels' || c.kind === 'kept') {
+        this.#texels.encode(enc, c, endPass);
       } else {
         endPass();
         enc.copyBufferToBuffer(c.tensor.buffer, c.tensor.byteOffset, staging[readIndex++].buffer, 0, c.tensor.bindingBytes);
@@ -379,7 +320,7 @@ export class Recorder {
       stamps?.release(readback);
     };
     if (validation || oom) {
-      for (const e of copied) e.gen = -1;
+      this.#texels.failed();
       await device.queue.onSubmittedWorkDone().catch(() => {});
       cleanup(true);
       for (const s of staging) this.ctx.readbackPool.release(s.buffer);
@@ -416,12 +357,7 @@ export class Recorder {
   /** Scratch tensors back to the pool and scratch textures to the context's cache (safe after the submit, by queue order). */
   #releaseTemps(): void {
     for (const t of this.#temps.splice(0)) t.release();
-    this.#freeTextures.length = 0;
-    for (const t of this.#textures.splice(0)) {
-      this.ctx.pool.uncharge(`recorder:${this.label}`, t.bytes);
-      if (this.ctx.isLost) t.texture.destroy();
-      else this.ctx.textureCache.put(t);
-    }
+    this.#texels.releaseAll();
   }
 
   #countPasses(): number {
@@ -439,15 +375,6 @@ export class Recorder {
   #assertOpen(): void {
     if (this.#submitted) throw new WebtinkerError('recorder-submitted', `recorder "${this.label}" was already submitted; make a new one per step`);
   }
-}
-
-/** Texel k of a `width`-wide texture ← elements 4k .. 4k+3 of `src` from `srcOffset` (whole rows, then the rest). */
-function copyTexels(enc: GPUCommandEncoder, src: GPUBuffer, srcOffset: number, dst: GPUTexture, l: TexelLayout): void {
-  const rowBytes = l.texelBytes * l.width;
-  const full = Math.floor(l.texels / l.width);
-  const rest = l.texels - full * l.width;
-  if (full > 0) enc.copyBufferToTexture({ buffer: src, offset: srcOffset, bytesPerRow: rowBytes }, { texture: dst }, [l.width, full]);
-  if (rest > 0) enc.copyBufferToTexture({ buffer: src, offset: srcOffset + full * rowBytes, bytesPerRow: rowBytes }, { texture: dst, origin: [0, full] }, [rest, 1]);
 }
 
 /** Read one tensor back to the host (one small submission). */

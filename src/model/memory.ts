@@ -46,13 +46,14 @@
  * is allocated.
  */
 import { archOf } from './arch.ts';
-import { adapterKind } from '../gpu/adapter_kind.ts';
+import { adapterKind, type AdapterKind } from '../gpu/adapter_kind.ts';
 import type { AdapterSummary } from '../gpu/device.ts';
 import { bucketBytes } from '../gpu/pool.ts';
 import { embeddingScratchSize } from '../ops/embedding.ts';
 import { splitRange } from '../gpu/chunks.ts';
 import { KEPT_TEXELS_LIMIT, KEPT_TEXELS_MIN_ELEMENTS } from '../gpu/kept_texels.ts';
-import { llvmpipeMaxK, MAX_TEXTURE_COPY_BYTES } from '../ops/matmul.ts';
+import { MAX_TEXTURE_COPY_BYTES, registerMaxK } from '../ops/matmul.ts';
+import { quirksFor } from '../gpu/quirks/mod.ts';
 import { POLICY_STATS_SIZE, policyLossScratchSize } from '../ops/policy_loss.ts';
 import { reduceScratchSize } from '../ops/reduce.ts';
 import { f16Eligible } from './base_model.ts';
@@ -65,8 +66,10 @@ import { blockLinears, loraSpecs, numel, parameterSpecs } from './params.ts';
 export interface TrainingMemoryDevice {
   /** Logits are made a block of rows at a time, as many rows as one binding holds. */
   readonly maxStorageBufferBindingSize: number;
-  /** The matmul and the loss read operands through texture copies (llvmpipe). Default false. */
+  /** The matmul and the loss read operands through texture copies (DeviceQuirks.textureReads). Default false. */
   readonly textureReads?: boolean;
+  /** The adapter's loop budget (DeviceQuirks.loopBudget): texture-read products copy K ranges that fit it. Default: none. */
+  readonly loopBudget?: number;
   /** Most bytes of weight texture copies kept between steps (GpuContext.keptTexels.limitBytes). Default KEPT_TEXELS_LIMIT. */
   readonly keptTexelLimitBytes?: number;
 }
@@ -136,8 +139,9 @@ export function largestBaseBuffer(cfg: ModelConfig, baseWeightBytes: 2 | 4 = 4):
 }
 
 /** The device facts the estimate uses, from a GpuContext (structurally: kind and limit()). */
-export function trainingMemoryDevice(ctx: { kind: string; limit(name: string): number; keptTexels?: { limitBytes: number } }): TrainingMemoryDevice {
-  return { maxStorageBufferBindingSize: ctx.limit('maxStorageBufferBindingSize'), textureReads: ctx.kind === 'llvmpipe', keptTexelLimitBytes: ctx.keptTexels?.limitBytes };
+export function trainingMemoryDevice(ctx: { kind: AdapterKind; limit(name: string): number; keptTexels?: { limitBytes: number } }): TrainingMemoryDevice {
+  const { textureReads, loopBudget } = quirksFor(ctx.kind);
+  return { maxStorageBufferBindingSize: ctx.limit('maxStorageBufferBindingSize'), textureReads, loopBudget, keptTexelLimitBytes: ctx.keptTexels?.limitBytes };
 }
 
 /** The same facts from an adapter's summary (the page side of a GPU worker knows only that). */
@@ -219,17 +223,18 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
   const workspaceBytes = pooled(...backward, ...inputs, ...loss, reduceScratchSize(...trainable)) + L * adapted.length * pooled(N * R);
 
   // Texture copies: the largest A (activations [N, ·], a dlogits block) and B (a weight copied per
-  // recording because the store did not keep it, a LoRA factor, a window of llvmpipeMaxK rows of
+  // recording because the store did not keep it, a LoRA factor, a window of registerMaxK rows of
   // activations as the B of a weight or factor gradient) of any product, one more of the smaller
   // of the two (a copy no texture given back was large enough for). Kept weight copies are not
   // scratch: they are keptTexelBytes. The loss's copy of a logits block is one of these: it is
   // given back after its dispatch, and the largest A counts a dlogits block.
   let textureBytes = 0;
+  const loopBudget = opts.device?.loopBudget ?? Number.POSITIVE_INFINITY;
   // A full job reads (and keeps copies of) its own f32 copy of the weights, whatever the base's storage.
-  const weightCopies = opts.device?.textureReads ? weightTexels(cfg, full ? 4 : baseBytes, opts.device.maxStorageBufferBindingSize, opts.device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT) : null;
+  const weightCopies = opts.device?.textureReads ? weightTexels(cfg, full ? 4 : baseBytes, opts.device.maxStorageBufferBindingSize, opts.device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT, loopBudget) : null;
   if (weightCopies) {
     const maxA = textureOf(Math.max(N * Math.max(C, Q, F), Nb * V));
-    const maxK = llvmpipeMaxK(R);
+    const maxK = registerMaxK(R, loopBudget);
     const factors = lora ? loraSpecs(cfg, lora).map((p) => numel(p.shape)) : [];
     const maxB = Math.max(weightCopies.largestCopied, textureOf(Math.max(0, ...factors, Math.min(N, maxK) * Math.max(C, Q, F))));
     textureBytes = maxA + maxB + Math.min(maxA, maxB);
@@ -259,7 +264,7 @@ export function estimateTrainingMemory(cfg: ModelConfig, opts: TrainingMemoryOpt
  * what its LoRA jobs' steps and its samplers keep, once, whatever the number of jobs on it.
  */
 export function baseKeptTexelBytes(cfg: ModelConfig, device?: TrainingMemoryDevice, baseBytes = 4): number {
-  return device?.textureReads ? weightTexels(cfg, baseBytes, device.maxStorageBufferBindingSize, device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT).kept : 0;
+  return device?.textureReads ? weightTexels(cfg, baseBytes, device.maxStorageBufferBindingSize, device.keptTexelLimitBytes ?? KEPT_TEXELS_LIMIT, device.loopBudget ?? Number.POSITIVE_INFINITY).kept : 0;
 }
 
 /**
@@ -267,11 +272,12 @@ export function baseKeptTexelBytes(cfg: ModelConfig, device?: TrainingMemoryDevi
  * every block linear whole (half the texel bytes for an f16 base, `baseBytes` 2); the head [V, C]
  * in the forward's ranges of N of at most MAX_TEXTURE_COPY_BYTES; and where the forward split it,
  * the backward's own copies for dx = dlogits·head, which reads it unsplit along N — the whole head
- * where it fits one binding, else windows of llvmpipeMaxK rows (its K ranges). `kept`: the bytes of
+ * where it fits one binding, else windows of registerMaxK rows (its K ranges; windows of a binding
+ * without a loop budget). `kept`: the bytes of
  * those the store keeps — of at least KEPT_TEXELS_MIN_ELEMENTS, each while it fits under `limit`;
  * `largestCopied`: the largest of the others, copied into a scratch texture in every recording.
  */
-function weightTexels(cfg: ModelConfig, baseBytes: number, maxBinding: number, limit: number): { kept: number; largestCopied: number } {
+function weightTexels(cfg: ModelConfig, baseBytes: number, maxBinding: number, limit: number, loopBudget: number): { kept: number; largestCopied: number } {
   const { dModel: C, vocabSize: V } = cfg;
   const copies: { n: number; bytes: number }[] = [];
   const linears = blockLinears(cfg).map((t) => numel(loraTargetDims(cfg, t)));
@@ -280,7 +286,11 @@ function weightTexels(cfg: ModelConfig, baseBytes: number, maxBinding: number, l
   for (const [, n] of splitRange(V, headRows)) copies.push({ n: n * C, bytes: textureOf(n * C) });
   if (4 * V * C > MAX_TEXTURE_COPY_BYTES) {
     if (4 * V * C <= maxBinding) copies.push({ n: V * C, bytes: textureOf(V * C) });
-    else for (const [, n] of splitRange(V, llvmpipeMaxK(0))) copies.push({ n: n * C, bytes: textureOf(n * C) });
+    else {
+      const maxK = registerMaxK(0, loopBudget);
+      const rows = Number.isFinite(maxK) ? maxK : Math.max(1, Math.floor(maxBinding / (4 * C)));
+      for (const [, n] of splitRange(V, rows)) copies.push({ n: n * C, bytes: textureOf(n * C) });
+    }
   }
   let kept = 0;
   let largestCopied = 0;

@@ -86,7 +86,7 @@ export interface AttentionDecodeOptions {
 export function attentionTuning(ctx: GpuContext, D: number, override: Partial<AttentionTuning> = {}): AttentionTuning {
   // Two [bc, D] f32 tiles plus a [bc] vec2 tile must fit in workgroup memory.
   const fit = Math.floor(ctx.limit('maxComputeWorkgroupStorageSize') / (2 * D * 4 + 8));
-  const tiled = override.tiled ?? (!ctx.softwareTuning && fit >= 1);
+  const tiled = override.tiled ?? (ctx.tunings.attentionTiled && fit >= 1);
   const wg = override.wg ?? (tiled ? 64 : 8);
   const rows = override.rows ?? (tiled ? 1 : Math.min(8, Math.max(1, Math.floor(16 / Math.ceil(D / 16)))));
   const bc = override.bc ?? (tiled ? Math.min(16, fit) : 16);

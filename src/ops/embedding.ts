@@ -123,8 +123,8 @@ export function embeddingBackward(
   expectBindable(op, rec.ctx, [['dout', dout], ['scratch', scratch]]);
   const parts = rowChunks(op, dtable);
   if (rows * c === 0) return;
-  // One workgroup builds the index; on the software adapters a smaller chunk costs fewer compares.
-  const iwg = rec.ctx.softwareTuning ? 64 : 256;
+  // One workgroup builds the index, as wide as the context's tunings say.
+  const iwg = rec.ctx.tunings.embeddingIndexWidth;
   // Per thread: clear, scan and rewrite R/WG rows; two chunked passes of WG compares per WG tokens;
   // the sums loop over a row's tokens (all N when every id is the same).
   expectLoopBudget(op, rec.ctx, 3 * Math.ceil(rows / iwg) + 2 * Math.ceil(n / iwg) * (iwg + 1) + iwg, `the index of ids ${ids}`);

@@ -23,7 +23,7 @@ export function normBlocks(n: number): { rb: number; nblk: number } {
   return { rb, nblk: Math.max(1, Math.ceil(n / rb)) };
 }
 
-/** Loop iterations per thread of the norm kernels (forward, backward) for the llvmpipe check. */
+/** Loop iterations per thread of the norm kernels (forward, backward) for the loop-budget check (expectLoopBudget). */
 export function normLoopIterations(n: number, c: number, wg: number, passes: number): number {
   const perRow = passes * Math.ceil(c / wg) + 2 * Math.log2(wg);
   return Math.max(perRow, normBlocks(n).rb * perRow, normBlocks(n).nblk);

@@ -9,11 +9,12 @@
  * product; it needs a batch of one. Every output is summed over k in order, in f32, by one
  * invocation: no atomics, bitwise-identical results run to run.
  *
- * The tile configuration comes from `matmulConfigFor(ctx)` (register tiles on CPU rasterizers,
- * shared-memory tiles on real GPUs) unless `config` overrides it, so a benchmark can try variants.
- * On llvmpipe the register kernel reads A and B through texture copies made for the recording
- * (`reads: 'texture'`, entry main_tex): same sums in the same order, bitwise the buffer path's
- * results, a fraction of the load cost there. The textures (A's and B's bytes, 8192 texels wide)
+ * The tile configuration comes from `matmulConfigFor(ctx)` (the context's tunings: register tiles
+ * on CPU rasterizers, shared-memory tiles on real GPUs) unless `config` overrides it, so a
+ * benchmark can try variants. Where the adapter wants texture reads (`ctx.quirks.textureReads`)
+ * the register kernel reads A and B through texture copies made for the recording
+ * (`reads: 'texture'`, entry main_tex, generated from main): same sums in the same order, bitwise
+ * the buffer path's results, a fraction of the load cost there. The textures (A's and B's bytes, 8192 texels wide)
  * are charged to the recording's pool owner until the submit, but each is given back to the
  * recording after the product's last dispatch that reads it and reused by the next copy; an
  * operand too large for one falls back to the buffer path.
@@ -26,17 +27,19 @@
  * products in order (not bitwise the unsplit sum). Low-rank terms and batched products are not
  * split (LimitError).
  *
- * llvmpipe ends an invocation's loops silently after 65535 iterations (checks.ts). The register
- * kernel's k loop costs far more than one iteration a step there (measured: garbage from K ≈ 7400
- * on with 16×16 tiles, transposed B and texture reads; ≈ 14300 with 16×8 tiles), so on llvmpipe a
- * product of batch 1 is summed over K ranges of at most LLVMPIPE_MAX_K (the low-rank term and
- * the bias go with the first range), and a batched one over the budget is refused.
+ * An adapter with a loop budget (`ctx.quirks.loopBudget`: llvmpipe) ends an invocation's loops
+ * silently past it. The register kernel's k loop costs far more than one iteration a step there
+ * (measured on llvmpipe: garbage from K ≈ 7400 on with 16×16 tiles, transposed B and texture
+ * reads; ≈ 14300 with 16×8 tiles), so there a product of batch 1 is summed over K ranges of at
+ * most registerMaxK (the low-rank term and the bias go with the first range), and a batched one
+ * over the budget is refused.
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
 import { type BindingValue, type DispatchSpec, type Recorder, type TexelTable, texelTableWidth } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { expectLoopBudget, LLVMPIPE_LOOP_LIMIT } from '../gpu/checks.ts';
+import { expectLoopBudget } from '../gpu/checks.ts';
+import { GPU_MATMUL_TILES, LOOP_BUDGET_MARGIN, type MatmulTiles } from '../gpu/quirks/mod.ts';
 import { splitRange } from '../gpu/chunks.ts';
 import { bindsWhole, type Bound, fmt, type Mat, mat, type MatmulOperand, splitProduct, type SubProduct, vec4View } from './matmul_split.ts';
 
@@ -45,65 +48,53 @@ export { type MatmulOperand, matrixBlock, type MatrixBlock } from './matmul_spli
 const KERNEL = 'matmul';
 
 /**
- * Loop iterations llvmpipe counts per 4-deep k step of the register kernel: the worst measured,
- * ~35 (16×16 tiles, B transposed, texture reads), doubled for tile shapes not measured.
+ * Loop iterations a loop budget is charged per 4-deep k step of the register kernel: the worst
+ * measured on llvmpipe, ~35 (16×16 tiles, B transposed, texture reads), doubled for tile shapes
+ * not measured.
  */
-export const LLVMPIPE_STEP_ITERATIONS = 64;
+export const REGISTER_STEP_ITERATIONS = 64;
 
 /**
  * Most bytes of a transposed B (a weight [N, K], as y = x·Wᵀ reads it) one sub-product copies
  * into a texture: ranges of N change no sum, so a vocabulary-sized head (GPT-2 small's tok_emb,
  * 154 MB) is read in ranges of ~16 MiB, each copied into the texture the previous range used
  * (recordMatmul), instead of windows as large as a binding. Ranges along K are bounded by
- * llvmpipeMaxK already (4032 rows: 12 MB at C = 768).
+ * registerMaxK already where texture reads are used (on llvmpipe 3968 rows: 12 MB at C = 768).
  */
 export const MAX_TEXTURE_COPY_BYTES = 16 * 2 ** 20;
 
-/** Deepest K range one register-kernel invocation runs on llvmpipe with a rank-R term (a multiple of 64). */
-export function llvmpipeMaxK(R: number): number {
-  const steps = Math.floor((LLVMPIPE_LOOP_LIMIT - 1000) / LLVMPIPE_STEP_ITERATIONS) - Math.ceil(R / 4) - 1;
+/**
+ * Deepest K range one register-kernel invocation runs within a loop budget (`ctx.quirks.loopBudget`)
+ * with a rank-R term: a multiple of 64, or Infinity without a budget.
+ */
+export function registerMaxK(R: number, loopBudget: number): number {
+  if (loopBudget === Number.POSITIVE_INFINITY) return loopBudget;
+  const steps = Math.floor((loopBudget - LOOP_BUDGET_MARGIN) / REGISTER_STEP_ITERATIONS) - Math.ceil(R / 4) - 1;
   return Math.max(64, Math.floor((4 * steps) / 64) * 64);
 }
 
-export interface MatmulConfig {
-  /** 'register': per-invocation register tiles, no barriers; 'tiled': shared-memory K slices. */
-  kernel: 'register' | 'tiled';
-  /** Rows and columns of C per invocation (1..16). */
-  tm: number;
-  tn: number;
-  /** Workgroup size along N (x) and M (y). */
-  wgX: number;
-  wgY: number;
-  /** 'tiled' only: depth of the K slice staged in workgroup memory. */
-  bk: number;
+export interface MatmulConfig extends MatmulTiles {
   /**
    * 'register' only: where A and B are read from — their storage buffers ('buffer', the default),
-   * or texture copies made for the recording ('texture': texel fetches are far cheaper than buffer
-   * loads on llvmpipe; bitwise the same results). Operands too large for a texture use 'buffer'.
+   * or texture copies made for the recording ('texture': bitwise the same results; see
+   * DeviceQuirks.textureReads). Operands too large for a texture use 'buffer'.
    */
   reads?: 'buffer' | 'texture';
 }
 
 /**
- * The default tile configuration for this adapter (and, if given, problem size). Software
- * adapters get big register tiles in one-SIMD-row workgroups: every load instruction costs the
- * same tens of cycles whatever its width, so loads per multiply-add decide, and barriers cost more
- * than they save. 16×16 tiles were fastest on llvmpipe for large products but compile for seconds
- * per variant at first use; 16×8 is the default below 256×256 outputs. Real GPUs get 16×16
- * workgroups with 4×4 outputs each over 16-deep shared-memory slices.
+ * The default tile configuration for this context (and, if given, problem size): the tiles of its
+ * tunings (src/gpu/quirks/), the register kernel reading through textures where the adapter wants
+ * texture reads.
  */
 export function matmulConfigFor(ctx: GpuContext, dims?: { M: number; N: number; K: number }): MatmulConfig {
-  if (ctx.softwareTuning) {
-    const big = dims !== undefined && dims.M >= 256 && dims.N >= 256;
-    const cfg: MatmulConfig = { kernel: 'register', tm: 16, tn: big ? 16 : 8, wgX: 8, wgY: 1, bk: 16 };
-    if (ctx.kind === 'llvmpipe') cfg.reads = 'texture';
-    return cfg;
-  }
-  return { ...HARDWARE_MATMUL_CONFIG };
+  const cfg: MatmulConfig = ctx.tunings.matmulTiles(dims);
+  if (cfg.kernel === 'register' && ctx.quirks.textureReads) cfg.reads = 'texture';
+  return cfg;
 }
 
 /** The real-GPU default (exported so tests can run it on software adapters too). */
-export const HARDWARE_MATMUL_CONFIG: Readonly<MatmulConfig> = Object.freeze({ kernel: 'tiled', tm: 4, tn: 4, wgX: 16, wgY: 16, bk: 16 });
+export const HARDWARE_MATMUL_CONFIG: Readonly<MatmulConfig> = GPU_MATMUL_TILES;
 
 export interface LowRankTerm {
   /** [M, R] */
@@ -240,7 +231,7 @@ export function planMatmul(ctx: GpuContext, c: MatmulOperand, a: MatmulOperand, 
   const R = opts.lowRank ? opts.lowRank.u.shape[1] : 0;
   const config = opts.config ?? matmulConfigFor(ctx, dims);
   const register = config.kernel === 'register';
-  const maxK = ctx.kind === 'llvmpipe' && register ? llvmpipeMaxK(R) : Number.POSITIVE_INFINITY;
+  const maxK = register ? registerMaxK(R, ctx.quirks.loopBudget) : Number.POSITIVE_INFINITY;
   // Texture reads copy A and B: ranges of N keep a transposed B's copies small (a low-rank term
   // is not split over M or N, so its product copies its operands whole).
   const maxCopy = register && config.reads === 'texture' && !opts.lowRank ? MAX_TEXTURE_COPY_BYTES : Number.POSITIVE_INFINITY;
@@ -285,12 +276,12 @@ function planSub(ctx: GpuContext, plan: { dispatches: DispatchSpec[]; textures: 
     constants.MODE_B = !q(sub.b, ldb) ? 0 : transB ? (K % 4 === 0 ? 1 : 0) : (N % 4 === 0 && tn % 4 === 0 ? 2 : 0);
     constants.MODE_V = !lora ? 0 : transV ? (R % 4 === 0 ? 1 : 0) : (N % 4 === 0 && tn % 4 === 0 ? 2 : 0);
   }
-  // llvmpipe silently stops an invocation's loops after 65535 iterations in all (checks.ts): the
-  // register kernel's ceil(K/4) + ceil(R/4) steps cost LLVMPIPE_STEP_ITERATIONS each (measured).
+  // Within the adapter's loop budget (expectLoopBudget): the register kernel's ceil(K/4) +
+  // ceil(R/4) steps cost REGISTER_STEP_ITERATIONS each (measured on llvmpipe).
   const threads = cfg.wgX * cfg.wgY;
   const iterations = tiled
     ? Math.ceil(K / cfg.bk) * (1 + Math.min(cfg.bk, K) + Math.ceil((cfg.bk * cfg.wgY * cfg.tm) / threads) + Math.ceil((cfg.bk * cfg.wgX * cfg.tn) / threads)) + R
-    : (Math.ceil(K / 4) + Math.ceil(R / 4)) * LLVMPIPE_STEP_ITERATIONS;
+    : (Math.ceil(K / 4) + Math.ceil(R / 4)) * REGISTER_STEP_ITERATIONS;
   expectLoopBudget(op, ctx, iterations + 4, fmtDims(M, N, K));
   const gx = Math.ceil(N / (cfg.wgX * tn));
   const gy = Math.ceil(M / (cfg.wgY * tm));

@@ -15,8 +15,9 @@
  *   dx = dlogits·W                              → ranges of K, summed into C in order
  *   dW = dlogitsᵀ·x with dW [V, C] too big      → ranges of M, row windows of C
  * Ranges of M or N change no sum: bitwise the unsplit product. Ranges of K add the partial
- * products to C one after another: the same terms, summed in a different order. On llvmpipe K is
- * also split into ranges an invocation can loop over (see matmul.ts, LLVMPIPE_STEP_ITERATIONS).
+ * products to C one after another: the same terms, summed in a different order. Where the adapter
+ * has a loop budget (llvmpipe) K is also split into ranges an invocation can loop over (see
+ * matmul.ts, registerMaxK).
  */
 import { LimitError, ShapeError } from '../errors.ts';
 import type { GpuContext } from '../gpu/device.ts';
@@ -112,8 +113,8 @@ type Dim = 'M' | 'N' | 'K';
 /**
  * The sub-products of C (M×N) = op(A)·op(B) (inner K): one when every operand fits its binding
  * (the operands bound whole), else ranges of M, N and K as the file header says; K ranges are at
- * most `maxK` deep as well (llvmpipe's loop limit, see matmul.ts), and ranges of N bind at most
- * `maxCopyBytes` of a transposed B (the texture copies of llvmpipe's reads). Throws LimitError when an
+ * most `maxK` deep as well (the adapter's loop budget, see matmul.ts), and ranges of N bind at most
+ * `maxCopyBytes` of a transposed B (the texture copies of texture reads). Throws LimitError when an
  * operand cannot be split (batched products; a single row over the limit).
  */
 export function splitProduct(op: string, ctx: GpuContext, dims: { batch: number; M: number; N: number; K: number }, a: Mat, b: Mat, c: Mat,

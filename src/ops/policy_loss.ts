@@ -17,7 +17,7 @@
  * The main pass has three layouts (PolicyLossTuning.layout): a workgroup per row reducing through
  * workgroup memory (real GPUs); an invocation per row over chunks of four logits with no barrier
  * (software adapters); and the same reading the logits through a temporary texture copy
- * (llvmpipe, where texel fetches cost a fraction of storage-buffer loads; the texture, N·V·4
+ * (where the adapter wants texture reads, DeviceQuirks.textureReads; the texture, N·V·4
  * bytes rounded up to a texel, is charged to the recording's pool owner until the submit). All
  * take any V and are deterministic; the first two may differ in the last bits, the last two are
  * bitwise equal (a row's chunks start at its first logit, V % 4 left over at its end, wherever
@@ -44,7 +44,7 @@
 import { ConfigError, ShapeError } from '../errors.ts';
 import { type DispatchSpec, grid1d, type Recorder, texelTableWidth } from '../gpu/recorder.ts';
 import type { Tensor } from '../gpu/tensor.ts';
-import { dims, expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, expectShape, LLVMPIPE_LOOP_LIMIT } from '../gpu/checks.ts';
+import { dims, expectBindable, expectDistinct, expectDtype, expectLoopBudget, expectScratch, expectShape } from '../gpu/checks.ts';
 import { splitRange } from '../gpu/chunks.ts';
 import type { PolicyLossSpec, PpoLoss, Reduction } from '../algorithms/loss_spec.ts';
 
@@ -162,11 +162,10 @@ export interface PolicyLossTuning {
    * 'groups': a workgroup per row, its threads striding the row and reducing through workgroup
    * memory (real GPUs). 'rows': an invocation per row, four logits a step, no barriers (software
    * adapters; vec4 loads and stores where V % 4 == 0). 'texture': 'rows' reading the logits
-   * through a texture copy, a fraction of the cost of storage-buffer loads on llvmpipe (a
-   * temporary texture of the logits' size; 'rows' where the logits' buffer cannot be copied
-   * whole texels — the same results). Default: 'texture' on llvmpipe, 'rows' on other software
-   * adapters where V % 4 == 0 (not measured there for other V), within llvmpipe's loop budget;
-   * else 'groups'.
+   * through a texture copy (a temporary texture of the logits' size; 'rows' where the logits'
+   * buffer cannot be copied whole texels — the same results). Default: the context's tunings
+   * (KernelTunings.policyLossLayout), 'rows' read as 'texture' where the adapter wants texture
+   * reads.
    */
   layout?: Layout;
   /** 'groups': threads per row (power of two ≤ 256); 'rows', 'texture': rows per workgroup. */
@@ -184,18 +183,15 @@ interface Launch {
 /** Loop iterations of one main_rows* / main_tex invocation: ⌊V/4⌋ + V % 4 in each of its two passes. */
 const rowsIterations = (v: number) => 2 * (Math.floor(v / 4) + (v % 4));
 
-/** How the main pass is laid out for this adapter and vocabulary. */
+/** How the main pass is laid out for this context and vocabulary. */
 function launch(rec: Recorder, v: number, tuning: PolicyLossTuning): Launch {
-  const { softwareTuning: soft, kind } = rec.ctx;
-  // An invocation per row must keep its loops within llvmpipe's per-invocation loop limit (V up
-  // to ~129k; larger vocabularies take 'groups').
-  const rowsFit = rowsIterations(v) <= LLVMPIPE_LOOP_LIMIT - 1000;
-  const byDefault = kind === 'llvmpipe' && soft ? 'texture' : soft && v % 4 === 0 ? 'rows' : 'groups';
-  const layout = tuning.layout ?? (rowsFit ? byDefault : 'groups');
+  const { quirks, tunings } = rec.ctx;
+  const preferred = tunings.policyLossLayout(v, rowsIterations(v), quirks.textureReads);
+  const layout = tuning.layout ?? (preferred === 'rows' && quirks.textureReads ? 'texture' : preferred);
   if (!LAYOUTS.includes(layout)) throw new ConfigError('tuning.layout', `must be one of ${LAYOUTS.join(', ')}, got ${String(layout)}`);
   if (layout !== 'groups') expectLoopBudget(KERNEL, rec.ctx, rowsIterations(v), `layout '${layout}' at V=${v}`);
   // 'rows', 'texture': rows per workgroup, one llvmpipe SIMD row of 8 lanes; 'groups': threads per row.
-  const wg = tuning.rowThreads ?? (layout !== 'groups' || soft ? 8 : 256);
+  const wg = tuning.rowThreads ?? (layout !== 'groups' ? 8 : tunings.policyLossGroupThreads);
   if (!Number.isInteger(Math.log2(wg)) || wg > 256) throw new ConfigError('tuning.rowThreads', `must be a power of two ≤ 256, got ${wg}`);
   return { layout, wg };
 }

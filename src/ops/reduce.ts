@@ -24,9 +24,9 @@ export function reduceScratchSize(...sizes: number[]): number {
   return Math.max(1, sizes.reduce((a, n) => a + Math.ceil(n / REDUCE_CHUNK), 0));
 }
 
-/** Threads per workgroup: few lanes and many items per lane on the software adapters. */
+/** Threads per workgroup (the tunings': few lanes and many items per lane on the software adapters). */
 function threads(rec: Recorder): number {
-  return rec.ctx.softwareTuning ? 16 : 256;
+  return rec.ctx.tunings.reductionWidth;
 }
 
 /** out[r] = Σ_c x[r, c] (last dimension). Writes (=) `out`, whose shape is x's without the last dim. */

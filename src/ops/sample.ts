@@ -31,16 +31,11 @@ const KERNEL = 'sample';
 /** The token of a row whose logits are not finite (NaN or +Inf somewhere, or no finite value). */
 export const NON_FINITE_TOKEN = -1;
 /**
- * Threads per row (a power of two). 256 on real GPUs. On the software adapters barriers are
- * expensive, so short rows get fewer threads — but never fewer than keep a pass over the row at
- * ≤ ~200 elements per thread: a bisection makes up to ~110 passes (of four elements per loop
- * iteration), and llvmpipe stops loops past 65535 iterations per invocation (see expectLoopBudget).
+ * Threads per row (a power of two), by the context's tunings: 256 on real GPUs; fewer for short
+ * rows on the software adapters, where barriers are expensive (KernelTunings.sampleWorkgroupSize).
  */
 function sampleWorkgroupSize(ctx: GpuContext, v: number): number {
-  if (!ctx.softwareTuning) return 256;
-  let wg = 16;
-  while (wg < 256 && v / wg > 200) wg *= 2;
-  return wg;
+  return ctx.tunings.sampleWorkgroupSize(v);
 }
 
 /**

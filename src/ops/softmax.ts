@@ -11,7 +11,7 @@ import { expectBindable, expectDistinct, expectDtype, expectShape, rowGrid, rows
 const KERNEL = 'softmax';
 
 function threads(rec: Recorder): number {
-  return rec.ctx.softwareTuning ? 16 : 256;
+  return rec.ctx.tunings.reductionWidth;
 }
 
 function dispatchRows(rec: Recorder, entryPoint: string, bindings: Record<string, BindingValue>, n: number, c: number): void {

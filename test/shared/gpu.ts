@@ -26,7 +26,7 @@ export function gpuTunedGpu(): Promise<GpuContext> {
 /** The contexts a tuning-sensitive case runs on: the adapter's own tuning, then the other one. */
 export async function bothTunings(): Promise<GpuContext[]> {
   const own = await testGpu();
-  if (!own.softwareTuning) return [own];
+  if (own.tuning !== 'software') return [own];
   return [own, await gpuTunedGpu()];
 }
 

@@ -13,7 +13,7 @@ import { QWEN25_05B_CONFIG } from '../shared/pretrained_configs.ts';
 const qwen = configFromHf(QWEN25_05B_CONFIG);
 const V = 151936, C = 896;
 const lora: LoraConfig = { rank: 8, alpha: 16, targets: ['q', 'k', 'v', 'o', 'up', 'down'] };
-const device = { maxStorageBufferBindingSize: 2 ** 27, textureReads: true };
+const device = { maxStorageBufferBindingSize: 2 ** 27, textureReads: true, loopBudget: 65535 }; // llvmpipe's
 const MiB = 2 ** 20;
 
 function refusal(f: () => void): AdmissionError {

@@ -8,7 +8,8 @@ import { mat, splitProduct, vec4View } from '../../src/ops/matmul_split.ts';
 import { matmulSplitRef } from '../../src/ops/matmul_split.ref.ts';
 import { matmulRef } from '../../src/ops/matmul.ref.ts';
 import { Rng } from '../../src/util/rng.ts';
-import { LLVMPIPE_STEP_ITERATIONS, llvmpipeMaxK } from '../../src/ops/matmul.ts';
+import { REGISTER_STEP_ITERATIONS, registerMaxK } from '../../src/ops/matmul.ts';
+import { LLVMPIPE_LOOP_LIMIT } from '../../src/gpu/quirks/mod.ts';
 import { LimitError } from '../../src/errors.ts';
 
 function fakeCtx(maxBinding: number, align = 256): GpuContext {
@@ -139,9 +140,12 @@ describe('splitProduct', () => {
     for (const s of subs) expect([s.a.t, s.a.off, s.b.t, s.b.off]).toEqual([a, s.k0, b, s.k0 * 16]);
     const a3 = tensor(big, [2, 8, 20011]);
     expect(splitProduct('matmul', big, { batch: 2, M: 8, N: 16, K: 20011 }, mat('m', 'a', a3), mat('m', 'b', b), mat('m', 'c', tensor(big, [2, 8, 16])), false, false, 4032)).toHaveLength(1);
-    expect(llvmpipeMaxK(0) % 64).toBe(0);
-    expect(llvmpipeMaxK(64)).toBeLessThan(llvmpipeMaxK(0));
-    expect((llvmpipeMaxK(0) / 4 + 1) * LLVMPIPE_STEP_ITERATIONS).toBeLessThanOrEqual(65535 - 1000);
+    const maxK = (R: number) => registerMaxK(R, LLVMPIPE_LOOP_LIMIT);
+    expect(maxK(0)).toBe(3968);
+    expect(maxK(0) % 64).toBe(0);
+    expect(maxK(64)).toBeLessThan(maxK(0));
+    expect((maxK(0) / 4 + 1) * REGISTER_STEP_ITERATIONS).toBeLessThanOrEqual(65535 - 1000);
+    expect(registerMaxK(0, Number.POSITIVE_INFINITY)).toBe(Number.POSITIVE_INFINITY); // no loop budget: K is not split for it
   });
   it('every plan covers each (m, n, k) once: run through the split reference, M and N ranges give the whole product exactly, K ranges within f32 rounding', () => {
     const rng = new Rng(5);

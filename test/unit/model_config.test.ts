@@ -3,6 +3,7 @@ import { type LoraConfig, type ModelConfig, validateConfig, validateLora } from 
 import { ModelConfigError } from '../../src/model/errors.ts';
 import { adapterMemoryDevice, estimateTrainingMemory, trainingMemoryDevice } from '../../src/model/memory.ts';
 import { bucketBytes } from '../../src/gpu/pool.ts';
+import type { AdapterKind } from '../../src/gpu/adapter_kind.ts';
 import { countLoraParameters, countParameters, loraSpecs, parameterSpecs } from '../../src/model/params.ts';
 import { PRESETS, preset } from '../../src/model/presets.ts';
 import { ConfigError } from '../../src/errors.ts';
@@ -156,7 +157,7 @@ describe('estimateTrainingMemory', () => {
   const lora: LoraConfig = validateLora(g, { rank: 8, alpha: 16, targets: ['q', 'v'] });
   const est = (cfg: ModelConfig, o: Partial<Parameters<typeof estimateTrainingMemory>[1]>) =>
     estimateTrainingMemory(cfg, { batch: 4, seqLen: 256, mode: 'full', ...o });
-  const llvmpipe = { maxStorageBufferBindingSize: 2 ** 27, textureReads: true };
+  const llvmpipe = { maxStorageBufferBindingSize: 2 ** 27, textureReads: true, loopBudget: 65535 };
   const pooled = (specs: { shape: readonly number[] }[], bytes = 4) => specs.reduce((s, p) => s + bucketBytes(bytes * p.shape.reduce((a, b) => a * b, 1)), 0);
 
   it('adds up; parameters, gradients and moments in the pool\'s size classes, the base shared', () => {
@@ -197,7 +198,7 @@ describe('estimateTrainingMemory', () => {
     expect(tex.textureBytes).toBeLessThan(100 * 2 ** 20);
     expect(plain.keptTexelBytes).toBe(0);
     // Kept weight copies: every block linear, the head's 10 forward ranges and 13 backward K
-    // ranges (V = 50257 > llvmpipeMaxK) — over the 512 MiB default, so bounded by it.
+    // ranges (V = 50257 > registerMaxK) — over the 512 MiB default, so bounded by it.
     expect(tex.keptTexelBytes).toBeGreaterThan(400 * 2 ** 20);
     expect(tex.keptTexelBytes).toBeLessThanOrEqual(512 * 2 ** 20);
     const small = est(g, { batch: 1, seqLen: 64, device: { ...llvmpipe, keptTexelLimitBytes: 64 * 2 ** 20 } });
@@ -243,9 +244,9 @@ describe('estimateTrainingMemory', () => {
   });
 
   it('reads the device facts off a context or an adapter summary', () => {
-    const ctx = (kind: string) => ({ kind, limit: (n: string) => (n === 'maxStorageBufferBindingSize' ? 2 ** 27 : 0) });
+    const ctx = (kind: AdapterKind) => ({ kind, limit: (n: string) => (n === 'maxStorageBufferBindingSize' ? 2 ** 27 : 0) });
     expect(trainingMemoryDevice(ctx('llvmpipe'))).toEqual(llvmpipe);
-    expect(trainingMemoryDevice(ctx('swiftshader'))).toEqual({ maxStorageBufferBindingSize: 2 ** 27, textureReads: false });
+    expect(trainingMemoryDevice(ctx('swiftshader'))).toEqual({ maxStorageBufferBindingSize: 2 ** 27, textureReads: false, loopBudget: Number.POSITIVE_INFINITY });
     const summary = (description: string) => ({
       host: 'deno' as const, vendor: 'mesa', architecture: '', device: '', description, isFallbackAdapter: false, features: [], limits: { maxStorageBufferBindingSize: 2 ** 27 },
     });

@@ -11,6 +11,7 @@
 import { assert } from 'chai';
 import { ConfigError, LimitError, ShapeError } from '../../../src/errors.ts';
 import type { GpuContext } from '../../../src/gpu/device.ts';
+import { tuningsFor } from '../../../src/gpu/quirks/mod.ts';
 import { Recorder } from '../../../src/gpu/recorder.ts';
 import { emptyTensor } from '../../../src/gpu/tensor.ts';
 import { attentionBackward, attentionDecode, attentionDecodeSplits, attentionForward, type AttentionTuning, attentionTuning } from '../../../src/ops/attention.ts';
@@ -28,7 +29,7 @@ const TOL = 1e-5; // relative L2, f32
 /** A context whose maxComputeWorkgroupStorageSize reads `bytes` (what a GPU at WebGPU's minimum reports). */
 function withWorkgroupBytes(ctx: GpuContext, bytes: number, softwareTuning = false): GpuContext {
   return {
-    softwareTuning,
+    tunings: tuningsFor(softwareTuning ? 'software' : 'gpu'),
     limit: (name: string) => (name === 'maxComputeWorkgroupStorageSize' ? bytes : ctx.limit(name)),
   } as unknown as GpuContext;
 }
@@ -74,7 +75,7 @@ const CASES: WindowCase[] = [
 ];
 
 function tuningOf(ctx: GpuContext, c: WindowCase): Partial<AttentionTuning> | undefined {
-  return ctx.softwareTuning ? c.soft : c.gpu?.(ctx);
+  return ctx.tuning === 'software' ? c.soft : c.gpu?.(ctx);
 }
 
 function fwdBwdCase(c: WindowCase, seed: number): GpuCase {

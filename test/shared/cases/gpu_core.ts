@@ -17,6 +17,7 @@ import { readTensor, Recorder, texelTableWidth } from '../../../src/gpu/recorder
 import { emptyTensor, tensorFrom, zerosTensor } from '../../../src/gpu/tensor.ts';
 import { attentionTuning } from '../../../src/ops/attention.ts';
 import { HARDWARE_MATMUL_CONFIG, matmulConfigFor } from '../../../src/ops/matmul.ts';
+import { GPU_TUNINGS } from '../../../src/gpu/quirks/mod.ts';
 import { residualAdd } from '../../../src/ops/residual.ts';
 import { residualAddRef } from '../../../src/ops/residual.ref.ts';
 import { Rng } from '../../../src/util/rng.ts';
@@ -66,8 +67,9 @@ export const gpuCoreCases: GpuCase[] = [
     async fn(ctx) {
       const g = await gpuTunedGpu();
       assert.strictEqual(g.tuning, 'gpu');
-      assert.isFalse(g.softwareTuning);
+      assert.strictEqual(g.tunings, GPU_TUNINGS);
       assert.strictEqual(g.kind, ctx.kind); // the adapter is the same; only the configurations change
+      assert.strictEqual(g.quirks, ctx.quirks); // and its workarounds (llvmpipe's loop limit, texture reads) stay
       assert.deepStrictEqual(matmulConfigFor(g), { ...HARDWARE_MATMUL_CONFIG });
       assert.isTrue(attentionTuning(g, 64).tiled);
       try {

@@ -222,7 +222,7 @@ export const matmulCases: GpuCase[] = [
   },
   {
     // On llvmpipe the register kernel's loops stop silently past ~7400..14300 deep (measured), so
-    // such a product is summed over K ranges (llvmpipeMaxK deep); elsewhere it runs whole.
+    // such a product is summed over K ranges (registerMaxK deep); elsewhere it runs whole.
     name: 'matmul: deep products (K = 20011 and 16384, B plain and transposed) match the reference on the default config',
     async fn(ctx) {
       for (const p of [problem(8, 16, 20_011), problem(9, 16, 16_384, false, true), problem(16, 16, 20_011, false, true)]) {
@@ -290,7 +290,7 @@ export const matmulCases: GpuCase[] = [
       const a = empty(ctx, [8, 8], 'f32', 'a'), b = empty(ctx, [8, 8], 'f32', 'b'), c = empty(ctx, [8, 8], 'f32', 'c');
       const entry = (cfg?: MatmulConfig) => planMatmul(ctx, c, a, b, { config: cfg }).dispatches[0].entryPoint;
       assert.strictEqual(entry({ ...tiles[0], reads: 'texture' }), 'main_tex');
-      assert.strictEqual(entry(), ctx.kind === 'llvmpipe' ? 'main_tex' : ctx.softwareTuning ? 'main' : 'main_tiled');
+      assert.strictEqual(entry(), ctx.kind === 'llvmpipe' ? 'main_tex' : ctx.tuning === 'software' ? 'main' : 'main_tiled');
       releaseAll(a, b, c);
     },
   },
