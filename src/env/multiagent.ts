@@ -11,7 +11,11 @@
  *
  * Departures: games end for every seat at once ('done', 'turn_limit' when a learning seat has used
  * `maxTurns` actions or the game reaches `maxSteps`, 'context_limit' when a seat's context is
- * full); an environment fault drops the whole game for every seat. Tools are not offered here.
+ * full); an environment fault drops the whole game for every seat.
+ *
+ * Tools (`TurnBasedEnvironment.tools`) work as in a single-agent episode, for learning seats: a
+ * tool call is answered to the caller alone and the caller acts again before the game moves on;
+ * it counts against the seat's `maxTurns`, not against the game's `maxSteps`.
  */
 import { Agent, type AppendedAction, EpisodeBuilder, requestSeed } from './agent.ts';
 import { assembleBatch, type EpisodeSpec, newCounters, type RolloutCounters } from './batch.ts';
@@ -19,7 +23,7 @@ import { checkTurnStepResult, guarded } from './guard.ts';
 import { closeQuietly, episodeIds, type RolloutOptions } from './rollout.ts';
 import { Rng } from '../util/rng.ts';
 import { deepFreeze } from '../util/freeze.ts';
-import type { DroppedEpisode, DropReason, EndReason, KeptEndReason, RolloutBatch, Trajectory, TurnBasedEnvironment, TurnBasedEnvSpec } from './types.ts';
+import type { DroppedEpisode, DropReason, EndReason, KeptEndReason, RolloutBatch, Tool, Trajectory, TurnBasedEnvironment, TurnBasedEnvSpec } from './types.ts';
 
 /** A non-learning seat: text in, action text out. */
 export interface ScriptedPolicy {
@@ -62,8 +66,11 @@ interface Game {
   readonly pendingP: number[];
   readonly rewardsP: number[];
   readonly turnsP: number[];
+  readonly tools: ReadonlyMap<string, Tool>;
   player: number;
   observation: string;
+  /** The acting seat has not yet been shown `observation` (false after its own tool call). */
+  fresh: boolean;
   steps: number;
 }
 
@@ -123,7 +130,11 @@ export async function rolloutTurnBased(
       return null;
     }
     const zeros = () => new Array<number>(P).fill(0);
-    return { index, spec: e, env: env as TurnBasedEnvironment, builders: new Array(P).fill(null), pendingP: zeros(), rewardsP: zeros(), turnsP: zeros(), player: first.player, observation: first.observation, steps: 0 };
+    const tools = new Map(((env as TurnBasedEnvironment).tools ?? []).map((t) => [t.name, t]));
+    return {
+      index, spec: e, env: env as TurnBasedEnvironment, tools, builders: new Array(P).fill(null), pendingP: zeros(), rewardsP: zeros(), turnsP: zeros(),
+      player: first.player, observation: first.observation, fresh: true, steps: 0,
+    };
   };
 
   /** Puts the current observation into the acting seat's sequence; false if the game ended. */
@@ -133,13 +144,37 @@ export async function rolloutTurnBased(
     if (g.turnsP[g.player] >= seat.maxTurns) return end(g, 'turn_limit');
     let b = g.builders[g.player];
     if (b === null) {
-      b = new EpisodeBuilder(seat, g.observation, []);
+      b = new EpisodeBuilder(seat, g.observation, [...g.tools.values()]);
       b.preActionReward = g.pendingP[g.player];
       g.builders[g.player] = b;
-    } else if (!b.appendFeedback('observation', g.observation)) {
+    } else if (g.fresh && !b.appendFeedback('observation', g.observation)) {
       return end(g, 'context_limit');
     }
+    g.fresh = false;
     return b.room() > 0 || end(g, 'context_limit');
+  };
+
+  /** Runs a learning seat's tool call and hands the result back to it alone; false if the game ended. */
+  const callTool = async (g: Game, appended: AppendedAction, name: string, args: string): Promise<boolean> => {
+    const actor = g.player;
+    const b = g.builders[actor] as EpisodeBuilder;
+    g.turnsP[actor]++;
+    countersP[actor].toolCalls++;
+    const tool = g.tools.get(name);
+    let output: string;
+    if (tool === undefined) {
+      output = `error: unknown tool "${name}"; tools: ${[...g.tools.keys()].join(', ')}`;
+    } else {
+      const called = await guarded(`tool ${name}`, timeoutMs, () =>
+        Promise.resolve()
+          .then(() => tool.call(args))
+          .then(String, (err: unknown) => `error: ${err instanceof Error ? err.message : String(err)}`),
+      );
+      if (!called.ok) return drop(g.index, g.spec, called.reason, called.message, g, g.env);
+      output = called.value;
+    }
+    b.recordTurn(tool === undefined ? 'unknown_tool' : 'tool', appended, output, 0, { tool: name, args });
+    return b.appendFeedback('tool', output, name) || end(g, 'context_limit');
   };
 
   const apply = async (g: Game, actionText: string, appended: AppendedAction | null): Promise<boolean> => {
@@ -163,6 +198,7 @@ export async function rolloutTurnBased(
     if (g.steps >= maxSteps) return end(g, 'turn_limit');
     g.player = player;
     g.observation = observation;
+    g.fresh = true;
     return true;
   };
 
@@ -172,7 +208,7 @@ export async function rolloutTurnBased(
     while (live.length > 0) {
       live = live.filter(prepare);
       // One sampling call per learning seat for all the games where it is to act.
-      const actions = new Map<Game, Promise<{ text: string; appended: AppendedAction | null } | null>>();
+      const actions = new Map<Game, Promise<{ text: string; appended: AppendedAction | null; tool?: { name: string; args: string } } | null>>();
       await Promise.all(
         seats.map(async (seat, p) => {
           const mine = live.filter((g) => g.player === p);
@@ -184,7 +220,8 @@ export async function rolloutTurnBased(
             mine.forEach((g, k) => {
               countersP[p].sampledTokens += sampled[k].tokens.length;
               const appended = builders[k].appendAction(sampled[k]);
-              actions.set(g, Promise.resolve({ text: appended.text, appended }));
+              const parsed = g.tools.size > 0 ? seat.toolSyntax.parse(appended.text, g.tools) : null;
+              actions.set(g, Promise.resolve({ text: appended.text, appended, ...(parsed?.kind === 'tool' ? { tool: { name: parsed.name, args: parsed.args } } : {}) }));
             });
           } else {
             for (const g of mine) {
@@ -201,7 +238,8 @@ export async function rolloutTurnBased(
       const going = await Promise.all(
         live.map(async (g) => {
           const a = await actions.get(g);
-          return a === null || a === undefined ? false : apply(g, a.text, a.appended);
+          if (a === null || a === undefined) return false;
+          return a.tool && a.appended ? callTool(g, a.appended, a.tool.name, a.tool.args) : apply(g, a.text, a.appended);
         }),
       );
       live = live.filter((_, k) => going[k]);

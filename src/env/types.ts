@@ -100,6 +100,12 @@ export interface TurnStepResult {
 export interface TurnBasedEnvironment {
   readonly name: string;
   readonly numPlayers: number;
+  /**
+   * Tools every learning seat may call on its turn, as in a single-agent episode: a call runs the
+   * tool, its result goes back to the caller alone, and the caller acts again (a call counts
+   * against the seat's maxTurns; the other seats see nothing of it). Scripted seats call none.
+   */
+  readonly tools?: readonly Tool[];
   reset(seed: number): Promise<TurnObservation>;
   step(action: string): Promise<TurnStepResult>;
   close?(): Promise<void> | void;

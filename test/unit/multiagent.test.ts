@@ -95,3 +95,57 @@ describe('turn-based multi-agent protocol', () => {
     expect(JSON.stringify(await run())).toBe(JSON.stringify(a));
   });
 });
+
+describe('turn-based protocol with tools', () => {
+  /** The counting game with a `peek` tool that tells the caller how many moves were made. */
+  const withTool = (length: number, fail = false): TurnBasedEnvSpec & { log: string[] } => {
+    const base = countingGame(length);
+    let calls = 0;
+    return {
+      ...base,
+      create() {
+        const env = base.create();
+        let moves = 0;
+        return {
+          ...env, reset: env.reset, tools: [{ name: 'peek', description: 'peek: moves so far', call: (args: string) => { if (fail) throw new Error('peek broke'); calls++; return `moves=${moves} (${args})`; } }],
+          async step(a: string) { moves++; return env.step(a); },
+        };
+      },
+      get log() { return base.log; },
+      get calls() { return calls; },
+    } as TurnBasedEnvSpec & { log: string[] };
+  };
+
+  it('answers a seat\'s tool call to that seat alone; the seat acts again before the game moves on', async () => {
+    const spec = withTool(4);
+    // Seat 0 peeks before each of its moves; seat 1 just moves.
+    const p0 = fakePolicy((prompt) => (prompt.endsWith('</result>\n') ? 'A' : '<tool>peek: now</tool>'));
+    const p1 = fakePolicy(() => 'B');
+    const out = await rolloutTurnBased(spec, [new Agent({ sample: p0, tokenizer: tok }), new Agent({ sample: p1, tokenizer: tok })], games(2), { seed: 4 });
+    // The environment saw only the moves; each game has its 4 steps.
+    expect(spec.log.filter((x) => x.startsWith('0:'))).toEqual(['0:A', '0:A', '0:A', '0:A']);
+    expect(out.games.map((g) => [g.endReason, g.steps])).toEqual([['done', 4], ['done', 4]]);
+    const t0 = out.seats[0]!.groups[0].trajectories[0];
+    expect(t0.turns.map((t) => [t.kind, t.action])).toEqual([['tool', '<tool>peek: now</tool>'], ['env', 'A'], ['tool', '<tool>peek: now</tool>'], ['env', 'A']]);
+    expect(t0.turns[2].observation).toBe('moves=2 (now)');
+    expect(out.seats[0]!.metrics.toolCalls).toBe(4);
+    // The other seat is offered the tool too, but never sees this seat's call or its result.
+    const t1 = out.seats[1]!.groups[0].trajectories[0];
+    expect(tok.decode(t1.tokensT)).toContain('- peek: moves so far');
+    expect(tok.decode(t1.tokensT)).not.toContain('peek: now');
+    expect(tok.decode(t1.tokensT)).not.toContain('moves=');
+    expect(out.seats[1]!.metrics.toolCalls).toBe(0);
+  });
+
+  it('counts tool calls against the seat\'s maxTurns and answers a failing tool with its error', async () => {
+    const always = fakePolicy(() => '<tool>peek: again</tool>');
+    const out = await rolloutTurnBased(withTool(4), [new Agent({ sample: always, tokenizer: tok, maxTurns: 3 }), new Agent({ sample: fakePolicy(() => 'B'), tokenizer: tok })], games(1), { seed: 0 });
+    expect(out.games[0].endReason).toBe('turn_limit');
+    expect(out.games[0].steps).toBe(0);
+    expect(out.seats[0]!.groups[0].trajectories[0].turns).toHaveLength(3);
+    const broken = await rolloutTurnBased(withTool(4, true), [new Agent({ sample: fakePolicy((p) => (p.includes('<result>') ? 'A' : '<tool>peek: x</tool>')), tokenizer: tok }), new Agent({ sample: fakePolicy(() => 'B'), tokenizer: tok })], games(1), { seed: 0 });
+    expect(broken.seats[0]!.groups[0].trajectories[0].turns[0].observation).toBe('error: peek broke');
+    const unknown = await rolloutTurnBased(withTool(2), [new Agent({ sample: fakePolicy((p) => (p.includes('<result>') ? 'A' : '<tool>look: x</tool>')), tokenizer: tok }), new Agent({ sample: fakePolicy(() => 'B'), tokenizer: tok })], games(1), { seed: 0 });
+    expect(unknown.seats[0]!.groups[0].trajectories[0].turns[0]).toMatchObject({ kind: 'unknown_tool', observation: 'error: unknown tool "look"; tools: peek' });
+  });
+});
