@@ -80,6 +80,8 @@ export interface AgentsSettings {
   readonly onStep?: (m: AgentsStepMetrics) => void;
   /** Where the job runs (a LocalService, a WorkerService); default a LocalService on a device acquired for the run. */
   readonly service?: ServiceClient;
+  /** Stops the run between steps (the promise rejects with the signal's reason); what it opened is closed. */
+  readonly signal?: AbortSignal;
 }
 
 export interface AgentsStepMetrics {
@@ -123,7 +125,7 @@ export interface AgentsResult {
 
 const GAME_STREAM = 0x5ea7;
 
-const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'onStep', 'service'];
+const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'onStep', 'service', 'signal'];
 const SEAT_KEYS = ['name', 'algo', 'lr', 'loraRank', 'klBeta'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
@@ -196,17 +198,32 @@ export async function trainAgents(s: AgentsSettings): Promise<AgentsResult> {
   }
 }
 
-async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<AgentsResult> {
-  const t0 = performance.now();
-  const seed = s.seed ?? 0;
+/** The warm-start job trainAgents runs first (or, given `weights`, the job whose config they must fit). */
+function agentsJob(s: AgentsSettings) {
   const env: JobEnv = { name: s.env.name, kind: 'game', spec: s.env, maxTurns: s.maxTurns ?? 16, maxNewTokens: s.maxNewTokens ?? 24, format: JOB_FORMAT, context: s.context ?? 256 };
   const rank = Math.max(...s.seats.map((x) => x.loraRank ?? TRAIN_DEFAULTS.loraRank));
   // The shared warm start is the job runner's (a job with no RL steps): its base is the warm weights.
   const w = s.warmStart === undefined ? { steps: 200 } : s.warmStart;
   const job = jobOptions({
-    env, model: s.model ?? 'gpt2-100k', seed, steps: 0, evalEpisodes: 0, lora: { rank }, progress: false,
+    env, model: s.model ?? 'gpt2-100k', seed: s.seed ?? 0, steps: 0, evalEpisodes: 0, lora: { rank }, progress: false,
     warmStart: w === null || s.weights ? null : w, ...(s.weights ? { weights: s.weights } : {}), id: `agents-${s.env.name}`,
   });
+  return { env, job };
+}
+
+/**
+ * The shared base's config trainAgents builds for `s` (the preset, its context raised to the
+ * game's): what given `weights` must have been made for, e.g. a page's shipped warm start.
+ */
+export function agentsModelConfig(s: AgentsSettings): ModelConfig {
+  checkAgentsSettings(s);
+  return agentsJob({ ...s, warmStart: null }).job.model;
+}
+
+async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<AgentsResult> {
+  const t0 = performance.now();
+  const seed = s.seed ?? 0;
+  const { env, job } = agentsJob(s);
   const base = s.weights ?? (await runTraining(service, job)).trained.base;
   if (!base) throw new Error('trainAgents: the warm start kept no base');
   const cfg = job.model;
@@ -255,6 +272,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
     const before = await evaluateAll();
     const steps: AgentsStepMetrics[] = [];
     for (let step = 0; step < (s.steps ?? 20); step++) {
+      s.signal?.throwIfAborted();
       const ts = performance.now();
       const gameSeed = stepSeed(seed, step);
       const batch = await rolloutTurnBased(s.env, s.seats.map((_, k) => agent(k)), groupEpisodes(s.groups ?? 8, s.groupSize ?? 8, gameSeed), {
@@ -283,6 +301,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       steps.push(m);
       s.onStep?.(m);
     }
+    s.signal?.throwIfAborted();
     const after = await evaluateAll();
     const adapters: HostParams[] = [];
     for (const c of ctxs) adapters.push(await c.policy.weights());

@@ -10,7 +10,7 @@ import { assert } from 'chai';
 import type { ScriptedPolicy } from '../../../src/env/multiagent.ts';
 import type { TurnBasedEnvSpec, TurnBasedEnvironment } from '../../../src/env/types.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
-import { type AgentsSettings, trainAgents } from '../../../src/runtime/agents_job.ts';
+import { agentsModelConfig, type AgentsSettings, trainAgents } from '../../../src/runtime/agents_job.ts';
 import { LocalService } from '../../../src/runtime/local_service.ts';
 import type { GpuCase } from '../register.ts';
 
@@ -98,10 +98,25 @@ export const agentsJobCases: GpuCase[] = [
         assert.strictEqual(e.swappedReturns[0]![0], 1);
         assert.isNull(e.swappedReturns[1]);
       }
+      // The config given weights must fit is the one the run built.
+      assert.deepEqual(agentsModelConfig(settings()), a.cfg);
       const b = await run();
       assert.deepEqual(b.steps.map((m) => [m.reward, m.loss, m.datums, m.success]), a.steps.map((m) => [m.reward, m.loss, m.datums, m.success]));
       for (const [k, ad] of a.adapters.entries()) {
         for (const [name, v] of Object.entries(ad)) assert.deepEqual(Array.from(b.adapters[k][name]), Array.from(v), `${k}:${name}`);
+      }
+      // Aborted after its first step, from the shared base of the first run (no warm start): the run stops there.
+      const stop = new AbortController();
+      const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+      const stepsSeen: number[] = [];
+      try {
+        const aborted = trainAgents({ ...settings((m) => { stepsSeen.push(m.step); stop.abort(new Error('stopped by the test')); }), weights: a.base, warmStart: undefined, service, signal: stop.signal });
+        let caught: unknown = null;
+        await aborted.catch((e) => (caught = e));
+        assert.match(String(caught), /stopped by the test/);
+        assert.deepEqual(stepsSeen, [0]);
+      } finally {
+        await service.close();
       }
     },
   },
