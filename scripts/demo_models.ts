@@ -4,8 +4,9 @@
  * `npm run train` runs before RL (its defaults: full-parameter SFT of the seeded from-scratch
  * model on the environment's demonstrations), taken from a train() run whose RL part is one
  * minimal step: its result's `trained.base` is the warm-started model the LoRA applies to, and
- * `successBefore` that model's held-out success. Written as safetensors with the job's config,
- * the settings and the held-out success in the metadata.
+ * `successBefore` that model's held-out success. For the arena's two-agent games, the shared
+ * warm start `trainAgents` runs first (its defaults; a run with no RL steps). Written as
+ * safetensors with the job's config, the settings and the held-out success in the metadata.
  *
  *   npx deno run --allow-read --allow-write --allow-env --config deno.json scripts/demo_models.ts [ENV/MODEL ...]
  *
@@ -15,31 +16,40 @@
 import { parseArgs } from 'node:util';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type EnvName, train, writeSafetensors } from '../src/mod.ts';
+import { bargainEnv, type EnvName, type HostParams, type ModelConfig, signalEnv, train, trainAgents, type TurnBasedEnvSpec, writeSafetensors } from '../src/mod.ts';
 import { parameterSpecs } from '../src/model/params.ts';
 
-/** What ships: the SFT settings per `${env}/${model}`. */
-const MODELS: Readonly<Record<string, { env: EnvName; model: string; seed: number }>> = {
+/** What ships, per `${env}/${model}`: a train() job's warm start, or the arena's two-agent warm start of a game. */
+const MODELS: Readonly<Record<string, { env: EnvName; model: string; seed: number } | { game: () => TurnBasedEnvSpec; model: string; seed: number }>> = {
   'calculator/gpt2-100k': { env: 'calculator', model: 'gpt2-100k', seed: 0 },
+  // The arena's games, as demos/src/pages/arena.ts plays them.
+  'bargain/gpt2-100k': { game: () => bargainEnv(), model: 'gpt2-100k', seed: 0 },
+  'signal/gpt2-100k': { game: () => signalEnv({ symbols: 'abcd' }), model: 'gpt2-100k', seed: 0 },
 };
+
+/** The warm start and what to say of it. */
+async function warmStart(key: string, m: (typeof MODELS)[string]): Promise<{ cfg: ModelConfig; tensors: HostParams; made: Record<string, unknown> }> {
+  if ('game' in m) {
+    const env = m.game();
+    const r = await trainAgents({ env, seats: [{ name: 'a' }, { name: 'b' }], model: m.model, seed: m.seed, steps: 0, evalGames: 0 });
+    return { cfg: r.cfg, tensors: r.base, made: { by: 'scripts/demo_models.ts', trainAgents: true, seed: m.seed, seconds: Math.round(r.wallSeconds) } };
+  }
+  // train()'s default warm start; the one RL step (one task, two attempts) leaves the base as it was.
+  const r = await train({ env: m.env, model: m.model, seed: m.seed, evalEpisodes: 128, steps: 1, groups: 1, groupSize: 2 });
+  if (!r.trained.base) throw new Error(`${key}: the run returned no warm-started base`);
+  return { cfg: r.trained.cfg, tensors: r.trained.base, made: { by: 'scripts/demo_models.ts', warmStart: r.warmStartSteps, seed: m.seed, success: r.successBefore, evalEpisodes: r.evalEpisodes, device: r.device.description } };
+}
 
 const { positionals } = parseArgs({ args: Deno.args, allowPositionals: true });
 const wanted = positionals.length > 0 ? positionals : Object.keys(MODELS);
 for (const key of wanted) {
   const m = MODELS[key];
   if (!m) throw new Error(`unknown model "${key}" (known: ${Object.keys(MODELS).join(', ')})`);
-  // train()'s default warm start; the one RL step (one task, two attempts) leaves the base as it was.
-  const settings = { env: m.env, model: m.model, seed: m.seed, evalEpisodes: 128, steps: 1, groups: 1, groupSize: 2 };
-  const r = await train(settings);
-  const { cfg, base: tensors } = r.trained;
-  if (!tensors) throw new Error(`${key}: the run returned no warm-started base`);
-  const meta = {
-    format: 'pt',
-    'webtinker.model': JSON.stringify(cfg),
-    'webtinker.made': JSON.stringify({ by: 'scripts/demo_models.ts', warmStart: r.warmStartSteps, seed: m.seed, success: r.successBefore, evalEpisodes: r.evalEpisodes, device: r.device.description }),
-  };
-  const file = join(import.meta.dirname!, '..', 'demos', 'src', 'lib', 'models', `${m.env}-${m.model}.safetensors`);
+  const { cfg, tensors, made } = await warmStart(key, m);
+  const meta = { format: 'pt', 'webtinker.model': JSON.stringify(cfg), 'webtinker.made': JSON.stringify(made) };
+  const name = 'game' in m ? m.game().name : m.env;
+  const file = join(import.meta.dirname!, '..', 'demos', 'src', 'lib', 'models', `${name}-${m.model}.safetensors`);
   const specs = parameterSpecs(cfg);
   await writeFile(file, writeSafetensors(specs.map((s) => ({ name: s.name, shape: s.shape, dtype: 'F32' as const, data: tensors[s.name] })), { metadata: meta }));
-  console.log(`${key}: ${r.warmStartSteps} warm-start steps, held-out success ${r.successBefore} over ${r.evalEpisodes} episodes; wrote ${file}`);
+  console.log(`${key}: ${JSON.stringify(made)}; wrote ${file}`);
 }

@@ -7,6 +7,9 @@
  *     PEFT zip, and deletes;
  *   - chat: on its defaults a reply comes from the RL policy after some optimizer steps while the
  *     run goes on, and the device-time panel shows both jobs;
+ *   - arena: on its defaults (the sale game from its shipped warm start, 12 GRPO steps of 8 × 4)
+ *     both agents do better against their fixed opponents than before, with both reward curves
+ *     and the step's transcript drawn as they go;
  *   - the widget, embedded with one script tag and no attributes, trains on its defaults and
  *     held-out success rises; the embed page renders its widgets;
  *   - without WebGPU (no navigator.gpu; no adapter) the widget and the train page say so plainly.
@@ -38,6 +41,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
 });
+
+/** How much better than before each arena agent must do against its fixed opponent. */
+const ARENA_MARGIN = 0.03;
 
 const num = async (page: Page, selector: string, attr: string) => Number(await page.locator(selector).first().getAttribute(attr));
 
@@ -156,6 +162,34 @@ describe('chat page', () => {
     await screenshot(page, 'chat-while-training');
     await page.click('#train-stop');
     await page.waitForSelector('#progress[data-phase="stopped"]', { timeout: 120_000 });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
+
+describe('arena page', () => {
+  it('on its defaults both agents of the sale game learn: each does better against its fixed opponent than before', async () => {
+    const page = await context.newPage();
+    const errors = pageErrors(page);
+    await page.goto(`${base}arena.html`);
+    await expect.poll(() => page.locator('body').getAttribute('data-webgpu')).toBe('yes');
+    const t0 = Date.now();
+    await page.click('#start');
+    await page.waitForSelector('#rewards[data-points="1"]', { timeout: 240_000 });
+    // What each agent said in the step's first game: a price, then the buyer's answer.
+    expect(await page.locator('#transcript').innerText()).toMatch(/seller: <answer>\d<\/answer>/);
+    await page.waitForSelector('#arena-status[data-phase="done"]', { timeout: 480_000 });
+    const seconds = (Date.now() - t0) / 1000;
+    expect(await num(page, '#rewards', 'data-points')).toBe(12);
+    await page.waitForSelector('#measured[data-state="done"]');
+    const score = (seat: string, when: 'before' | 'after') => num(page, `#measured tr[data-seat="${seat}"]`, `data-${when}`);
+    const [sellerBefore, sellerAfter, buyerBefore, buyerAfter] = [await score('seller', 'before'), await score('seller', 'after'), await score('buyer', 'before'), await score('buyer', 'after')];
+    learning['arena page (seller vs truthful buyer)'] = { seconds, successBefore: sellerBefore, successAfter: sellerAfter };
+    learning['arena page (buyer vs random prices)'] = { seconds, successBefore: buyerBefore, successAfter: buyerAfter };
+    // Mean returns a game over the page's 64 held-out games (sd of a mean about 0.02).
+    expect(sellerAfter).toBeGreaterThan(sellerBefore + ARENA_MARGIN);
+    expect(buyerAfter).toBeGreaterThan(buyerBefore + ARENA_MARGIN);
+    await screenshot(page, 'arena-done');
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -14,6 +14,9 @@ import { ConfigError, type HostParams, type ModelConfig, openSafetensors } from 
 /** The shipped checkpoints, by `${env}/${model}`. */
 const SHIPPED: Readonly<Record<string, URL>> = {
   'calculator/gpt2-100k': new URL('./models/calculator-gpt2-100k.safetensors', import.meta.url),
+  // The arena's games: trainAgents' shared warm start (formats only).
+  'bargain/gpt2-100k': new URL('./models/bargain-gpt2-100k.safetensors', import.meta.url),
+  'signal/gpt2-100k': new URL('./models/signal-gpt2-100k.safetensors', import.meta.url),
 };
 
 /** Whether a warm-started checkpoint of `model` for `env` ships with the demos. */

@@ -1,83 +1,144 @@
 /**
- * The arena: two agents learn Nim at the same time — two runs of the job runner on the page's
- * one scheduler, each against a player of uniformly random legal moves — with their win rates
- * (the share of each RL step's games won) drawn as they go. When both are done they play each
- * other: half the games with A moving first, half with B.
+ * The arena: two agents that learn from each other at once (`trainAgents`), each with its own
+ * LoRA adapter on a shared base, on one of two dialogue games — the sale game (`bargainEnv`: the
+ * seller's price is the buyer's observation, their interests opposed, each side's number private)
+ * or Lewis's signalling game (`signalEnv`: the speaker's letter is the listener's observation, and
+ * only a code both share scores above chance). Drawn live: both agents' mean rewards per RL step,
+ * and what each said in the step's first game. Before and after the run, each agent is measured
+ * against a fixed opponent in the other seat (the partner-swap test): the seller against a buyer
+ * who accepts exactly the prices at or below its value, the buyer against random prices; in the
+ * signalling game, each agent with a partner that has no code.
+ *
+ * The run starts from the game's shipped warm start (formats only: random prices and answers,
+ * random letters and picks — scripts/demo_models.ts), so learning shows within minutes on a
+ * software adapter; `base=scratch` warm-starts in the tab instead.
  */
 import { html, render } from 'lit';
 import {
-  Agent,
-  ByteTokenizer,
-  engine,
-  groupEpisodes,
-  jobEnv,
-  rolloutTurnBased,
-  type SampleFn,
-  type WorkerService,
+  type AgentsResult,
+  type AgentsSettings,
+  type AgentsStepMetrics,
+  bargainEnv,
+  bargainRandomSeller,
+  bargainTruthfulBuyer,
+  signalEnv,
+  signalRandomListener,
+  signalRandomSpeaker,
+  trainAgents,
 } from '../../../src/mod.ts';
+import { agentsModelConfig } from '../../../src/runtime/agents_job.ts';
 import { Curve } from '../lib/curve.ts';
-import { DEMO_ALGOS, DemoJob, type DemoSettings, parseSettings } from '../lib/job.ts';
 import { errorText, fmtSeconds, pageService, pageShell, query } from '../lib/page.ts';
-import { SharePanel } from '../lib/shares.ts';
+import { hasShipped, shippedWeights } from '../lib/shipped.ts';
 
+/** A game the page offers: its environment, seat names, stand-ins, and how an agent is measured against a fixed opponent. */
+interface ArenaGame {
+  readonly title: string;
+  readonly about: string;
+  readonly settings: () => Pick<AgentsSettings, 'env' | 'partners'>;
+  readonly seats: readonly [string, string];
+  /** Per seat: what its score against the fixed opponent is called, and whether it is a return (else success). */
+  readonly measured: readonly [string, string];
+  readonly returns: boolean;
+}
+
+const SIGNAL = { symbols: 'abcd' } as const;
+const GAMES: Readonly<Record<'bargain' | 'signal', ArenaGame>> = {
+  bargain: {
+    title: 'the sale game',
+    about: 'The seller alone knows what the item cost it (0–4), the buyer alone what it is worth to it (3–9). The seller names a price, ' +
+      'the buyer accepts or rejects; a sale pays the seller (price − cost)/9 and the buyer (value − price)/9. Their interests are opposed.',
+    settings: () => ({ env: bargainEnv(), partners: [bargainRandomSeller(), bargainTruthfulBuyer()] }),
+    seats: ['seller', 'buyer'],
+    measured: ['seller against a buyer who accepts exactly the prices at or below its value (best play earns 0.260)', 'buyer against random prices (best play earns 0.256)'],
+    returns: true,
+  },
+  signal: {
+    title: "Lewis's signalling game",
+    about: 'The speaker sees which of four shapes the listener must pick and sends one letter (a–d); the listener sees the shapes and ' +
+      'the letter and picks one. Both score when the pick is right: above chance (1/4) only with a code both share, which only their interaction can make.',
+    settings: () => ({ env: signalEnv(SIGNAL), partners: [signalRandomSpeaker(SIGNAL), signalRandomListener(SIGNAL)] }),
+    seats: ['speaker', 'listener'],
+    measured: ['speaker with a listener that picks at random', 'listener with a speaker that sends random letters'],
+    returns: false,
+  },
+};
+
+const MODEL = 'gpt2-100k';
+const COLORS = ['#2471a3', '#c0392b'];
 const app = document.getElementById('app')!;
 const q = query();
-const base: DemoSettings = parseSettings(q, { env: 'nim', algo: 'grpo', model: 'tiny-gpt2', hub: '', base: 'scratch', steps: 6, warmstart: 20, groups: 2, groupSize: 4, seed: 1, evalEpisodes: 0 });
-let algoA = parseSettings((k) => (k === 'algo' ? q('algoA') : null), base).algo;
-let algoB = parseSettings((k) => (k === 'algo' ? q('algoB') : null), { ...base, algo: 'rloo' }).algo;
-let agents: DemoJob[] = [];
-let winCurve: Curve;
-let shares: SharePanel | null = null;
-const matchIds = new Set<string>();
-let match: { state: 'playing' | 'done' | 'failed'; games: number; winsA: number; winsB: number; unfinished: number; text?: string } | null = null;
+const num = (name: string, d: number) => {
+  const v = q(name);
+  return v === null || v === '' ? d : Number(v);
+};
+let gameName: keyof typeof GAMES = q('game') === 'signal' ? 'signal' : 'bargain';
+const defaults = { steps: num('steps', 12), groups: num('groups', 8), groupSize: num('groupSize', 4), lr: num('lr', 0.006), klBeta: num('kl', 0.3), evalGames: num('eval', 64), seed: num('seed', 1) };
+const scratch = q('base') === 'scratch';
+
+let phase: 'idle' | 'loading' | 'evaluating' | 'training' | 'done' | 'failed' | 'stopped' = 'idle';
+let steps: AgentsStepMetrics[] = [];
+let result: AgentsResult | null = null;
 let message = '';
-const COLORS = ['#2471a3', '#c0392b'];
-const tok = new ByteTokenizer();
+let started = 0;
+let abort: AbortController | null = null;
+let rewardCurve: Curve;
 
 const status = await pageShell('arena');
 
+/** Seat k's score against its fixed opponent (the other seat's stand-in) in an evaluation. */
+function measuredScore(g: ArenaGame, e: AgentsResult['before'], k: number): number | null {
+  const other = 1 - k;
+  return g.returns ? (e.swappedReturns[other]?.[k] ?? null) : e.swapped[other];
+}
+
+const fmt = (x: number | null | undefined) => (x === null || x === undefined ? '–' : x.toFixed(3));
+
 function draw(): void {
-  const running = agents.some((a) => a.running);
-  const algoSelect = (name: string, value: string, set: (v: DemoSettings['algo']) => void) =>
-    html`<select name=${name} ?disabled=${running} @change=${(e: Event) => set((e.target as HTMLSelectElement).value as DemoSettings['algo'])}>
-      ${DEMO_ALGOS.map((o) => html`<option ?selected=${value === o}>${o}</option>`)}</select>`;
+  const g = GAMES[gameName];
+  const running = phase === 'loading' || phase === 'evaluating' || phase === 'training';
+  const last = steps.at(-1);
   render(
     html`
-      <h1>Arena: two agents learn Nim at once</h1>
+      <h1>Arena: two agents learn from each other</h1>
       ${status.ok ? '' : html`<p class="error">${status.message}</p>`}
-      <p class="about">Nim: piles of objects, each move takes one or more from one pile, whoever takes the last object wins. Each agent is a
-      tiny model from scratch, warm-started on demonstration games and then trained by RL against a player of random legal moves; an
-      illegal move loses the game. Both runs share the device through the scheduler. Nim games are long sequences: on a software
-      adapter the defaults take several minutes and leave the win rates near zero; on a GPU, raise the warm-start and RL steps
-      (<code>arena.html?warmstart=200&amp;steps=40</code>) for them to move.</p>
+      <p class="about">${g.about} Each agent is a LoRA adapter on one shared ${MODEL} base, trained by GRPO on its own tokens alone
+      (a KL penalty to its start keeps the answer format); what one says reaches the other only as its observation.</p>
       <form class="settings" @submit=${start}>
-        <label>agent A ${algoSelect('algoA', algoA, (v) => (algoA = v))}</label>
-        <label>agent B ${algoSelect('algoB', algoB, (v) => (algoB = v))}</label>
-        <label>warm-start steps <input id="warmstart" type="number" min="0" .value=${String(base.warmstart)} ?disabled=${running} /></label>
-        <label>RL steps <input id="steps" type="number" min="1" .value=${String(base.steps)} ?disabled=${running} /></label>
-        <button id="start" type="submit" ?disabled=${running || !status.ok}>Start both</button>
-        <button type="button" ?disabled=${!running} @click=${() => agents.forEach((a) => a.stop())}>Stop</button>
+        <label>game <select name="game" ?disabled=${running} @change=${(e: Event) => {
+          gameName = (e.target as HTMLSelectElement).value as keyof typeof GAMES;
+          draw();
+        }}>${Object.entries(GAMES).map(([k, x]) => html`<option value=${k} ?selected=${k === gameName}>${x.title}</option>`)}</select></label>
+        <label>RL steps <input id="steps" type="number" min="1" .value=${String(defaults.steps)} ?disabled=${running} /></label>
+        <label>learning rate <input id="lr" type="number" min="0" step="any" .value=${String(defaults.lr)} ?disabled=${running} /></label>
+        <button id="start" type="submit" ?disabled=${running || !status.ok}>Start</button>
+        <button type="button" ?disabled=${!running} @click=${() => abort?.abort(new Error('stopped'))}>Stop</button>
       </form>
       ${message ? html`<p class="error">${message}</p>` : ''}
+      <p id="arena-status" data-phase=${phase} data-steps=${steps.length}>${phase}${steps.length > 0 ? ` · step ${steps.length} / ${defaults.steps}` : ''}
+        ${started > 0 ? ` · ${fmtSeconds((performance.now() - started) / 1000)}` : ''}</p>
       <section class="grid">
         <div class="card">
-          <h2>Win rate against random moves, per RL step</h2>
-          <div id="wins" class="curve"></div>
-          ${agents.map((a, i) => html`<p class="agent-status" data-agent=${'AB'[i]} data-phase=${a.phase} data-done=${a.done}>
-            <span class="swatch" style="background:${COLORS[i]}"></span><b>${'AB'[i]} (${a.settings.algo})</b>: ${a.phase} · step ${a.done} / ${a.total} · ${fmtSeconds(a.elapsed)}
-            ${a.phase === 'failed' ? html` · <span class="error">${errorText(a.error)}</span>` : ''}</p>`)}
+          <h2>Mean reward per RL step</h2>
+          <div id="rewards" class="curve"></div>
+          <p>${g.seats.map((name, k) => html`<span class="swatch" style="background:${COLORS[k]}"></span> ${name} `)}</p>
         </div>
         <div class="card">
-          <h2>Device time</h2>
-          <div id="shares"></div>
+          <h2>The step's first game</h2>
+          <div id="transcript">${last ? g.seats.map((name, k) => html`<p><b>${name}</b>: <code>${last.transcript[k]?.join(' ') || '(did not act)'}</code></p>`) : html`<p>—</p>`}</div>
         </div>
       </section>
       <section class="card">
-        <h2>A against B</h2>
-        ${match === null ? html`<p>When both have finished, they play each other.</p>` : html`<p id="match" data-state=${match.state}>
-          ${match.state === 'playing' ? 'playing…' : match.state === 'failed' ? html`<span class="error">${match.text}</span>` : html`
-            ${match.games} games: A (${algoA}) won ${match.winsA}, B (${algoB}) won ${match.winsB}${match.unfinished > 0 ? `, ${match.unfinished} unfinished` : ''}.`}
-        </p>`}
+        <h2>Against a fixed opponent, before and after</h2>
+        <table id="measured" data-state=${result ? 'done' : 'pending'}>
+          <tr><th></th><th>before</th><th>after</th></tr>
+          ${g.seats.map((name, k) => html`<tr data-seat=${name}
+              data-before=${result ? String(measuredScore(g, result.before, k)) : ''} data-after=${result ? String(measuredScore(g, result.after, k)) : ''}>
+            <td>${g.measured[k]}</td><td>${result ? fmt(measuredScore(g, result.before, k)) : '…'}</td><td>${result ? fmt(measuredScore(g, result.after, k)) : '…'}</td></tr>`)}
+          <tr><td>both agents together: ${g.returns ? 'mean returns' : 'success'}</td>
+            <td>${result ? (g.returns ? result.before.returns.map(fmt).join(' / ') : fmt(result.before.together)) : '…'}</td>
+            <td>${result ? (g.returns ? result.after.returns.map(fmt).join(' / ') : fmt(result.after.together)) : '…'}</td></tr>
+        </table>
       </section>
     `,
     app,
@@ -86,105 +147,52 @@ function draw(): void {
 
 async function start(ev: Event): Promise<void> {
   ev.preventDefault();
-  let service: WorkerService;
-  try {
-    const get = (id: string) => (document.getElementById(id) as HTMLInputElement).value;
-    const s = parseSettings((k) => (k === 'steps' || k === 'warmstart' ? get(k) : null), base);
-    service = await pageService();
-    agents = [
-      new DemoJob(service, { ...s, algo: algoA, seed: s.seed }, `A: ${algoA}`),
-      new DemoJob(service, { ...s, algo: algoB, seed: s.seed + 1 }, `B: ${algoB}`),
-    ];
-  } catch (e) {
-    message = errorText(e);
-    return draw();
-  }
+  const get = (id: string) => Number((document.getElementById(id) as HTMLInputElement).value);
+  const g = GAMES[gameName];
+  const lr = get('lr');
+  const settings: AgentsSettings = {
+    ...g.settings(),
+    seats: g.seats.map((name) => ({ name, algo: 'grpo' as const, lr, klBeta: defaults.klBeta })),
+    model: MODEL, steps: get('steps'), groups: defaults.groups, groupSize: defaults.groupSize, evalGames: defaults.evalGames, seed: defaults.seed,
+  };
+  phase = 'loading';
+  steps = [];
+  result = null;
   message = '';
-  match = null;
-  winCurve.clear();
-  shares ??= new SharePanel(document.getElementById('shares')!, service.scheduler, () => [
-    ...agents.map((a, i) => ({ label: `agent ${a.label}`, color: COLORS[i], ids: a.tap.schedIds })),
-    { label: 'A against B', color: '#7f8c8d', ids: matchIds },
-  ]);
-  // One row per RL step: x is the step, each agent fills its own column when it gets there.
-  const rows = new Map<number, (number | null)[]>();
-  let plotted = 0;
-  agents.forEach((a, i) =>
-    a.on((e) => {
-      if (e.type === 'step' && e.metrics.phase === 'rl') {
-        const row = rows.get(e.metrics.step) ?? [null, null];
-        row[i] = e.metrics.success ?? 0;
-        rows.set(e.metrics.step, row);
-        // Points go in step order once both agents have reached a step (or one has finished).
-        while (rows.has(plotted) && (rows.get(plotted)!.every((v) => v !== null) || agents.some((b) => !b.running))) {
-          winCurve.push(plotted + 1, rows.get(plotted)!);
-          plotted++;
-        }
-      }
-      draw();
-    }));
+  started = performance.now();
+  rewardCurve.destroy();
+  rewardCurve = makeCurve();
+  abort = new AbortController();
+  const tick = setInterval(draw, 1000);
   draw();
-  await Promise.all(agents.map((a) => a.start()));
-  for (; rows.has(plotted); plotted++) winCurve.push(plotted + 1, rows.get(plotted)!);
-  draw();
-  if (agents.every((a) => a.result)) await faceOff(service);
-}
-
-/** The two final policies against each other. */
-async function faceOff(service: WorkerService): Promise<void> {
-  match = { state: 'playing', games: 0, winsA: 0, winsB: 0, unfinished: 0 };
-  draw();
-  const opened: (() => Promise<void>)[] = [];
   try {
-    const samples: SampleFn[] = [];
-    for (const a of agents) {
-      const b = a.tap.base!;
-      const modelId = await service.createModel(b.cfg, { params: b.params ?? engine.initParameters(b.cfg, b.seed ?? 0) });
-      matchIds.add(`model:${modelId}`);
-      const s = await service.createSamplingClient(modelId, { lora: a.result!.trained.lora!, tensors: a.result!.trained.tensors });
-      matchIds.add(s.id);
-      opened.push(async () => {
-        await s.close();
-        await service.releaseModel(modelId);
-      });
-      samples.push(s.sample);
-    }
-    const env = jobEnv('nim');
-    if (env.kind !== 'game') throw new Error('nim is a two-player game');
-    const cfg = agents[0].options.model;
-    const mk = (sample: SampleFn, id: string) =>
-      new Agent({
-        sample, id, tokenizer: tok, maxTurns: env.maxTurns, maxNewTokens: env.maxNewTokens, maxSequenceTokens: cfg.maxSeqLen, temperature: 0.7,
-        ...(env.format ? { format: env.format } : {}),
-      });
-    const [A, B] = [mk(samples[0], 'A'), mk(samples[1], 'B')];
-    const half = 4;
-    const seed = 0xa7e4a;
-    let winsA = 0, winsB = 0, unfinished = 0;
-    for (const [seats, aSeat] of [[[A, B], 0], [[B, A], 1]] as const) {
-      const r = await rolloutTurnBased(env.spec, seats, groupEpisodes(half, 1, seed + aSeat), { seed: seed + aSeat, maxSteps: 2 * env.maxTurns });
-      for (const g of r.games) {
-        const winner = g.rewardsP.findIndex((x) => x > 0);
-        if (winner < 0) unfinished++;
-        else if (winner === aSeat) winsA++;
-        else winsB++;
-      }
-    }
-    match = { state: 'done', games: 2 * half, winsA, winsB, unfinished };
+    const service = await pageService();
+    const weights = !scratch && hasShipped(gameName, MODEL) ? await shippedWeights(gameName, MODEL, agentsModelConfig(settings), abort.signal) : undefined;
+    phase = 'evaluating';
+    draw();
+    result = await trainAgents({
+      ...settings, service, signal: abort.signal, ...(weights ? { weights } : {}),
+      onStep: (m) => {
+        phase = 'training';
+        steps.push(m);
+        rewardCurve.push(m.step + 1, m.reward);
+        draw();
+      },
+    });
+    phase = 'done';
   } catch (e) {
-    match = { state: 'failed', games: 0, winsA: 0, winsB: 0, unfinished: 0, text: errorText(e) };
+    phase = abort.signal.aborted ? 'stopped' : 'failed';
+    if (!abort.signal.aborted) message = errorText(e);
   } finally {
-    for (const close of opened) await close().catch(() => {});
+    clearInterval(tick);
     draw();
   }
 }
 
+const makeCurve = () =>
+  new Curve(document.getElementById('rewards')!, {
+    xLabel: 'RL step',
+    series: [0, 1].map((k) => ({ label: `${GAMES[gameName].seats[k]} reward`, scale: 'reward', color: COLORS[k] })),
+  });
 draw();
-winCurve = new Curve(document.getElementById('wins')!, {
-  xLabel: 'RL step',
-  series: [
-    { label: 'A win rate', scale: 'win rate', color: COLORS[0] },
-    { label: 'B win rate', scale: 'win rate', color: COLORS[1] },
-  ],
-  ranges: { 'win rate': [0, 1] },
-});
+rewardCurve = makeCurve();
