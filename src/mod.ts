@@ -42,7 +42,7 @@ export type { SafetensorsErrorKind, WeightsErrorKind } from './model/errors.ts';
 // ─── Jobs: one call from an environment to a trained adapter, and the runner under it ──────────
 export { jobOptions, train, TRAIN_DEFAULTS } from './runtime/train.ts';
 export type { LoadedModel, TrainResult, TrainSettings } from './runtime/train.ts';
-export { trainAgents } from './runtime/agents_job.ts';
+export { agentsModelConfig, trainAgents } from './runtime/agents_job.ts';
 export type { AgentsEvaluation, AgentsResult, AgentsSettings, AgentsStepMetrics, SeatSettings } from './runtime/agents_job.ts';
 export type { SampleTextOptions } from './runtime/policy.ts';
 export { ALGOS, runTraining } from './runtime/rl_job.ts';

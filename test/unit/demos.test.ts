@@ -10,7 +10,7 @@ import { DemoStore, savedCurves } from '../../demos/src/lib/adapters.ts';
 import { DEFAULT_SETTINGS, type DemoSettings, FULL_SETTINGS, jobOptions, parseSettings, QUICK_SETTINGS } from '../../demos/src/lib/job.ts';
 import { hasShipped, shippedFromBytes } from '../../demos/src/lib/shipped.ts';
 import { reply, sampleTask } from '../../demos/src/lib/talk.ts';
-import { ByteTokenizer, engine, jobEnv, jobOptions as trainJobOptions, type JobResult, MemoryKv, type SampleFn } from '../../src/mod.ts';
+import { agentsModelConfig, bargainEnv, ByteTokenizer, engine, jobEnv, jobOptions as trainJobOptions, type JobResult, MemoryKv, type SampleFn, signalEnv } from '../../src/mod.ts';
 
 const from = (o: Record<string, string>) => (k: string) => o[k] ?? null;
 
@@ -67,6 +67,19 @@ describe('demo settings', () => {
     const { ['tok_emb.weight']: _drop, ...missing } = weights;
     expect(() => jobOptions(DEFAULT_SETTINGS, undefined, missing)).toThrow(/weights: tensor "tok_emb\.weight"/);
     expect(() => jobOptions(DEFAULT_SETTINGS, undefined, { ...weights, 'tok_emb.weight': new Float32Array(3) })).toThrow(/weights: tensor "tok_emb\.weight"/);
+  });
+
+  it("the arena's shipped warm starts are the configs its trainAgents runs build, one per game", async () => {
+    const games = { bargain: bargainEnv(), signal: signalEnv({ symbols: 'abcd' }) };
+    for (const [name, env] of Object.entries(games)) {
+      expect(hasShipped(name, 'gpt2-100k')).toBe(true);
+      const bytes = new Uint8Array(readFileSync(join(import.meta.dirname, '..', '..', 'demos', 'src', 'lib', 'models', `${name}-gpt2-100k.safetensors`)));
+      const cfg = agentsModelConfig({ env, seats: [{ name: 'a' }, { name: 'b' }], model: 'gpt2-100k' });
+      const weights = await shippedFromBytes(bytes, cfg, name);
+      expect(Object.keys(weights).sort()).toEqual(engine.parameterSpecs(cfg).map((s) => s.name).sort());
+      // The page's seats and learning settings do not change the base's config.
+      expect(agentsModelConfig({ env, seats: [{ name: 'x', lr: 0.006, klBeta: 0.3 }, { name: 'y', lr: 0.006, klBeta: 0.3 }], model: 'gpt2-100k', seed: 1, steps: 12 })).toEqual(cfg);
+    }
   });
 
   it('make job options for tiny models: a context long enough for the environment, small LoRA without gate on gpt2, no warm start at 0', () => {

@@ -32,7 +32,7 @@ const VALUES = [
   'reinforceAdvantages', 'reinforceDatums', 'replayDemonstrations', 'replayTurnBasedDemonstrations',
   'rlooAdvantages', 'rlooDatums', 'rolloutGroups', 'rolloutMultiTurn', 'rolloutSingleTurn',
   'rolloutTurnBased', 'runTraining', 'runTrainingRecovering', 'sftDatums', 'signalEnv', 'signalRandomListener', 'signalRandomSpeaker', 'bargainEnv', 'bargainRandomSeller', 'bargainTruthfulBuyer',
-  'tagToolSyntax', 'train', 'trainAgents',
+  'tagToolSyntax', 'train', 'trainAgents', 'agentsModelConfig',
   'trajectoryToDatum', 'valueLossSpec', 'workerServiceSource', 'writeSafetensors',
 ];
 

@@ -15,6 +15,7 @@
  */
 import { html, render } from 'lit';
 import {
+  agentsModelConfig,
   type AgentsResult,
   type AgentsSettings,
   type AgentsStepMetrics,
@@ -26,7 +27,6 @@ import {
   signalRandomSpeaker,
   trainAgents,
 } from '../../../src/mod.ts';
-import { agentsModelConfig } from '../../../src/runtime/agents_job.ts';
 import { Curve } from '../lib/curve.ts';
 import { errorText, fmtSeconds, pageService, pageShell, query } from '../lib/page.ts';
 import { hasShipped, shippedWeights } from '../lib/shipped.ts';
