@@ -121,7 +121,6 @@ function draw(): void {
         <div class="card">
           <h2>Mean reward per RL step</h2>
           <div id="rewards" class="curve"></div>
-          <p>${g.seats.map((name, k) => html`<span class="swatch" style="background:${COLORS[k]}"></span> ${name} `)}</p>
         </div>
         <div class="card">
           <h2>The step's first game</h2>
