@@ -163,17 +163,22 @@ class NimEnvironment implements TurnBasedEnvironment {
   }
 }
 
-/** A seat that plays uniformly random legal moves (reads the piles from its observation). */
-export function nimRandomPolicy(id = 'nim-random'): ScriptedPolicy {
+/** A scripted seat that reads the piles from its observation and plays `move` on them. */
+function nimPolicy(id: string, move: (piles: readonly number[], rng: Rng) => NimMove): ScriptedPolicy {
   return {
     kind: 'scripted',
     id,
     act(observation, rng) {
       const piles = parseNimPiles(observation);
       if (piles === null || piles.every((n) => n === 0)) return formatAnswer('1 1');
-      return formatNimMove(randomNimMove(piles, rng));
+      return formatNimMove(move(piles, rng));
     },
   };
+}
+
+/** A seat that plays uniformly random legal moves (reads the piles from its observation). */
+export function nimRandomPolicy(id = 'nim-random'): ScriptedPolicy {
+  return nimPolicy(id, randomNimMove);
 }
 
 /**
@@ -184,15 +189,7 @@ export function nimRandomPolicy(id = 'nim-random'): ScriptedPolicy {
  * (a random legal move, which now and then leaves an easy finish).
  */
 export function nimOptimalPolicy(id = 'nim-optimal', losing: 'random' | 'stall' = 'stall'): ScriptedPolicy {
-  return {
-    kind: 'scripted',
-    id,
-    act(observation, rng) {
-      const piles = parseNimPiles(observation);
-      if (piles === null || piles.every((n) => n === 0)) return formatAnswer('1 1');
-      return formatNimMove(nimOptimalMove(piles, rng, losing));
-    },
-  };
+  return nimPolicy(id, (piles, rng) => nimOptimalMove(piles, rng, losing));
 }
 
 /**
