@@ -96,6 +96,7 @@ export {
   hfChatFormat,
   llamaToolSyntax,
   nimEnv,
+  nimOptimalPolicy,
   nimRandomPolicy,
   bargainEnv,
   bargainRandomSeller,

@@ -61,6 +61,7 @@ export {
   nimDemonstrations,
   nimEnv,
   nimOptimalMove,
+  nimOptimalPolicy,
   nimPiles,
   nimRandomPolicy,
   parseNimMove,

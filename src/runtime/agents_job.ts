@@ -15,8 +15,12 @@
  * the others with that stand-in in its place — the partner-swap test: when an agent's contribution
  * is real, success falls without it.
  *
- * Everything is seeded (the step's games, each seat's sampler streams, each adapter's init): the
- * same settings on the same adapter give the same bytes.
+ * With `pool` (src/runtime/agents_pool.ts) a share of each step's groups become, for each learner,
+ * games against frozen copies of the other agents taken every few steps — opponents that differ
+ * from group to group — and train it alongside its games with the live agents.
+ *
+ * Everything is seeded (the step's games, each seat's sampler streams, each adapter's init, the
+ * pool's draws): the same settings on the same adapter give the same bytes.
  */
 import { type AlgoStepContext, JOB_ALGORITHMS, type RlAlgo } from './job_algorithms.ts';
 import { Agent } from '../env/agent.ts';
@@ -36,6 +40,7 @@ import { JOB_FORMAT, type JobEnv } from './job_envs.ts';
 import { runTraining, stepSeed } from './rl_job.ts';
 import { int, jobOptions, pos, TRAIN_DEFAULTS } from './train.ts';
 import { trainStep } from './train_step.ts';
+import { checkPoolSettings, OpponentPool, playPoolGames, poolGroups, type PoolSettings } from './agents_pool.ts';
 
 /** One seat's learner. */
 export interface SeatSettings {
@@ -77,6 +82,13 @@ export interface AgentsSettings {
   readonly evalGames?: number;
   /** Scripted stand-ins by seat for the partner-swap test (e.g. a speaker without a code). */
   readonly partners?: readonly (ScriptedPolicy | undefined)[];
+  /**
+   * Self-play against earlier versions too: every `every` steps (from step 0) each seat's adapter
+   * is copied into its pool of the `size` latest; each step each learner plays `share` (default
+   * 0.5) of the `groups` against copies of the others drawn from their pools (`rotate`: in every
+   * seat in turn) instead of with the live agents. Default none.
+   */
+  readonly pool?: PoolSettings;
   readonly onStep?: (m: AgentsStepMetrics) => void;
   /** Where the job runs (a LocalService, a WorkerService); default a LocalService on a device acquired for the run. */
   readonly service?: ServiceClient;
@@ -94,6 +106,13 @@ export interface AgentsStepMetrics {
   readonly loss: readonly number[];
   /** Per seat: what its agent said in the step's first game (its actions in order; empty for a seat it did not reach). */
   readonly transcript: readonly (readonly string[])[];
+  /**
+   * With a pool: per seat, the steps its copies in the pool were taken at (after this step's
+   * copy, before its games), and per learner its games against copies and its mean reward in them.
+   * (`reward` and `datums` above count a learner's pool games too; `success` and `transcript` the
+   * games with the live agents alone.)
+   */
+  readonly pool?: { readonly copies: readonly (readonly number[])[]; readonly games: readonly number[]; readonly reward: readonly number[] };
   readonly seconds: number;
 }
 
@@ -125,7 +144,7 @@ export interface AgentsResult {
 
 const GAME_STREAM = 0x5ea7;
 
-const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'onStep', 'service', 'signal'];
+const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
 const SEAT_KEYS = ['name', 'algo', 'lr', 'loraRank', 'klBeta'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
@@ -165,6 +184,7 @@ export function checkAgentsSettings(s: AgentsSettings): void {
   if (s.partners !== undefined && (!Array.isArray(s.partners) || s.partners.length > s.env.numPlayers)) {
     throw new ConfigError('partners', `expected at most one stand-in per seat (${s.env.numPlayers})`);
   }
+  if (s.pool !== undefined) checkPoolSettings(s.pool);
 }
 
 /** Each seat's mean return over `batch`'s games. */
@@ -232,6 +252,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
   const modelId = await service.createModel(cfg, { params: base, id: `agents-${s.env.name}-base` });
   const clients: TrainingClient[] = [];
   const samplers: SamplingClient[] = [];
+  const pool = s.pool ? new OpponentPool(service, modelId, s.seats.length, s.pool.size) : null;
   try {
     const loras: LoraConfig[] = s.seats.map((x) => ({ ...job.lora!, rank: x.loraRank ?? TRAIN_DEFAULTS.loraRank, alpha: 2 * (x.loraRank ?? TRAIN_DEFAULTS.loraRank) }));
     const ctxs: AlgoStepContext[] = [];
@@ -246,10 +267,11 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       ctxs.push({ policy, reference, pack, baseline: EMPTY_BASELINE, klBeta });
       samplers.push(await policy.samplingClient());
     }
-    const agent = (k: number) => new Agent({
-      sample: samplers[k].sample, id: s.seats[k].name, tokenizer: tok, maxTurns: env.maxTurns, maxNewTokens: env.maxNewTokens,
+    const agentOn = (sampler: SamplingClient, id: string) => new Agent({
+      sample: sampler.sample, id, tokenizer: tok, maxTurns: env.maxTurns, maxNewTokens: env.maxNewTokens,
       maxSequenceTokens: cfg.maxSeqLen, temperature: job.temperature, format: JOB_FORMAT,
     });
+    const agent = (k: number) => agentOn(samplers[k], s.seats[k].name);
     const play = (seats: Seat[], games: number, gameSeed: number) =>
       rolloutTurnBased(s.env, seats, groupEpisodes(games, 1, gameSeed), { seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers });
     const evaluateAll = async (): Promise<AgentsEvaluation> => {
@@ -275,12 +297,21 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       s.signal?.throwIfAborted();
       const ts = performance.now();
       const gameSeed = stepSeed(seed, step);
-      const batch = await rolloutTurnBased(s.env, s.seats.map((_, k) => agent(k)), groupEpisodes(s.groups ?? 8, s.groupSize ?? 8, gameSeed), {
+      const [G, gs] = [s.groups ?? 8, s.groupSize ?? 8];
+      const nPool = s.pool ? poolGroups(s.pool, G) : 0;
+      if (pool && step % s.pool!.every === 0) {
+        for (const [k, seat] of s.seats.entries()) await pool.add(k, step, loras[k], await ctxs[k].policy.weights(), seat.name);
+      }
+      const batch = await rolloutTurnBased(s.env, s.seats.map((_, k) => agent(k)), groupEpisodes(G - nPool, gs, gameSeed), {
         seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers,
       });
+      const poolPlay = pool ? await playPoolGames({
+        spec: s.env, pool, rotate: s.pool!.rotate ?? false, learner: agent, copy: (k, c) => agentOn(c, `${s.seats[k].name}-copy`), step,
+        groups: nPool, groupSize: gs, firstGroupId: G - nPool, firstEpisode: (G - nPool) * gs, seed: gameSeed, maxSteps: env.maxTurns * s.env.numPlayers,
+      }) : null;
       const reward: number[] = [], datums: number[] = [], loss: number[] = [];
       for (const [k, seat] of s.seats.entries()) {
-        const groups: TrajectoryGroup[] = [...(batch.seats[k]?.groups ?? [])];
+        const groups: TrajectoryGroup[] = [...(batch.seats[k]?.groups ?? []), ...(poolPlay?.groupsP[k] ?? [])];
         const rs = groups.flatMap((g) => g.trajectories.map((t) => t.reward));
         reward.push(rs.length === 0 ? 0 : rs.reduce((a, b) => a + b, 0) / rs.length);
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
@@ -297,7 +328,10 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       }
       const first = batch.games[0]?.episodeId;
       const transcript = batch.seats.map((b) => b?.groups.flatMap((g) => g.trajectories).find((t) => t.episodeId === first)?.turns.map((t) => t.action) ?? []);
-      const m: AgentsStepMetrics = { step, success: successShare(s.env, batch), reward, datums, loss, transcript, seconds: (performance.now() - ts) / 1000 };
+      const m: AgentsStepMetrics = {
+        step, success: successShare(s.env, batch), reward, datums, loss, transcript,
+        ...(pool && poolPlay ? { pool: { copies: pool.steps(), games: poolPlay.games, reward: poolPlay.reward } } : {}), seconds: (performance.now() - ts) / 1000,
+      };
       steps.push(m);
       s.onStep?.(m);
     }
@@ -307,6 +341,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
     for (const c of ctxs) adapters.push(await c.policy.weights());
     return { before, after, steps, cfg, loras, base, adapters, wallSeconds: (performance.now() - t0) / 1000 };
   } finally {
+    await pool?.close();
     for (const sm of samplers) await sm.close().catch(() => {});
     for (const c of clients) await c.close().catch(() => {});
     await service.releaseModel(modelId).catch(() => {});

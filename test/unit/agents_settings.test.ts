@@ -3,15 +3,24 @@
 import { describe, expect, it } from 'vitest';
 import { signalEnv, signalRandomSpeaker } from '../../src/env/envs/signal.ts';
 import { type AgentsSettings, checkAgentsSettings, trainAgents } from '../../src/runtime/agents_job.ts';
+import { poolGroups } from '../../src/runtime/agents_pool.ts';
 import { configError } from './config_error.ts';
 
 const ok: AgentsSettings = { env: signalEnv(), seats: [{ name: 'speaker' }, { name: 'listener', algo: 'rloo', lr: 0.01 }] };
 const fieldOf = (patch: object) => configError(() => checkAgentsSettings({ ...ok, ...patch } as AgentsSettings)).field;
 
 describe('trainAgents settings', () => {
+  it('takes a share of each step’s groups for the opponent pool: share · groups rounded, at least one, at most all', () => {
+    expect(poolGroups({ every: 1, size: 1 }, 8)).toBe(4);
+    expect(poolGroups({ every: 1, size: 1, share: 0.1 }, 4)).toBe(1);
+    expect(poolGroups({ every: 1, size: 1, share: 1 }, 3)).toBe(3);
+  });
+
   it('accepts a seat per player, each with its own algorithm and rate', () => {
     expect(() => checkAgentsSettings(ok)).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, partners: [signalRandomSpeaker()], groupSize: 2, steps: 0 })).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, pool: { every: 4, size: 3 } })).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, pool: { every: 1, size: 1, share: 1, rotate: true } })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', klBeta: 0.05 }, { name: 'listener', algo: 'rloo', klBeta: 0 }] })).not.toThrow();
   });
 
@@ -29,6 +38,14 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ steps: -1 })).toBe('steps');
     expect(fieldOf({ partners: [undefined, undefined, undefined] })).toBe('partners');
     expect(fieldOf({ lr: 0.1 })).toBe('lr'); // rates are per seat
+    expect(fieldOf({ pool: 3 })).toBe('pool');
+    expect(fieldOf({ pool: { every: 0, size: 2 } })).toBe('pool.every');
+    expect(fieldOf({ pool: { every: 2, size: 1.5 } })).toBe('pool.size');
+    expect(fieldOf({ pool: { every: 2 } })).toBe('pool.size');
+    expect(fieldOf({ pool: { every: 2, size: 2, share: 0 } })).toBe('pool.share');
+    expect(fieldOf({ pool: { every: 2, size: 2, share: 1.5 } })).toBe('pool.share');
+    expect(fieldOf({ pool: { every: 2, size: 2, rotate: 'yes' } })).toBe('pool.rotate');
+    expect(fieldOf({ pool: { every: 2, size: 2, games: 4 } })).toBe('pool.games');
   });
 
   it('trainAgents refuses bad settings before asking for a GPU', async () => {

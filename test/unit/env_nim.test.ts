@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Agent } from '../../src/env/agent.ts';
 import { replayTurnBasedDemonstrations } from '../../src/env/demos.ts';
 import {
-  isLegalNimMove, nimDemonstrations, nimEnv, nimOptimalMove, nimPiles, nimRandomPolicy, nimStallMove, parseNimMove, parseNimPiles, randomNimMove,
+  isLegalNimMove, nimDemonstrations, nimEnv, nimOptimalMove, nimOptimalPolicy, nimPiles, nimRandomPolicy, nimStallMove, parseNimMove, parseNimPiles, randomNimMove,
 } from '../../src/env/envs/nim.ts';
 import { rolloutTurnBased } from '../../src/env/multiagent.ts';
 import { Rng } from '../../src/util/rng.ts';
@@ -78,6 +78,42 @@ describe('nim environment', () => {
     const wins = out.games.filter((g) => g.rewardsP[0] === 1).length;
     expect(wins).toBeGreaterThan(50);
     expect(out.seats[0]!.metrics.meanReward).toBeCloseTo((2 * wins - 60) / 60, 12);
+  });
+
+  it('the optimal scripted player never loses a winnable position to random play, moving first or second', async () => {
+    for (const losing of ['stall', 'random'] as const) {
+      const optimal = nimOptimalPolicy('opt', losing);
+      const random = nimRandomPolicy();
+      const rng = new Rng(11);
+      // Every winnable position of up to three piles of 0..5, its turn: it takes the last object.
+      for (let code = 1; code < 6 ** 3; code++) {
+        const start = [code % 6, Math.floor(code / 6) % 6, Math.floor(code / 36)];
+        if ((start[0] ^ start[1] ^ start[2]) === 0) continue;
+        for (let game = 0; game < 3; game++) {
+          const piles = start.slice();
+          for (let turn = 0; ; turn++) {
+            const m = parseNimMove(await (turn % 2 === 0 ? optimal : random).act(`Piles: ${piles.join(' ')}. Your move.`, rng))!;
+            expect(isLegalNimMove(piles, m)).toBe(true);
+            piles[m.pile] -= m.count;
+            if (piles.every((n) => n === 0)) {
+              expect(turn % 2).toBe(0);
+              break;
+            }
+          }
+        }
+      }
+      // Through the environment: as player 1 it wins every board whose nim-sum is not 0; as player 2 every board whose nim-sum is 0.
+      const games = Array.from({ length: 80 }, (_, i) => ({ seed: i, groupId: i }));
+      const first = await rolloutTurnBased(nimEnv(), [optimal, random], games, { seed: 2 });
+      const second = await rolloutTurnBased(nimEnv(), [random, optimal], games, { seed: 2 });
+      const zero = (seed: number) => nimPiles(seed, 3, 5).reduce((a, b) => a ^ b) === 0;
+      for (const g of first.games) if (!zero(g.seed)) expect(g.rewardsP).toEqual([1, -1]);
+      for (const g of second.games) if (zero(g.seed)) expect(g.rewardsP).toEqual([-1, 1]);
+      expect(first.games.filter((g) => g.rewardsP[0] === 1).length).toBeGreaterThan(60);
+    }
+    // From a losing position: 'stall' (the default) takes one object off the largest pile.
+    expect(await nimOptimalPolicy().act('Piles: 2 3 1. Your move.', new Rng(0))).toBe('<answer>2 1</answer>');
+    expect(await nimOptimalPolicy().act('Piles: 2 3 2. Your move.', new Rng(0))).toBe('<answer>1 1</answer>');
   });
 
   it("with demoLosingMove 'stall' every demonstrated move is a function of the piles: Bouton's move, else one from the largest pile", () => {

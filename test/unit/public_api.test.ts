@@ -27,7 +27,7 @@ const VALUES = [
   'groupEpisodes', 'groupRelativeAdvantages', 'grpoDatums', 'grpoLoss', 'guessNumberEnv', 'hermesToolSyntax',
   'hfChatFormat', 'importHfWeights', 'importPeftAdapter', 'importanceSamplingLoss', 'jobEnv', 'jobOptions',
   'kvMetricsSink', 'listCachedModels', 'llamaToolSyntax', 'loadHfTokenizer', 'loadPretrained',
-  'loraTrainingOptions', 'nimEnv', 'nimRandomPolicy', 'openSafetensors', 'packDatums', 'parseAction',
+  'loraTrainingOptions', 'nimEnv', 'nimOptimalPolicy', 'nimRandomPolicy', 'openSafetensors', 'packDatums', 'parseAction',
   'plainFormat', 'policyLossReference', 'ppoDatums', 'ppoLoss', 'preset', 'readKvMetrics',
   'reinforceAdvantages', 'reinforceDatums', 'replayDemonstrations', 'replayTurnBasedDemonstrations',
   'rlooAdvantages', 'rlooDatums', 'rolloutGroups', 'rolloutMultiTurn', 'rolloutSingleTurn',

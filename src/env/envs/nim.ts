@@ -7,8 +7,8 @@
  * −1, the others +1) — there is no "try again", so a learning agent cannot stall a game. With more
  * than two players the winner alone gets +1. Piles come from the seed (`piles` piles of 1..maxPile).
  *
- * Helpers: `nimRandomPolicy()` (a uniformly random legal mover, the evaluation opponent) and
- * `nimOptimalMove` (Bouton's strategy: move to nim-sum 0 when possible), which the demonstrations
+ * Helpers: `nimRandomPolicy()` (a uniformly random legal mover, the evaluation opponent),
+ * `nimOptimalPolicy()` (Bouton's player, the fixed strong opponent) and `nimOptimalMove` (Bouton's strategy: move to nim-sum 0 when possible), which the demonstrations
  * mix with random moves.
  */
 import { extractAnswer, formatAnswer } from '../actions.ts';
@@ -163,17 +163,33 @@ class NimEnvironment implements TurnBasedEnvironment {
   }
 }
 
-/** A seat that plays uniformly random legal moves (reads the piles from its observation). */
-export function nimRandomPolicy(id = 'nim-random'): ScriptedPolicy {
+/** A scripted seat that reads the piles from its observation and plays `move` on them. */
+function nimPolicy(id: string, move: (piles: readonly number[], rng: Rng) => NimMove): ScriptedPolicy {
   return {
     kind: 'scripted',
     id,
     act(observation, rng) {
       const piles = parseNimPiles(observation);
       if (piles === null || piles.every((n) => n === 0)) return formatAnswer('1 1');
-      return formatNimMove(randomNimMove(piles, rng));
+      return formatNimMove(move(piles, rng));
     },
   };
+}
+
+/** A seat that plays uniformly random legal moves (reads the piles from its observation). */
+export function nimRandomPolicy(id = 'nim-random'): ScriptedPolicy {
+  return nimPolicy(id, randomNimMove);
+}
+
+/**
+ * A seat that plays Bouton's strategy (reads the piles from its observation): the winning move
+ * wherever one exists, so it never loses a position it can win. From a losing position it plays
+ * `losing`: 'stall' (default: one object off the largest pile — the longest game, so its opponent
+ * has to find the one winning reply the most times over; the stronger fixed opponent) or 'random'
+ * (a random legal move, which now and then leaves an easy finish).
+ */
+export function nimOptimalPolicy(id = 'nim-optimal', losing: 'random' | 'stall' = 'stall'): ScriptedPolicy {
+  return nimPolicy(id, (piles, rng) => nimOptimalMove(piles, rng, losing));
 }
 
 /**

@@ -4,7 +4,9 @@
  * (so groups never tie and both agents train), seats with their own algorithm (GRPO, RLOO) and
  * learning rate (GRPO with a KL penalty to its start). Checks: each agent trains on its own trajectories alone (datums = its games'
  * attempts), both adapters move from their zero-B start, the partner-swap evaluation runs with a
- * scripted stand-in, the metrics' shapes; and the same settings twice give the same bytes.
+ * scripted stand-in, the metrics' shapes; and the same settings twice give the same bytes. With an
+ * opponent pool: copies taken at the right steps and no more than `size` of them held, the learners'
+ * datums from the pool games too, the copies released, and again the same bytes twice.
  */
 import { assert } from 'chai';
 import type { ScriptedPolicy } from '../../../src/env/multiagent.ts';
@@ -54,6 +56,10 @@ const settings = (onStep?: AgentsSettings['onStep']): AgentsSettings => ({
   maxNewTokens: 6, context: 96, maxTurns: 1, evalGames: 4, partners: [quiet, undefined], ...(onStep ? { onStep } : {}),
 });
 
+/** Live GPU bytes of the pool's copies (their adapters are named `agents/<seat>@<step>`). */
+const copyBytes = (owners: Record<string, { currentBytes: number }>) =>
+  Object.entries(owners).filter(([k, o]) => k.includes('@') && o.currentBytes > 0).map(([k]) => k);
+
 export const agentsJobCases: GpuCase[] = [
   {
     name: 'trainAgents: two agents with their own algorithms learn on their own trajectories; partner swap; same seed → same bytes',
@@ -73,6 +79,7 @@ export const agentsJobCases: GpuCase[] = [
       for (const m of a.steps) {
         assert.lengthOf(m.reward, 2);
         // Every game's attempts differ per seat: each agent trains on all of its own 2 × 3 trajectories, no more.
+        console.log(JSON.stringify([m.datums, m.pool, m.reward, m.transcript]));
         assert.deepEqual(m.datums, [6, 6]);
         for (const l of m.loss) assert.isTrue(Number.isFinite(l));
         assert.isAtLeast(m.success, 0);
@@ -117,6 +124,42 @@ export const agentsJobCases: GpuCase[] = [
         assert.deepEqual(stepsSeen, [0]);
       } finally {
         await service.close();
+      }
+    },
+  },
+  {
+    name: 'trainAgents with an opponent pool: copies every 2 steps (at most 1 per seat), each learner trains on its pool games too; same seed → same bytes',
+    async fn(ctx) {
+      const run = async (onStep?: AgentsSettings['onStep']) => {
+        const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+        try {
+          const r = await trainAgents({ ...settings(onStep), steps: 3, pool: { every: 2, size: 1, share: 0.5, rotate: true }, service });
+          assert.deepEqual(copyBytes(ctx.pool.stats().owners), [], 'the copies were released');
+          return r;
+        } finally {
+          await service.close();
+        }
+      };
+      const held: string[][] = [];
+      const a = await run(() => held.push(copyBytes(ctx.pool.stats().owners)));
+      assert.deepEqual(a.steps.map((m) => m.pool?.copies), [[[0], [0]], [[0], [0]], [[2], [2]]]);
+      for (const m of a.steps) {
+        // One group of 3 with the live agents, and per learner one group of 3 against a copy: up to
+        // 6 attempts train it (the caller's never tie; the replier's pool group can, and RLOO skips it).
+        assert.deepEqual(m.pool?.games, [3, 3]);
+        assert.strictEqual(m.datums[0], 6);
+        assert.include([3, 6], m.datums[1]);
+        for (const r of m.pool!.reward) assert.isTrue(r >= 0 && r <= 1);
+      }
+      assert.strictEqual(a.steps[0].datums[1], 6, 'the replier trained on its pool game too');
+      // While it ran the pool held one copy per seat on the GPU (the oldest closed when step 2's came).
+      for (const h of held) assert.lengthOf(h, 2, h.join(', '));
+      assert.isTrue(held[2].every((k) => k.includes('@2')), held[2].join(', '));
+      for (const ad of a.adapters) assert.isTrue(Object.entries(ad).some(([k, v]) => k.endsWith('lora_b') && v.some((x) => x !== 0)), 'an adapter did not move');
+      const b = await run();
+      assert.deepEqual(b.steps.map((m) => [m.reward, m.loss, m.datums, m.success, m.pool]), a.steps.map((m) => [m.reward, m.loss, m.datums, m.success, m.pool]));
+      for (const [k, ad] of a.adapters.entries()) {
+        for (const [name, v] of Object.entries(ad)) assert.deepEqual(Array.from(b.adapters[k][name]), Array.from(v), `${k}:${name}`);
       }
     },
   },
