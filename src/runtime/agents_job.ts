@@ -54,7 +54,8 @@ export interface SeatSettings {
   readonly loraRank?: number;
   /**
    * GRPO only: per-token KL penalty to the seat's starting policy (default 0: none). Keeps what the
-   * warm start was sure of — the answer format — while the reward reshapes what it was not.
+   * warm start was sure of — the answer format — while the reward reshapes what it was not; with it,
+   * games whose attempts all scored alike train too, for the penalty alone.
    */
   readonly klBeta?: number;
 }
@@ -100,7 +101,7 @@ export interface AgentsStepMetrics {
   readonly step: number;
   /** Share of the step's games that were a success for the first seat (env.success, default reward > 0). */
   readonly success: number;
-  /** Per seat: mean reward, datums trained on (0: every group tied), the trained loss. */
+  /** Per seat: mean reward, datums trained on (0: every group tied, for a seat without klBeta), the trained loss. */
   readonly reward: readonly number[];
   readonly datums: readonly number[];
   readonly loss: readonly number[];

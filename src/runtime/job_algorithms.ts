@@ -35,8 +35,9 @@ export interface AlgoStepContext {
   baseline: MovingBaseline;
   /**
    * GRPO's per-token KL penalty to `reference` (k3, as DeepSeekMath): it holds tokens the start was
-   * sure of (an answer format) while the ones the reward moves (a message, a pick) may go. 0 or
-   * absent: none, and no reference is needed.
+   * sure of (an answer format) while the ones the reward moves (a message, a pick) may go; with it,
+   * tied groups train too (for the KL term alone). 0 or absent: none, no reference is needed, and
+   * tied groups are left out.
    */
   readonly klBeta?: number;
 }
@@ -74,11 +75,12 @@ export const JOB_ALGORITHMS = {
       const klBeta = c.klBeta ?? 0;
       if (klBeta === 0) return packed(c, grpoDatums(groups, { skipUniformGroups: true }), grpoLoss({ klBeta: 0 }), seed);
       if (c.reference === null) throw new Error('grpo: klBeta > 0 needs the frozen reference client');
-      const kept = groups.filter((g) => g.trajectories.some((t) => t.reward !== g.trajectories[0].reward));
-      const trajs = kept.flatMap((g) => g.trajectories);
+      // Every group trains, tied ones too: their advantages are 0, but the KL term still pulls a
+      // policy that drifted (a broken format, where every attempt fails alike) back to its start.
+      const trajs = groups.flatMap((g) => g.trajectories);
       const ref = trajs.length === 0 ? null : await forwardTrajectories(c.reference, trajs, c.pack);
       const refOf = new Map(trajs.map((t, i) => [t, ref!.logprobsNT[i]] as const));
-      return packed(c, grpoDatums(kept, { refLogprobs: (t) => refOf.get(t)! }), grpoLoss({ klBeta }), seed);
+      return packed(c, grpoDatums(groups, { refLogprobs: (t) => refOf.get(t)! }), grpoLoss({ klBeta }), seed);
     },
   },
   rloo: {

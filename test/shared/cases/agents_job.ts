@@ -163,4 +163,35 @@ export const agentsJobCases: GpuCase[] = [
       }
     },
   },
+  {
+    name: 'trainAgents: with klBeta a seat trains on tied games too (the penalty alone); without, tied games are left out',
+    async fn(ctx) {
+      // Every attempt scores 0: every group ties.
+      const flat: TurnBasedEnvSpec = {
+        ...relayEnv(),
+        name: 'flat',
+        create: (): TurnBasedEnvironment => {
+          let turn = 0;
+          return {
+            name: 'flat', numPlayers: 2,
+            async reset() { turn = 0; return { player: 0, observation: 'Say something.' }; },
+            async step() { return turn++ === 0 ? { player: 1, observation: 'Reply.', rewardsP: [0, 0], done: false } : { player: 1, observation: 'Over.', rewardsP: [0, 0], done: true }; },
+          };
+        },
+      };
+      const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+      try {
+        const r = await trainAgents({
+          ...settings(), env: flat, partners: undefined, evalGames: 0, service,
+          seats: [{ name: 'kept', algo: 'grpo', lr: 2e-2, loraRank: 2, klBeta: 0.1 }, { name: 'skipped', algo: 'grpo', lr: 2e-2, loraRank: 2 }],
+        });
+        for (const m of r.steps) {
+          assert.deepEqual(m.datums, [6, 0]);
+          assert.isTrue(Number.isFinite(m.loss[0]));
+        }
+      } finally {
+        await service.close();
+      }
+    },
+  },
 ];
