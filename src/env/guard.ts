@@ -7,7 +7,7 @@
  * alive), and a call that hangs is abandoned — its promise may settle later and is ignored, with
  * any late rejection swallowed.
  */
-import type { DropReason, JsonValue, StepResult, TurnStepResult } from './types.ts';
+import type { DropReason, JsonValue, StepResult, Tool, TurnStepResult } from './types.ts';
 
 export type Guarded<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: DropReason; readonly message: string };
 
@@ -109,4 +109,20 @@ function checkTurnStepResultUnsafe(result: unknown, numPlayers: number): Guarded
     ok: true,
     value: { player: (player as number) ?? 0, observation: r.observation, rewardsP: [...(r.rewardsP as number[])], done: r.done, info: sanitizeInfo(r.info) },
   };
+}
+
+/**
+ * Runs an agent's tool call: the tool's output, or `error: …` for a tool that throws or a name
+ * the environment does not offer (the agent's problem, answered to it); not ok only when the tool
+ * hangs past `timeoutMs` (the episode's problem). One place for single-agent episodes and games.
+ */
+export async function callTool(tools: ReadonlyMap<string, Tool>, name: string, args: string, timeoutMs: number): Promise<Guarded<{ readonly output: string; readonly known: boolean }>> {
+  const tool = tools.get(name);
+  if (tool === undefined) return { ok: true, value: { output: `error: unknown tool "${name}"; tools: ${[...tools.keys()].join(', ')}`, known: false } };
+  const called = await guarded(`tool ${name}`, timeoutMs, () =>
+    Promise.resolve()
+      .then(() => tool.call(args))
+      .then(String, (err: unknown) => `error: ${err instanceof Error ? err.message : String(err)}`),
+  );
+  return called.ok ? { ok: true, value: { output: called.value, known: true } } : called;
 }

@@ -19,7 +19,7 @@
  */
 import { Agent, type AppendedAction, EpisodeBuilder, requestSeed } from './agent.ts';
 import { assembleBatch, type EpisodeSpec, newCounters, type RolloutCounters } from './batch.ts';
-import { checkTurnStepResult, guarded } from './guard.ts';
+import { callTool, checkTurnStepResult, guarded } from './guard.ts';
 import { closeQuietly, episodeIds, type RolloutOptions } from './rollout.ts';
 import { Rng } from '../util/rng.ts';
 import { deepFreeze } from '../util/freeze.ts';
@@ -155,25 +155,15 @@ export async function rolloutTurnBased(
   };
 
   /** Runs a learning seat's tool call and hands the result back to it alone; false if the game ended. */
-  const callTool = async (g: Game, appended: AppendedAction, name: string, args: string): Promise<boolean> => {
+  const toolTurn = async (g: Game, appended: AppendedAction, name: string, args: string): Promise<boolean> => {
     const actor = g.player;
     const b = g.builders[actor] as EpisodeBuilder;
     g.turnsP[actor]++;
     countersP[actor].toolCalls++;
-    const tool = g.tools.get(name);
-    let output: string;
-    if (tool === undefined) {
-      output = `error: unknown tool "${name}"; tools: ${[...g.tools.keys()].join(', ')}`;
-    } else {
-      const called = await guarded(`tool ${name}`, timeoutMs, () =>
-        Promise.resolve()
-          .then(() => tool.call(args))
-          .then(String, (err: unknown) => `error: ${err instanceof Error ? err.message : String(err)}`),
-      );
-      if (!called.ok) return drop(g.index, g.spec, called.reason, called.message, g, g.env);
-      output = called.value;
-    }
-    b.recordTurn(tool === undefined ? 'unknown_tool' : 'tool', appended, output, 0, { tool: name, args });
+    const called = await callTool(g.tools, name, args, timeoutMs);
+    if (!called.ok) return drop(g.index, g.spec, called.reason, called.message, g, g.env);
+    const { output, known } = called.value;
+    b.recordTurn(known ? 'tool' : 'unknown_tool', appended, output, 0, { tool: name, args });
     return b.appendFeedback('tool', output, name) || end(g, 'context_limit');
   };
 
@@ -239,7 +229,7 @@ export async function rolloutTurnBased(
         live.map(async (g) => {
           const a = await actions.get(g);
           if (a === null || a === undefined) return false;
-          return a.tool && a.appended ? callTool(g, a.appended, a.tool.name, a.tool.args) : apply(g, a.text, a.appended);
+          return a.tool && a.appended ? toolTurn(g, a.appended, a.tool.name, a.tool.args) : apply(g, a.text, a.appended);
         }),
       );
       live = live.filter((_, k) => going[k]);

@@ -17,7 +17,7 @@
 import type { Agent } from './agent.ts';
 import { EpisodeBuilder, requestSeed } from './agent.ts';
 import { assembleBatch, type EpisodeSpec, groupEpisodes, newCounters, type RolloutCounters } from './batch.ts';
-import { checkStepResult, guarded } from './guard.ts';
+import { callTool, checkStepResult, guarded } from './guard.ts';
 import type { DroppedEpisode, DropReason, EnvSpec, Environment, KeptEndReason, RolloutBatch, SampleResult, Tool, Trajectory } from './types.ts';
 
 export interface RolloutOptions {
@@ -116,20 +116,10 @@ export async function rolloutEpisodes(
     const parsed = ep.tools.size > 0 ? agent.toolSyntax.parse(action.text, ep.tools) : ({ kind: 'text', text: action.text } as const);
     if (parsed.kind === 'tool') {
       counters.toolCalls++;
-      const tool = ep.tools.get(parsed.name);
-      let output: string;
-      if (tool === undefined) {
-        output = `error: unknown tool "${parsed.name}"; tools: ${[...ep.tools.keys()].join(', ')}`;
-      } else {
-        const called = await guarded(`tool ${parsed.name}`, timeoutMs, () =>
-          Promise.resolve()
-            .then(() => tool.call(parsed.args))
-            .then(String, (err: unknown) => `error: ${err instanceof Error ? err.message : String(err)}`),
-        );
-        if (!called.ok) return drop(ep.index, ep.spec, called.reason, called.message, ep.turn, ep.env);
-        output = called.value;
-      }
-      ep.builder.recordTurn(tool === undefined ? 'unknown_tool' : 'tool', action, output, 0, { tool: parsed.name, args: parsed.args });
+      const called = await callTool(ep.tools, parsed.name, parsed.args, timeoutMs);
+      if (!called.ok) return drop(ep.index, ep.spec, called.reason, called.message, ep.turn, ep.env);
+      const { output, known } = called.value;
+      ep.builder.recordTurn(known ? 'tool' : 'unknown_tool', action, output, 0, { tool: parsed.name, args: parsed.args });
       if (ep.turn >= maxTurns) return keep(ep, 'turn_limit');
       if (!ep.builder.appendFeedback('tool', output, parsed.name)) return keep(ep, 'context_limit');
       return true;
