@@ -16,23 +16,32 @@
 import { parseArgs } from 'node:util';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { bargainEnv, type EnvName, type HostParams, type ModelConfig, signalEnv, train, trainAgents, type TurnBasedEnvSpec, writeSafetensors } from '../src/mod.ts';
+import { type AgentsSettings, bargainEnv, type EnvName, type HostParams, type ModelConfig, nimEnv, signalEnv, train, trainAgents, type TurnBasedEnvSpec, writeSafetensors } from '../src/mod.ts';
 import { parameterSpecs } from '../src/model/params.ts';
+import { NIM_JOB } from '../src/runtime/job_envs.ts';
+
+type Game = { game: () => TurnBasedEnvSpec; model: string; seed: number } & Pick<AgentsSettings, 'context' | 'warmStart'>;
 
 /** What ships, per `${env}/${model}`: a train() job's warm start, or the arena's two-agent warm start of a game. */
-const MODELS: Readonly<Record<string, { env: EnvName; model: string; seed: number } | { game: () => TurnBasedEnvSpec; model: string; seed: number }>> = {
+const MODELS: Readonly<Record<string, { env: EnvName; model: string; seed: number } | Game>> = {
   'calculator/gpt2-100k': { env: 'calculator', model: 'gpt2-100k', seed: 0 },
   // The arena's games, as demos/src/pages/arena.ts plays them.
   'bargain/gpt2-100k': { game: () => bargainEnv(), model: 'gpt2-100k', seed: 0 },
   'signal/gpt2-100k': { game: () => signalEnv({ symbols: 'abcd' }), model: 'gpt2-100k', seed: 0 },
+  // The bench's nim (the jobs' nim, context 512): a long warm start at a high rate, as the paper
+  // part's arena measured it needs (test/bench/paper_settings.ts); ~24 min on llvmpipe.
+  'nim/gpt2-100k': { game: () => nimEnv(NIM_JOB), model: 'gpt2-100k', seed: 0, context: 512, warmStart: { steps: 1400, demos: 2048, batchSize: 32, lr: 1e-2 } },
 };
 
 /** The warm start and what to say of it. */
 async function warmStart(key: string, m: (typeof MODELS)[string]): Promise<{ cfg: ModelConfig; tensors: HostParams; made: Record<string, unknown> }> {
   if ('game' in m) {
     const env = m.game();
-    const r = await trainAgents({ env, seats: [{ name: 'a' }, { name: 'b' }], model: m.model, seed: m.seed, steps: 0, evalGames: 0 });
-    return { cfg: r.cfg, tensors: r.base, made: { by: 'scripts/demo_models.ts', trainAgents: true, seed: m.seed, seconds: Math.round(r.wallSeconds) } };
+    const r = await trainAgents({
+      env, seats: Array.from({ length: env.numPlayers }, (_, k) => ({ name: `p${k + 1}` })), model: m.model, seed: m.seed, steps: 0, evalGames: 0,
+      ...(m.context ? { context: m.context } : {}), ...(m.warmStart ? { warmStart: m.warmStart } : {}),
+    });
+    return { cfg: r.cfg, tensors: r.base, made: { by: 'scripts/demo_models.ts', trainAgents: true, seed: m.seed, ...(m.warmStart ? { warmStart: m.warmStart } : {}), seconds: Math.round(r.wallSeconds) } };
   }
   // train()'s default warm start; the one RL step (one task, two attempts) leaves the base as it was.
   const r = await train({ env: m.env, model: m.model, seed: m.seed, evalEpisodes: 128, steps: 1, groups: 1, groupSize: 2 });

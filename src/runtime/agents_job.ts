@@ -58,6 +58,11 @@ export interface SeatSettings {
    * games whose attempts all scored alike train too, for the penalty alone.
    */
   readonly klBeta?: number;
+  /**
+   * A seat that does not learn: a scripted policy plays it in training and evaluation (e.g. a fixed
+   * partner that knows a code, or a fixed opponent), so the other seats learn against it.
+   */
+  readonly script?: ScriptedPolicy;
 }
 
 export interface AgentsSettings {
@@ -122,7 +127,7 @@ export interface AgentsEvaluation {
   readonly together: number;
   /** Per seat: its mean return with every agent in its seat. */
   readonly returns: readonly number[];
-  /** Per seat: success with that seat's partner stand-in in place of its agent (null: no stand-in given). */
+  /** Per seat: success with that seat's partner stand-in in place of its agent (null: no stand-in given, or every other seat scripted too). */
   readonly swapped: readonly (number | null)[];
   /**
    * Per seat k: every seat's mean return with seat k's stand-in in place of its agent (null: no
@@ -137,16 +142,16 @@ export interface AgentsResult {
   readonly steps: readonly AgentsStepMetrics[];
   readonly cfg: ModelConfig;
   /** The shared base (the warm-started weights), and each seat's LoRA config and adapter. */
-  readonly loras: readonly LoraConfig[];
+  readonly loras: readonly (LoraConfig | null)[];
   readonly base: HostParams;
-  readonly adapters: readonly HostParams[];
+  readonly adapters: readonly (HostParams | null)[];
   readonly wallSeconds: number;
 }
 
 const GAME_STREAM = 0x5ea7;
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'loraRank', 'klBeta'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'loraRank', 'klBeta', 'script'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -167,6 +172,13 @@ export function checkAgentsSettings(s: AgentsSettings): void {
     if (seat.algo !== undefined && !Object.hasOwn(JOB_ALGORITHMS, seat.algo)) {
       throw new ConfigError(`seats[${k}].algo`, `unknown algorithm "${seat.algo}" (known: ${Object.keys(JOB_ALGORITHMS).join(', ')})`);
     }
+    if (seat.script !== undefined && (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function')) {
+      throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
+    }
+    if (seat.script !== undefined) {
+      const learning = (['algo', 'lr', 'loraRank', 'klBeta'] as const).find((x) => seat[x] !== undefined);
+      if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn`);
+    }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);
     if (seat.klBeta !== undefined) {
@@ -179,13 +191,19 @@ export function checkAgentsSettings(s: AgentsSettings): void {
   }
   const gs = s.groupSize ?? 8;
   (s.seats as readonly SeatSettings[]).forEach((seat, k) => {
+    if (seat.script) return;
     const need = JOB_ALGORITHMS[seat.algo ?? 'grpo'].minGroupSize;
     if (gs < need) throw new ConfigError('groupSize', `seat ${k} (${seat.name}) learns with ${seat.algo ?? 'grpo'}, which compares at least ${need} attempts per game`);
   });
   if (s.partners !== undefined && (!Array.isArray(s.partners) || s.partners.length > s.env.numPlayers)) {
     throw new ConfigError('partners', `expected at most one stand-in per seat (${s.env.numPlayers})`);
   }
-  if (s.pool !== undefined) checkPoolSettings(s.pool);
+  if (s.pool !== undefined) {
+    checkPoolSettings(s.pool);
+    const k = s.seats.findIndex((x) => x.script !== undefined);
+    if (k >= 0) throw new ConfigError('pool', `seat ${k} (${s.seats[k].name}) is scripted: a pool keeps earlier versions of learners, so every seat must learn`);
+  }
+  if (s.seats.every((x) => x.script !== undefined)) throw new ConfigError('seats', 'every seat is scripted: at least one must learn');
 }
 
 /** Each seat's mean return over `batch`'s games. */
@@ -194,10 +212,11 @@ function meanReturns(batch: TurnBasedBatch, players: number): number[] {
   return Array.from({ length: players }, (_, p) => (n === 0 ? 0 : batch.games.reduce((sum, g) => sum + g.rewardsP[p], 0) / n));
 }
 
-/** Share of `batch`'s games that were a success for its first learning seat. */
-function successShare(spec: TurnBasedEnvSpec, batch: TurnBasedBatch): number {
+/** Share of `batch`'s games that were a success for its first learning seat (null: no agent played, only scripts). */
+function successShare(spec: TurnBasedEnvSpec, batch: TurnBasedBatch): number | null {
   const seat = batch.seats.find((b) => b !== null);
-  const trajs = seat ? seat.groups.flatMap((g) => g.trajectories) : [];
+  if (!seat) return null;
+  const trajs = seat.groups.flatMap((g) => g.trajectories);
   return batch.games.length === 0 ? 0 : trajs.filter(spec.success ?? isSuccess).length / batch.games.length;
 }
 
@@ -252,14 +271,21 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
   const pack = { rows: job.rows, maxSeqLen: cfg.maxSeqLen, padId: tok.padId };
   const modelId = await service.createModel(cfg, { params: base, id: `agents-${s.env.name}-base` });
   const clients: TrainingClient[] = [];
-  const samplers: SamplingClient[] = [];
+  // Per seat: its learner (null for a scripted seat).
+  const ctxs: (AlgoStepContext | null)[] = [];
+  const samplers: (SamplingClient | null)[] = [];
   const pool = s.pool ? new OpponentPool(service, modelId, s.seats.length, s.pool.size) : null;
   try {
-    const loras: LoraConfig[] = s.seats.map((x) => ({ ...job.lora!, rank: x.loraRank ?? TRAIN_DEFAULTS.loraRank, alpha: 2 * (x.loraRank ?? TRAIN_DEFAULTS.loraRank) }));
-    const ctxs: AlgoStepContext[] = [];
+    const loras: (LoraConfig | null)[] = s.seats.map((x) => (x.script ? null : { ...job.lora!, rank: x.loraRank ?? TRAIN_DEFAULTS.loraRank, alpha: 2 * (x.loraRank ?? TRAIN_DEFAULTS.loraRank) }));
     for (const [k, seat] of s.seats.entries()) {
+      const lora = loras[k];
+      if (!lora) {
+        ctxs.push(null);
+        samplers.push(null);
+        continue;
+      }
       const algo = JOB_ALGORITHMS[seat.algo ?? 'grpo'];
-      const make = (id: string) => service.createTrainingClient({ modelId, trainable: 'lora', lora: loras[k], seed: seed + k, valueHead: algo.valueHead && id === seat.name, id: `agents/${id}` });
+      const make = (id: string) => service.createTrainingClient({ modelId, trainable: 'lora', lora, seed: seed + k, valueHead: algo.valueHead && id === seat.name, id: `agents/${id}` });
       const policy = await make(seat.name);
       clients.push(policy);
       const klBeta = seat.klBeta ?? 0;
@@ -272,7 +298,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       sample: sampler.sample, id, tokenizer: tok, maxTurns: env.maxTurns, maxNewTokens: env.maxNewTokens,
       maxSequenceTokens: cfg.maxSeqLen, temperature: job.temperature, format: JOB_FORMAT,
     });
-    const agent = (k: number) => agentOn(samplers[k], s.seats[k].name);
+    const agent = (k: number): Seat => s.seats[k].script ?? agentOn(samplers[k]!, s.seats[k].name);
     const play = (seats: Seat[], games: number, gameSeed: number) =>
       rolloutTurnBased(s.env, seats, groupEpisodes(games, 1, gameSeed), { seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers });
     const evaluateAll = async (): Promise<AgentsEvaluation> => {
@@ -289,7 +315,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         swapped.push(b ? successShare(s.env, b) : null);
         swappedReturns.push(b ? meanReturns(b, P) : null);
       }
-      return { together: successShare(s.env, all), returns: meanReturns(all, P), swapped, swappedReturns };
+      return { together: successShare(s.env, all) ?? 0, returns: meanReturns(all, P), swapped, swappedReturns };
     };
 
     const before = await evaluateAll();
@@ -301,36 +327,45 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       const [G, gs] = [s.groups ?? 8, s.groupSize ?? 8];
       const nPool = s.pool ? poolGroups(s.pool, G) : 0;
       if (pool && step % s.pool!.every === 0) {
-        for (const [k, seat] of s.seats.entries()) await pool.add(k, step, loras[k], await ctxs[k].policy.weights(), seat.name);
+        for (const [k, seat] of s.seats.entries()) await pool.add(k, step, loras[k]!, await ctxs[k]!.policy.weights(), seat.name);
       }
       const batch = await rolloutTurnBased(s.env, s.seats.map((_, k) => agent(k)), groupEpisodes(G - nPool, gs, gameSeed), {
         seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers,
       });
       const poolPlay = pool ? await playPoolGames({
-        spec: s.env, pool, rotate: s.pool!.rotate ?? false, learner: agent, copy: (k, c) => agentOn(c, `${s.seats[k].name}-copy`), step,
+        spec: s.env, pool, rotate: s.pool!.rotate ?? false, learner: (k) => agentOn(samplers[k]!, s.seats[k].name), copy: (k, c) => agentOn(c, `${s.seats[k].name}-copy`), step,
         groups: nPool, groupSize: gs, firstGroupId: G - nPool, firstEpisode: (G - nPool) * gs, seed: gameSeed, maxSteps: env.maxTurns * s.env.numPlayers,
       }) : null;
       const reward: number[] = [], datums: number[] = [], loss: number[] = [];
       for (const [k, seat] of s.seats.entries()) {
+        const c = ctxs[k];
+        if (!c) {
+          // A scripted seat: its mean return in the step's games; it does not learn.
+          const rs = meanReturns(batch, s.seats.length);
+          reward.push(rs[k]);
+          datums.push(0);
+          loss.push(0);
+          continue;
+        }
         const groups: TrajectoryGroup[] = [...(batch.seats[k]?.groups ?? []), ...(poolPlay?.groupsP[k] ?? [])];
         const rs = groups.flatMap((g) => g.trajectories.map((t) => t.reward));
         reward.push(rs.length === 0 ? 0 : rs.reduce((a, b) => a + b, 0) / rs.length);
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
-        const st = await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(ctxs[k], groups, gameSeed + k);
+        const st = await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, groups, gameSeed + k);
         datums.push(st.datums);
         if (st.batches.length === 0) {
           loss.push(0);
           continue;
         }
-        const out = await trainStep(ctxs[k].policy, st.batches, st.loss, { lr: seat.lr ?? TRAIN_DEFAULTS.lr, maxGradNorm: job.maxGradNorm });
+        const out = await trainStep(c.policy, st.batches, st.loss, { lr: seat.lr ?? TRAIN_DEFAULTS.lr, maxGradNorm: job.maxGradNorm });
         loss.push(st.reportedLoss ?? out.loss);
-        await samplers[k].close();
-        samplers[k] = await ctxs[k].policy.samplingClient();
+        await samplers[k]!.close();
+        samplers[k] = await c.policy.samplingClient();
       }
       const first = batch.games[0]?.episodeId;
       const transcript = batch.seats.map((b) => b?.groups.flatMap((g) => g.trajectories).find((t) => t.episodeId === first)?.turns.map((t) => t.action) ?? []);
       const m: AgentsStepMetrics = {
-        step, success: successShare(s.env, batch), reward, datums, loss, transcript,
+        step, success: successShare(s.env, batch) ?? 0, reward, datums, loss, transcript,
         ...(pool && poolPlay ? { pool: { copies: pool.steps(), games: poolPlay.games, reward: poolPlay.reward } } : {}), seconds: (performance.now() - ts) / 1000,
       };
       steps.push(m);
@@ -338,12 +373,12 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
     }
     s.signal?.throwIfAborted();
     const after = await evaluateAll();
-    const adapters: HostParams[] = [];
-    for (const c of ctxs) adapters.push(await c.policy.weights());
+    const adapters: (HostParams | null)[] = [];
+    for (const c of ctxs) adapters.push(c ? await c.policy.weights() : null);
     return { before, after, steps, cfg, loras, base, adapters, wallSeconds: (performance.now() - t0) / 1000 };
   } finally {
     await pool?.close();
-    for (const sm of samplers) await sm.close().catch(() => {});
+    for (const sm of samplers) await sm?.close().catch(() => {});
     for (const c of clients) await c.close().catch(() => {});
     await service.releaseModel(modelId).catch(() => {});
   }

@@ -1,7 +1,7 @@
 // trainAgents' settings (src/runtime/agents_job.ts) are checked before any GPU work: each mistake a
 // ConfigError naming the field.
 import { describe, expect, it } from 'vitest';
-import { signalEnv, signalRandomSpeaker } from '../../src/env/envs/signal.ts';
+import { signalCodeListener, signalEnv, signalRandomSpeaker } from '../../src/env/envs/signal.ts';
 import { type AgentsSettings, checkAgentsSettings, trainAgents } from '../../src/runtime/agents_job.ts';
 import { poolGroups } from '../../src/runtime/agents_pool.ts';
 import { configError } from './config_error.ts';
@@ -22,6 +22,8 @@ describe('trainAgents settings', () => {
     expect(() => checkAgentsSettings({ ...ok, pool: { every: 4, size: 3 } })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, pool: { every: 1, size: 1, share: 1, rotate: true } })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', klBeta: 0.05 }, { name: 'listener', algo: 'rloo', klBeta: 0 }] })).not.toThrow();
+    // A scripted seat (a fixed partner) does not learn, so GRPO's group size does not bind it.
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', algo: 'rloo' }, { name: 'listener', script: signalCodeListener() }], groupSize: 2 })).not.toThrow();
   });
 
   it('refuses each mistake by name', () => {
@@ -46,6 +48,11 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ pool: { every: 2, size: 2, share: 1.5 } })).toBe('pool.share');
     expect(fieldOf({ pool: { every: 2, size: 2, rotate: 'yes' } })).toBe('pool.rotate');
     expect(fieldOf({ pool: { every: 2, size: 2, games: 4 } })).toBe('pool.games');
+    const script = signalCodeListener();
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script: { act: () => 'x' } }] })).toBe('seats[1].script');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, lr: 0.01 }] })).toBe('seats[1].lr'); // a scripted seat does not learn
+    expect(fieldOf({ seats: [{ name: 'a', script }, { name: 'b', script }] })).toBe('seats');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script }], pool: { every: 2, size: 2 } })).toBe('pool');
   });
 
   it('trainAgents refuses bad settings before asking for a GPU', async () => {

@@ -2,7 +2,7 @@
  * Several agents at once (src/runtime/agents_job.ts) on the engine, Deno suite only (minutes on
  * SwiftShader): tiny-gpt2, a two-seat "relay" game whose rewards differ per seat and per action
  * (so groups never tie and both agents train), seats with their own algorithm (GRPO, RLOO) and
- * learning rate (GRPO with a KL penalty to its start). Checks: each agent trains on its own trajectories alone (datums = its games'
+ * learning rate (GRPO with a KL penalty to its start); a scripted seat (a fixed partner) beside a learner. Checks: each agent trains on its own trajectories alone (datums = its games'
  * attempts), both adapters move from their zero-B start, the partner-swap evaluation runs with a
  * scripted stand-in, the metrics' shapes; and the same settings twice give the same bytes. With an
  * opponent pool: copies taken at the right steps and no more than `size` of them held, the learners'
@@ -79,7 +79,6 @@ export const agentsJobCases: GpuCase[] = [
       for (const m of a.steps) {
         assert.lengthOf(m.reward, 2);
         // Every game's attempts differ per seat: each agent trains on all of its own 2 × 3 trajectories, no more.
-        console.log(JSON.stringify([m.datums, m.pool, m.reward, m.transcript]));
         assert.deepEqual(m.datums, [6, 6]);
         for (const l of m.loss) assert.isTrue(Number.isFinite(l));
         assert.isAtLeast(m.success, 0);
@@ -89,12 +88,12 @@ export const agentsJobCases: GpuCase[] = [
       }
       assert.lengthOf(a.adapters, 2);
       for (const ad of a.adapters) {
-        const moved = Object.entries(ad).filter(([k]) => k.endsWith('lora_b')).some(([, v]) => v.some((x) => x !== 0));
+        const moved = Object.entries(ad!).filter(([k]) => k.endsWith('lora_b')).some(([, v]) => v.some((x) => x !== 0));
         assert.isTrue(moved, 'an adapter did not move');
       }
       // The two agents are apart: different seeds, algorithms and rates.
-      const key = Object.keys(a.adapters[0]).find((k) => k.endsWith('lora_b'))!;
-      assert.notDeepEqual(Array.from(a.adapters[0][key]), Array.from(a.adapters[1][key]));
+      const key = Object.keys(a.adapters[0]!).find((k) => k.endsWith('lora_b'))!;
+      assert.notDeepEqual(Array.from(a.adapters[0]![key]), Array.from(a.adapters[1]![key]));
       for (const e of [a.before, a.after]) {
         assert.lengthOf(e.swapped, 2);
         assert.isNumber(e.swapped[0]);
@@ -110,7 +109,7 @@ export const agentsJobCases: GpuCase[] = [
       const b = await run();
       assert.deepEqual(b.steps.map((m) => [m.reward, m.loss, m.datums, m.success]), a.steps.map((m) => [m.reward, m.loss, m.datums, m.success]));
       for (const [k, ad] of a.adapters.entries()) {
-        for (const [name, v] of Object.entries(ad)) assert.deepEqual(Array.from(b.adapters[k][name]), Array.from(v), `${k}:${name}`);
+        for (const [name, v] of Object.entries(ad!)) assert.deepEqual(Array.from(b.adapters[k]![name]), Array.from(v), `${k}:${name}`);
       }
       // Aborted after its first step, from the shared base of the first run (no warm start): the run stops there.
       const stop = new AbortController();
@@ -155,11 +154,11 @@ export const agentsJobCases: GpuCase[] = [
       // While it ran the pool held one copy per seat on the GPU (the oldest closed when step 2's came).
       for (const h of held) assert.lengthOf(h, 2, h.join(', '));
       assert.isTrue(held[2].every((k) => k.includes('@2')), held[2].join(', '));
-      for (const ad of a.adapters) assert.isTrue(Object.entries(ad).some(([k, v]) => k.endsWith('lora_b') && v.some((x) => x !== 0)), 'an adapter did not move');
+      for (const ad of a.adapters) assert.isTrue(Object.entries(ad!).some(([k, v]) => k.endsWith('lora_b') && v.some((x) => x !== 0)), 'an adapter did not move');
       const b = await run();
       assert.deepEqual(b.steps.map((m) => [m.reward, m.loss, m.datums, m.success, m.pool]), a.steps.map((m) => [m.reward, m.loss, m.datums, m.success, m.pool]));
       for (const [k, ad] of a.adapters.entries()) {
-        for (const [name, v] of Object.entries(ad)) assert.deepEqual(Array.from(b.adapters[k][name]), Array.from(v), `${k}:${name}`);
+        for (const [name, v] of Object.entries(ad!)) assert.deepEqual(Array.from(b.adapters[k]![name]), Array.from(v), `${k}:${name}`);
       }
     },
   },
@@ -188,6 +187,34 @@ export const agentsJobCases: GpuCase[] = [
         for (const m of r.steps) {
           assert.deepEqual(m.datums, [6, 0]);
           assert.isTrue(Number.isFinite(m.loss[0]));
+        }
+      } finally {
+        await service.close();
+      }
+    },
+  },
+  {
+    name: 'trainAgents with a scripted seat: the other seat learns against the fixed partner; the script trains nothing and has no adapter',
+    async fn(ctx) {
+      // The replier's script answers in capitals (codes < 97): it earns its full share every game.
+      const caps: ScriptedPolicy = { kind: 'scripted', id: 'caps', act: () => 'ABC' };
+      const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+      try {
+        const r = await trainAgents({ ...settings(), seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2 }, { name: 'replier', script: caps }], service });
+        for (const m of r.steps) {
+          assert.deepEqual(m.datums, [6, 0]);
+          assert.strictEqual(m.reward[1], 1);
+          assert.strictEqual(m.loss[1], 0);
+          assert.deepEqual(m.transcript.map((t) => t.length), [1, 0]);
+        }
+        assert.isNull(r.adapters[1]);
+        assert.isNull(r.loras[1]);
+        assert.isTrue(Object.entries(r.adapters[0]!).filter(([k]) => k.endsWith('lora_b')).some(([, v]) => v.some((x) => x !== 0)), 'the learner did not move');
+        for (const e of [r.before, r.after]) {
+          assert.strictEqual(e.returns[1], 1);
+          // The learner swapped for its stand-in leaves scripts alone: no success to judge, their returns exact.
+          assert.isNull(e.swapped[0]);
+          assert.deepEqual(e.swappedReturns[0], [1, 1]);
         }
       } finally {
         await service.close();
