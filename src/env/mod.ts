@@ -92,6 +92,7 @@ export {
   bargainPayoffs,
   bargainRandomBuyer,
   bargainRandomSeller,
+  bargainReferences,
   bargainSuccess,
   bargainTruthfulBuyer,
   parseAccept,

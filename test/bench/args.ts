@@ -5,10 +5,10 @@
 import { parseArgs } from 'node:util';
 
 /** Every benchmark part, in the order BENCHMARKS.md lists them. */
-export const PARTS = ['kernels', 'model', 'pretrained', 'scheduler', 'algorithms', 'paper', 'fleet'] as const;
+export const PARTS = ['kernels', 'model', 'pretrained', 'scheduler', 'algorithms', 'paper', 'agents', 'fleet'] as const;
 export type Part = (typeof PARTS)[number];
 /** The parts that have code today; `--only` of another fails with "part X is not implemented yet". */
-export const IMPLEMENTED_PARTS: readonly Part[] = ['kernels', 'model', 'pretrained', 'scheduler', 'algorithms', 'paper', 'fleet'];
+export const IMPLEMENTED_PARTS: readonly Part[] = ['kernels', 'model', 'pretrained', 'scheduler', 'algorithms', 'paper', 'agents', 'fleet'];
 /** Parts that run only when named by --only (pretrained: real model shapes, many minutes on a software adapter). */
 export const OPT_IN_PARTS: readonly Part[] = ['pretrained'];
 

@@ -6,7 +6,8 @@
  * (opt-in: SmolLM2-135M and Qwen2.5-0.5B shapes beside torch CPU), scheduler (the runtime's scheduler
  * with the engine in the GPU worker), algorithms (issue 5's guess-number run of grpo, ppo, rloo and
  * dpo from one warm start), and paper (issue 8: LoRA vs full-parameter RL, reproducibility across
- * runs, resumes and adapters, two agents learning nim at once), and fleet (issue 21: jobs on NATS
+ * runs, resumes and adapters), agents (issue 25: trainAgents on the
+ * signalling, sale and nim games over three seeds), and fleet (issue 21: jobs on NATS
  * JetStream — failover after a SIGKILL, checkpoint MB/s, queue overhead, 1 vs 2 workers).
  * Prints a table per part, writes the JSON when asked, and regenerates the sections of the parts
  * that ran in BENCHMARKS.md (a `--quick` smoke run writes it only when `--markdown` names a file),
@@ -27,6 +28,9 @@ import { Ours } from './ours.ts';
 import { runPaper } from './paper.ts';
 import { paperFigures, paperJson, paperMarkdown } from './paper_report.ts';
 import { PAPER_QUICK, PAPER_RUN } from './paper_settings.ts';
+import { runAgentsBench } from './agents.ts';
+import { agentsFigures, agentsJson, agentsMarkdown } from './agents_report.ts';
+import { AGENTS_QUICK, AGENTS_RUN } from './agents_settings.ts';
 import { runScheduler, schedulerMarkdown } from './scheduler.ts';
 import { FLEET_QUICK, FLEET_RUN, fleetMarkdown, runFleet } from './fleet.ts';
 import { JaxPeer } from './peers/jax.ts';
@@ -158,6 +162,11 @@ async function main(args: BenchArgs): Promise<number> {
         Object.assign(json, paperJson(rep));
         for (const [suffix, svg] of paperFigures(rep)) figures.set(suffix, svg);
         sectionMakers.set('paper', () => paperMarkdown(rep, measuredLine(run), args.quick, figureName));
+      } else if (part === 'agents') {
+        const rep = await runAgentsBench(args.quick ? AGENTS_QUICK : AGENTS_RUN, log);
+        Object.assign(json, agentsJson(rep));
+        for (const [suffix, svg] of agentsFigures(rep)) figures.set(suffix, svg);
+        sectionMakers.set('agents', () => agentsMarkdown(rep, measuredLine(run), args.quick, figureName));
       } else if (part === 'fleet') {
         const rep = await runFleet(args.quick ? FLEET_QUICK : FLEET_RUN, log);
         json.fleet = rep.figures;

@@ -18,7 +18,7 @@
  *    every step's metrics but the timings, the held-out success and the trained adapter's bytes.
  *    The third: the table's LoRA jobs, from the same warm starts, in Chromium on SwiftShader
  *    (paper_chromium.ts).
- * 3. Two agents at once on nim (paper_arena.ts).
+ * Several agents at once are the `agents` part's (agents.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -32,7 +32,6 @@ import { type JobResult, runTraining, type StepMetrics } from '../../src/runtime
 import { CheckpointStore } from '../../src/runtime/store/checkpoint_store.ts';
 import { FileKv } from '../../src/runtime/store/fs_kv.ts';
 import { jobOptions, type TrainSettings } from '../../src/runtime/train.ts';
-import { type ArenaReport, runArena } from './paper_arena.ts';
 import { type CrossOutcome, runCrossAdapter } from './paper_chromium.ts';
 import { paperJob, type Mode, type PaperSettings } from './paper_settings.ts';
 import { compareRuns, medianSecondsPerKToken, medianTrainSeconds, PeakTracker, type RunTrace, stepKey } from './paper_stats.ts';
@@ -74,7 +73,6 @@ export interface PaperReport {
   readonly sameSeed: ReproCheck;
   readonly resume: ReproCheck & { readonly killedAt: number };
   readonly cross: CrossOutcome;
-  readonly arena: ArenaReport;
   readonly seconds: number;
 }
 
@@ -213,7 +211,6 @@ export async function runPaper(s: PaperSettings, log: (line: string) => void): P
   const seeds: SeedRuns[] = [];
   const warmStarts: JobCheckpoint[] = [];
   let repro: Pick<PaperReport, 'sameSeed' | 'resume'>;
-  let arena: ArenaReport;
   let maxSeqLen: number;
   try {
     maxSeqLen = jobOptions(paperJob(s, s.seeds[0], 'lora')).model.maxSeqLen;
@@ -226,10 +223,9 @@ export async function runPaper(s: PaperSettings, log: (line: string) => void): P
       seeds.push({ seed, warmStartSeconds: ran.seconds, sftLossCurve: ran.result.sftLossCurve, lora, full });
     }
     repro = await reproducibility(ctx, s, warmStarts[0], log);
-    arena = await runArena(ctx, s.arena, log);
   } finally {
     ctx.destroy();
   }
   const cross = await runCrossAdapter(s, seeds.map((x, i) => ({ seed: x.seed, warm: warmStarts[i], successAfter: x.lora.successAfter, rewardCurve: x.lora.rewardCurve, lossCurve: x.lora.lossCurve })), log);
-  return { settings: { ...s, maxSeqLen }, seeds, ...repro, cross, arena, seconds: (performance.now() - t0) / 1000 };
+  return { settings: { ...s, maxSeqLen }, seeds, ...repro, cross, seconds: (performance.now() - t0) / 1000 };
 }

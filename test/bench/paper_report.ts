@@ -1,26 +1,14 @@
 /**
  * The paper part's JSON (issue 8's shape, details beside it) and its BENCHMARKS.md section: the
- * table with its verdicts, the reproducibility checks, the two agents, and two figures drawn with
- * the train CLI's curvesSvg (LoRA vs full mean reward per RL step; A's win rate against B).
+ * table with its verdicts, the reproducibility checks, and the figure drawn with the train CLI's
+ * curvesSvg (LoRA vs full mean reward per RL step). Several agents are the `agents` part's.
  * Pure functions of a PaperReport, so the Node unit tests render them.
  */
 import { curvesSvg } from '../../src/cli/report.ts';
-import { type NimOptions, resolveNimOptions } from '../../src/env/envs/nim.ts';
 import { fmtNum, median } from './harness.ts';
 import { markdownTable } from './markdown.ts';
 import type { ModeRun, PaperReport } from './paper.ts';
-import type { ArenaReport } from './paper_arena.ts';
 import { meanSd, PAPER_TARGETS, paperVerdicts, type PaperVerdicts } from './paper_stats.ts';
-
-/** How the arena's nim game and its demonstrations are set, in words. */
-export function nimDemosText(game: NimOptions): string {
-  const g = resolveNimOptions(game);
-  const seat = g.demoSeat === 'each' ? `in game i the demonstrated seat is player (i mod ${g.players}) + 1` : 'the demonstrated seat is player 1';
-  const moves = g.demoOptimalRate >= 1 ? "Bouton's moves" : `Bouton's moves with probability ${g.demoOptimalRate}, else random ones`;
-  const losing = g.demoLosingMove === 'stall' ? 'one object off the largest pile where no move wins' : 'a random move where no move wins';
-  const others = g.demoOthers === 'random' ? 'the other seats move at random' : 'the other seats play the same way';
-  return `${g.piles} piles of 1..${g.maxPile}, ${g.players} players; ${seat}, playing ${moves} (${losing}), and ${others}`;
-}
 
 /** The mean reward of each RL step over the seeds. */
 export function meanCurve(curves: readonly (readonly number[])[]): number[] {
@@ -65,19 +53,10 @@ export function paperJson(rep: PaperReport): Record<string, unknown> {
       same_seed: rep.sameSeed,
       resume: rep.resume,
     },
-    multi_agent: {
-      win_rate_vs_random: rep.arena.winRateVsRandom,
-      win_rate_a_vs_b_curve: rep.arena.steps.map((s) => s.winRateAvsB),
-      warm_win_rate_vs_random: rep.arena.warmWinRateVsRandom,
-      beats_random: rep.arena.beatsRandom,
-      settling: rep.arena.settling,
-      steps: rep.arena.steps,
-      settings: rep.arena.settings,
-    },
   };
 }
 
-/** The two figures (SVG documents), by file suffix. */
+/** The figure (an SVG document), by file suffix. */
 export function paperFigures(rep: PaperReport): Map<string, string> {
   const s = rep.settings;
   const seeds = rep.seeds.map((x) => x.seed).join(', ');
@@ -90,36 +69,13 @@ export function paperFigures(rep: PaperReport): Map<string, string> {
         { label: 'full-parameter', ys: meanCurve(rep.seeds.map((x) => x.full.rewardCurve)), color: '#d62728', axis: 'left', dashed: true },
       ],
     })],
-    ['paper-arena.svg', curvesSvg({
-      title: `nim, ${rep.arena.settings.model}: A's win rate against B per self-play step`,
-      subtitle: `${rep.arena.steps[0]?.games ?? 0} games a step, half with A moving first; a game nobody won counts ½`,
-      series: [
-        { label: 'A against B', ys: rep.arena.steps.map((x) => x.winRateAvsB), color: '#2471a3', axis: 'left' },
-        { label: 'A moving first', ys: rep.arena.steps.map((x) => x.winRateAFirst), color: '#7f8c8d', axis: 'left', dashed: true },
-        { label: 'A moving second', ys: rep.arena.steps.map((x) => x.winRateASecond), color: '#c0392b', axis: 'left', dashed: true },
-      ],
-      ranges: { left: [0, 1] },
-    })],
+
   ]);
 }
 
 const f3 = (x: number | null) => (x === null || !Number.isFinite(x) ? '—' : x.toFixed(3));
 const yes = (b: boolean) => (b ? 'yes' : '**no**');
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
-
-/**
- * Whether the self-play taught anything: the steps in which each agent trained (GRPO leaves out a
- * group whose games all ended alike), and how often the player moving first won — two agents that
- * play only one seat well make every game the first mover's, and then no group differs.
- */
-export function arenaLearning(a: ArenaReport): string {
-  const n = a.steps.length;
-  const trainedA = a.steps.filter((x) => x.datumsA > 0).length;
-  const trainedB = a.steps.filter((x) => x.datumsB > 0).length;
-  const games = a.steps.reduce((t, x) => t + x.games, 0);
-  const firstWins = a.steps.reduce((t, x) => t + (x.games / 2) * (x.winRateAFirst + (1 - x.winRateASecond)), 0);
-  return `Self-play steps in which the agent trained: A ${trainedA} of ${n}, B ${trainedB} of ${n}. The player moving first scored ${f3(games === 0 ? NaN : firstWins / games)} of the ${games} self-play games.`;
-}
 
 /** The section; `figure(suffix)` is the link to a figure file written beside the markdown. */
 export function paperMarkdown(rep: PaperReport, measured: string, quick: boolean, figure: (suffix: string) => string): string {
@@ -128,7 +84,6 @@ export function paperMarkdown(rep: PaperReport, measured: string, quick: boolean
   const full = modeSummary(rep.seeds.map((x) => x.full));
   const v = verdictsOf(rep);
   const w = s.warmStart;
-  const a = rep.arena;
   const cross = rep.cross;
   const pm = (m: number, sd: number) => `${f3(m)} ± ${f3(sd)}`;
   return [
@@ -171,19 +126,7 @@ export function paperMarkdown(rep: PaperReport, measured: string, quick: boolean
         cross.gap === null ? `not measured: ${cross.reason}` : `mean ${f3(cross.denoMean)} (Deno) vs ${f3(cross.chromiumMean)} (Chromium, ${cross.chromium.adapter.vendor} ${cross.chromium.adapter.architecture}); the table's LoRA jobs from the same warm-start checkpoints (the warm starts are not retrained on SwiftShader, about 4× slower here); per seed (Deno/Chromium) ${cross.seeds.map((x) => `${x.seed}: ${f3(x.deno)}/${f3(x.chromium)}, reward curves ${x.firstRewardDifference < 0 ? 'bitwise equal' : `part at RL step ${x.firstRewardDifference}`}, loss curves ${x.firstLossDifference < 0 ? 'bitwise equal' : `at step ${x.firstLossDifference}`}`).join('; ')}; ${fmtNum(cross.seconds)} s in Chromium`],
     ]),
     '',
-    '### Two agents at once',
-    '',
-    `\`nim\` as jobs play it: ${nimDemosText(a.settings.game)}. ${a.settings.model} (context ${a.settings.maxSeqLen}), every game sampled at temperature ${a.settings.temperature}: one SFT warm start (${a.settings.warmStart.steps} steps of ${a.settings.warmStart.batchSize} games; it wins ${f3(a.warmWinRateVsRandom)} of held-out games against random), then two LoRA agents on it learn by playing each other for ${a.settings.steps} GRPO steps at lr ${a.settings.lr} (each step ${a.settings.groups} boards × ${a.settings.groupSize} games with A first and the same with B first). Then each plays ${a.settings.evalEpisodes} held-out games as player 1 against the random player. Settled: over the last ${a.settings.window} steps the win rate's sd is within 1.5× a fixed 50/50 match's sampling sd, and its mean moved from the window before by at most 3 sampling sds.`,
-    '',
-    markdownTable(['agent', 'win rate vs random', '≥ 0.8'], a.winRateVsRandom.map((x, i) => ['AB'[i], f3(x), yes(x >= 0.8)])),
-    '',
-    a.settling === null
-      ? `A against B: ${a.steps.length} steps are too few for two windows of ${a.settings.window}; the curve: ${a.steps.map((x) => x.winRateAvsB.toFixed(2)).join(' ')}.`
-      : `A against B: last ${a.settling.window} steps mean ${f3(a.steps.slice(-a.settling.window).reduce((t, x) => t + x.winRateAvsB, 0) / a.settling.window)}, sd ${f3(a.settling.sd)} (limit ${f3(a.settling.sdLimit)}), drift ${f3(a.settling.drift)} (limit ±${f3(a.settling.driftLimit)}): ${a.settling.settled ? 'settled' : '**not settled**'}.`,
-    '',
-    arenaLearning(a),
-    '',
-    `![A's win rate against B per step](${figure('paper-arena.svg')})`,
+    'Several agents learning at once (the paper\'s third result) are measured in the **Several agents** section below (`npm run bench -- --only agents`).',
     '',
     `Whole part: ${fmtNum(rep.seconds)} s.`,
     '',

@@ -20,23 +20,6 @@ export interface WarmStart {
   readonly lr: number;
 }
 
-/** The two agents learning nim against each other. */
-export interface ArenaSettings {
-  readonly model: string;
-  readonly seed: number;
-  readonly warmStart: WarmStart;
-  /** Self-play RL steps. */
-  readonly steps: number;
-  /** Boards per step; each is played `groupSize` times with A first and as often with B first. */
-  readonly groups: number;
-  readonly groupSize: number;
-  readonly lr: number;
-  /** Held-out games of each final agent (as player 1) against the random player. */
-  readonly evalEpisodes: number;
-  /** Steps per window of the settling test. */
-  readonly window: number;
-}
-
 export interface PaperSettings {
   /** The table's environment: calculator; `--quick` runs the test suites' graded-reward env, where a tiny model's RL steps train (calculator's rewards are all 0 for it). */
   readonly env: 'calculator' | 'vowels';
@@ -53,13 +36,12 @@ export interface PaperSettings {
   readonly evalEpisodes: number;
   /** The reproducibility job: LoRA RL from the first seed's warm start; `resumeAt` is where the interrupted run stops. */
   readonly repro: { readonly steps: number; readonly resumeAt: number; readonly evalEpisodes: number };
-  readonly arena: ArenaSettings;
 }
 
 /**
- * Issue 8's run: 2786 s on two llvmpipe cores (measured 2026-12-04 at 178dbe7): warm starts
- * 92–111 s per seed, a table job's RL phase 25–44 s, reproducibility ~2 min, the arena ~26 min (its
- * warm start 1447 s), the three Chromium jobs on SwiftShader 621 s.
+ * Issue 8's run: on two llvmpipe cores (measured 2026-12-04 at 178dbe7) warm starts 92–111 s per
+ * seed, a table job's RL phase 25–44 s, reproducibility ~2 min, the three Chromium jobs on
+ * SwiftShader 621 s (then 2786 s with the nim arena, since moved to the agents part).
  */
 export const PAPER_RUN: PaperSettings = Object.freeze({
   env: 'calculator',
@@ -74,13 +56,6 @@ export const PAPER_RUN: PaperSettings = Object.freeze({
   fullLr: TRAIN_DEFAULTS.lr / 10,
   evalEpisodes: TRAIN_DEFAULTS.evalEpisodes,
   repro: { steps: 6, resumeAt: 3, evalEpisodes: 32 },
-  // The job's nim (NIM_JOB). Its warm start needs long at a high rate: gpt2-100k's loss per action
-  // token fell from 0.06 to 0.004 between steps 300 and 700 of a 2000-step cosine run, while a
-  // 900-step one, its rate decaying sooner, ended at 0.027 (60% won greedy, 47% sampled).
-  arena: {
-    model: TRAIN_DEFAULTS.model, seed: 0, warmStart: { steps: 1400, demos: 2048, batchSize: 32, lr: 1e-2 },
-    steps: 24, groups: 4, groupSize: 4, lr: TRAIN_DEFAULTS.lr, evalEpisodes: 128, window: 8,
-  },
 });
 
 /**
@@ -99,7 +74,6 @@ export const PAPER_QUICK: PaperSettings = Object.freeze({
   warmStart: { steps: 4, demos: 64, batchSize: 8, lr: 1e-2 },
   evalEpisodes: 16,
   repro: { steps: 2, resumeAt: 1, evalEpisodes: 4 },
-  arena: { ...PAPER_RUN.arena, model: 'tiny-gpt2', warmStart: { steps: 30, demos: 256, batchSize: 8, lr: 2e-2 }, steps: 4, groups: 1, groupSize: 2, evalEpisodes: 8, window: 2 },
 });
 
 export type Mode = 'lora' | 'full';

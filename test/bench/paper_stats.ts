@@ -1,8 +1,7 @@
 /**
  * The arithmetic of the `paper` part, as pure functions (Node unit tests check them against
  * hand-computed values): mean ± sd over seeds, the median training-step time, issue 8's verdicts,
- * bitwise comparison of curves, step metrics and tensors, the A-against-B win rate of a batch of
- * games, and when such a curve has settled.
+ * bitwise comparison of curves, step metrics and tensors.
  */
 import type { StepMetrics } from '../../src/runtime/rl_job.ts';
 import { median } from './harness.ts';
@@ -117,55 +116,6 @@ export function compareRuns(a: RunTrace, b: RunTrace): { identical: boolean; dif
   if (!Object.is(a.successAfter, b.successAfter)) differences.push('held-out success');
   if (!tensorsIdentical(a.tensors, b.tensors)) differences.push('trained tensors');
   return { identical: differences.length === 0, differences };
-}
-
-/**
- * A's score over games between A and B: 1 for a game A won, 0 for one B won, ½ for a game nobody
- * won (cut at the move limit, or dropped). `aSeat` is A's player index in each game.
- */
-export function winRateAvsB(games: readonly { readonly rewardsP: readonly number[] }[], aSeat: (game: number) => number): number {
-  if (games.length === 0) return NaN;
-  let score = 0;
-  games.forEach((g, i) => {
-    const winner = g.rewardsP.findIndex((r) => r > 0);
-    score += winner < 0 ? 0.5 : winner === aSeat(i) ? 1 : 0;
-  });
-  return score / games.length;
-}
-
-export interface Settling {
-  /** Steps in each window. */
-  readonly window: number;
-  /** Population sd of the last window. */
-  readonly sd: number;
-  /** Mean of the last window minus the mean of the window before it. */
-  readonly drift: number;
-  /** The largest sd that counts as settled: 1.5 × the sampling sd of a fixed 50/50 match of `games` games. */
-  readonly sdLimit: number;
-  /** The largest |drift|: 3 sampling sds of the difference of two window means. */
-  readonly driftLimit: number;
-  readonly settled: boolean;
-}
-
-/**
- * Whether a per-step win-rate curve has settled: over its last `window` steps it spreads no more
- * than 1.5× what the coin flips of `games` games per step would give if the two policies stood
- * still at 50/50 (0.5/√games), and its mean moved from the window before by no more than three
- * such sampling sds of a difference of two window means (3 · 0.5/√games · √(2/window)).
- */
-export function settles(curve: readonly number[], window: number, games: number): Settling {
-  if (!Number.isInteger(window) || window < 2 || curve.length < 2 * window) throw new RangeError(`settles: ${curve.length} steps cannot give two windows of ${window}`);
-  if (!(games > 0)) throw new RangeError(`settles: games per step must be positive, got ${games}`);
-  const last = curve.slice(curve.length - window);
-  const prev = curve.slice(curve.length - 2 * window, curve.length - window);
-  const m = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const mLast = m(last);
-  const sd = Math.sqrt(m(last.map((x) => (x - mLast) ** 2)));
-  const noise = 0.5 / Math.sqrt(games);
-  const sdLimit = 1.5 * noise;
-  const driftLimit = 3 * noise * Math.sqrt(2 / window);
-  const drift = mLast - m(prev);
-  return { window, sd, drift, sdLimit, driftLimit, settled: sd <= sdLimit && Math.abs(drift) <= driftLimit };
 }
 
 /** What PeakTracker needs of a buffer pool (src/gpu/pool.ts). */

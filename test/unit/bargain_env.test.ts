@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { groupEpisodes } from '../../src/env/batch.ts';
 import {
-  bargainBestPrice, bargainBestSeller, bargainDemonstrations, bargainEnv, bargainGame, bargainPayoffs, bargainRandomBuyer, bargainRandomSeller,
+  bargainBestPrice, bargainBestSeller, bargainDemonstrations, bargainEnv, bargainGame, bargainPayoffs, bargainRandomBuyer, bargainRandomSeller, bargainReferences,
   bargainTruthfulBuyer, parseAccept, parsePrice, resolveBargainOptions,
 } from '../../src/env/envs/bargain.ts';
 import { rolloutTurnBased, type ScriptedPolicy, type Seat } from '../../src/env/multiagent.ts';
@@ -70,6 +70,13 @@ describe('sale game', () => {
     const buyerAt = (_c: number, v: number) => [...Array(10).keys()].reduce((s, p) => s + (p <= v ? (v - p) / 9 : 0), 0) / 10;
     expect(truthful).toBeCloseTo(expectation(buyerAt), 1);
     expect(truthful).toBeGreaterThan(coin + 0.1);
+    // The exact references the bench and the arena quote: the same sums, and the figures in words.
+    const refs = bargainReferences();
+    expect(refs.sellerBest).toBeCloseTo(expectation((c, v) => gainAt(c, v, bargainBestPrice(c))), 12);
+    expect(refs.sellerRandom).toBeCloseTo(expectation((c, v) => [...Array(10).keys()].reduce((s, p) => s + gainAt(c, v, p), 0) / 10), 12);
+    expect(refs.buyerTruthful).toBeCloseTo(expectation(buyerAt), 12);
+    expect(refs.buyerCoin).toBeCloseTo(expectation((_c, v) => [...Array(10).keys()].reduce((s, p) => s + (v - p) / 9, 0) / 20), 12);
+    expect([refs.sellerRandom, refs.sellerBest, refs.buyerCoin, refs.buyerTruthful].map((x) => x.toFixed(3))).toEqual(['0.100', '0.260', '0.083', '0.256']);
   });
 
   it('a malformed price ends the game before the buyer acts', async () => {

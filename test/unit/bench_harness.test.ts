@@ -161,7 +161,7 @@ describe('bench result rows (the JSON of issue 3)', () => {
 describe('bench flags', () => {
   it('runs every implemented part by default and writes BENCHMARKS.md', () => {
     const a = parseBenchArgs([]);
-    expect(a.parts).toEqual(['kernels', 'model', 'scheduler', 'algorithms', 'paper', 'fleet']);
+    expect(a.parts).toEqual(['kernels', 'model', 'scheduler', 'algorithms', 'paper', 'agents', 'fleet']);
     expect(a.markdown).toBe('BENCHMARKS.md');
     expect(a.quick).toBe(false);
     expect(a.json).toBeUndefined();
@@ -193,7 +193,7 @@ describe('bench flags', () => {
   it('documents every flag and part in --help', () => {
     const h = benchHelp();
     for (const f of ['--only', '--quick', '--filter', '--json', '--markdown', '--no-markdown', '--help']) expect(h).toContain(f);
-    for (const p of ['kernels', 'model', 'scheduler', 'algorithms', 'paper', 'fleet']) expect(h).toContain(p);
+    for (const p of ['kernels', 'model', 'scheduler', 'algorithms', 'paper', 'agents', 'fleet']) expect(h).toContain(p);
   });
 });
 

@@ -2,14 +2,13 @@
 // comparison, the settling test, the peak tracker, the checkpoint transfer and the report — all
 // against hand-computed values, no GPU.
 import { describe, expect, it } from 'vitest';
-import { NIM_JOB } from '../../src/runtime/job_envs.ts';
 import type { StepMetrics } from '../../src/runtime/rl_job.ts';
 import { crossCompare } from '../../test/bench/paper_chromium.ts';
 import type { ModeRun, PaperReport } from '../../test/bench/paper.ts';
-import { meanCurve, modeSummary, nimDemosText, paperFigures, paperJson, paperMarkdown } from '../../test/bench/paper_report.ts';
+import { meanCurve, modeSummary, paperFigures, paperJson, paperMarkdown } from '../../test/bench/paper_report.ts';
 import { fromTransferJson, PAPER_QUICK, PAPER_RUN, paperJob, transferJson } from '../../test/bench/paper_settings.ts';
 import {
-  compareRuns, firstDifference, meanSd, medianSecondsPerKToken, medianTrainSeconds, paperVerdicts, PeakTracker, type RunTrace, settles, stepKey, tensorsIdentical, winRateAvsB,
+  compareRuns, firstDifference, meanSd, medianSecondsPerKToken, medianTrainSeconds, paperVerdicts, PeakTracker, type RunTrace, stepKey, tensorsIdentical,
 } from '../../test/bench/paper_stats.ts';
 
 const step = (o: Partial<StepMetrics>): StepMetrics => ({
@@ -80,35 +79,6 @@ describe('paper part: comparing runs bitwise', () => {
     expect(stepKey(step({ trainSeconds: 1, sampleSeconds: 2, tokensPerSecond: 5, deviceShare: 0.5 }))).toBe(stepKey(step({ trainSeconds: 9, sampleSeconds: 8 })));
     expect(stepKey(step({ loss: NaN }))).toContain('"loss":"NaN"');
     expect(stepKey(step({ datums: 3 }))).not.toBe(stepKey(step({ datums: 4 })));
-  });
-});
-
-describe('paper part: two agents', () => {
-  it('scores A over a batch of games (a game nobody won counts half)', () => {
-    const games = [{ rewardsP: [1, -1] }, { rewardsP: [-1, 1] }, { rewardsP: [0, 0] }, { rewardsP: [-1, 1] }];
-    // A sits 0 in the first two games, 1 in the last two: win, loss, ½, win → 2.5 / 4
-    expect(winRateAvsB(games, (i) => (i < 2 ? 0 : 1))).toBe(0.625);
-    expect(winRateAvsB([], () => 0)).toBeNaN();
-  });
-
-  it('calls a curve settled when its last window is no noisier than a fixed match and has not drifted', () => {
-    // 16 games a step: noise 0.5/4 = 0.125; sd limit 0.1875; window 4: drift limit 3·0.125·√(1/2) ≈ 0.2652
-    const flat = settles([0.9, 0.1, 0.5, 0.5, 0.5, 0.6, 0.4, 0.5, 0.6, 0.4], 4, 16);
-    // last 4: 0.4 0.5 0.6 0.4 → mean 0.475, population sd √((0.075² + 0.025² + 0.125² + 0.075²)/4) = √0.006875 ≈ 0.083;
-    // the 4 before: 0.5 0.5 0.5 0.6 → mean 0.525, drift −0.05
-    expect(flat.sd).toBeCloseTo(Math.sqrt(0.006875), 12);
-    expect(flat.drift).toBeCloseTo(-0.05, 12);
-    expect(flat.sdLimit).toBeCloseTo(0.1875, 12);
-    expect(flat.driftLimit).toBeCloseTo(3 * 0.125 * Math.sqrt(0.5), 12);
-    expect(flat.settled).toBe(true);
-    // swinging between 0 and 1: sd 0.5
-    expect(settles([0.5, 0.5, 0.5, 0.5, 0, 1, 0, 1], 4, 16).settled).toBe(false);
-    // steady but moved from 0.2 to 0.8: drift 0.6
-    const moved = settles([0.2, 0.2, 0.2, 0.2, 0.8, 0.8, 0.8, 0.8], 4, 16);
-    expect(moved.sd).toBe(0);
-    expect(moved.settled).toBe(false);
-    expect(() => settles([0.5, 0.5, 0.5], 2, 16)).toThrow(RangeError);
-    expect(() => settles([0.5, 0.5, 0.5, 0.5], 2, 0)).toThrow(RangeError);
   });
 });
 
@@ -209,11 +179,6 @@ describe('paper part: settings, transfer and report', () => {
     sameSeed: { identical: true, differences: [], trainedSteps: 6 },
     resume: { identical: false, differences: ['loss curve from step 4'], trainedSteps: 6, killedAt: 3 },
     cross: { gap: null, reason: 'no Chromium here' },
-    arena: {
-      settings: { ...PAPER_RUN.arena, maxSeqLen: 512, game: NIM_JOB, temperature: 1 }, warmStartSeconds: 50, warmWinRateVsRandom: 0.6,
-      steps: [0.5, 0.6].map((w, i) => ({ winRateAvsB: w, winRateAFirst: w, winRateASecond: w, games: 32, rewardA: 0, rewardB: 0, datumsA: 8 * i, datumsB: 0, seconds: 1 })),
-      winRateVsRandom: [0.9, 0.7], settling: null, beatsRandom: false,
-    },
     seconds: 1234,
   };
 
@@ -235,11 +200,11 @@ describe('paper part: settings, transfer and report', () => {
     expect(j.paper.lora_success_sd).toBeCloseTo(Math.sqrt(0.005), 12);
     expect(j.paper.full_success_sd).toBe(0);
     expect(j.reproducibility).toMatchObject({ same_seed_identical: true, resume_identical: false, cross_adapter_success_gap: null, reason: 'no Chromium here' });
-    expect(j.multi_agent).toMatchObject({ win_rate_vs_random: [0.9, 0.7], win_rate_a_vs_b_curve: [0.5, 0.6] });
+    expect(j.multi_agent).toBeUndefined(); // the agents part's now
     expect(JSON.parse(JSON.stringify(j)).paper.verdicts).toEqual({ success: true, speedup: true, memory: true });
   });
 
-  it('renders the section with the verdicts, the null cross-adapter reason and links to both figures', () => {
+  it('renders the section with the verdicts, the null cross-adapter reason, a pointer to the agents part and the figure', () => {
     const md = paperMarkdown(report, '_measured_', false, (f) => `BENCHMARKS.${f}`);
     expect(md).toContain('## Paper');
     expect(md).toMatch(/\| LoRA \| 0\.850 ± 0\.071 \| 1\.500 \|/);
@@ -247,24 +212,12 @@ describe('paper part: settings, transfer and report', () => {
     expect(md).toMatch(/LoRA peak ≤ 40% of full \| 30\.0% .* \| yes \|/);
     expect(md).toMatch(/killed at step 3 and resumed \| \*\*no\*\* \| loss curve from step 4 \|/);
     expect(md).toContain('not measured: no Chromium here');
-    expect(md).toMatch(/\| B \| 0\.700 \| \*\*no\*\* \|/);
-    expect(md).toContain('too few for two windows');
-    expect(md).toContain("2 piles of 1..5, 2 players; in game i the demonstrated seat is player (i mod 2) + 1, playing Bouton's moves (one object off the largest pile where no move wins), and the other seats move at random.");
-    // A trained in the second step only, B in neither; first movers: (0.5 + 0.5) and (0.6 + 0.4) of 16 games each.
-    expect(md).toContain('Self-play steps in which the agent trained: A 1 of 2, B 0 of 2. The player moving first scored 0.500 of the 64 self-play games.');
-    expect(md).toContain('sampled at temperature 1');
+    expect(md).toContain('**Several agents** section below');
+    expect(md).not.toContain('nim');
     expect(md).toContain('](BENCHMARKS.paper-rewards.svg)');
-    expect(md).toContain('](BENCHMARKS.paper-arena.svg)');
     const figs = paperFigures(report);
-    expect([...figs.keys()]).toEqual(['paper-rewards.svg', 'paper-arena.svg']);
-    // Two lines of two points each in the reward figure; three in the arena's.
+    expect([...figs.keys()]).toEqual(['paper-rewards.svg']);
+    // Two lines of two points each.
     expect([...figs.get('paper-rewards.svg')!.matchAll(/<polyline/g)]).toHaveLength(2);
-    expect([...figs.get('paper-arena.svg')!.matchAll(/<polyline/g)]).toHaveLength(3);
-  });
-
-  it('describes nim\'s demonstrations from the game settings (defaults filled in)', () => {
-    expect(nimDemosText({})).toBe("3 piles of 1..5, 2 players; the demonstrated seat is player 1, playing Bouton's moves with probability 0.8, else random ones (a random move where no move wins), and the other seats play the same way");
-    expect(nimDemosText({ players: 3, demoSeat: 'each', demoOptimalRate: 1 })).toContain('in game i the demonstrated seat is player (i mod 3) + 1, playing Bouton\'s moves (');
-    expect(() => nimDemosText({ demoSeat: 'both' as never })).toThrow(/demoSeat/);
   });
 });

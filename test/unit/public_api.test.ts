@@ -31,7 +31,7 @@ const VALUES = [
   'plainFormat', 'policyLossReference', 'ppoDatums', 'ppoLoss', 'preset', 'readKvMetrics',
   'reinforceAdvantages', 'reinforceDatums', 'replayDemonstrations', 'replayTurnBasedDemonstrations',
   'rlooAdvantages', 'rlooDatums', 'rolloutGroups', 'rolloutMultiTurn', 'rolloutSingleTurn',
-  'rolloutTurnBased', 'runTraining', 'runTrainingRecovering', 'sftDatums', 'signalEnv', 'signalRandomListener', 'signalRandomSpeaker', 'bargainEnv', 'bargainRandomSeller', 'bargainTruthfulBuyer',
+  'rolloutTurnBased', 'runTraining', 'runTrainingRecovering', 'sftDatums', 'signalEnv', 'signalRandomListener', 'signalRandomSpeaker', 'bargainEnv', 'bargainRandomSeller', 'bargainTruthfulBuyer', 'bargainBestPrice', 'bargainReferences', 'signalCodeSpeaker', 'signalCodeListener',
   'tagToolSyntax', 'train', 'trainAgents', 'agentsModelConfig',
   'trajectoryToDatum', 'valueLossSpec', 'workerServiceSource', 'writeSafetensors',
 ];

@@ -177,3 +177,23 @@ export function bargainBestSeller(options: BargainOptions = {}, id = 'bargain-be
 export function bargainRandomBuyer(id = 'bargain-random-buyer'): ScriptedPolicy {
   return { kind: 'scripted', id, act: (_obs, rng) => formatAnswer(rng.nextInt(2) === 0 ? 'accept' : 'reject') };
 }
+
+/**
+ * Exact expected returns of the fixed strategies a learner is measured against, over uniform
+ * costs, values and (for a random seller) prices: the seller against a truthful buyer, asking at
+ * random or its best price; the buyer against random prices, answering by coin or truthfully.
+ */
+export function bargainReferences(options: BargainOptions = {}): { sellerRandom: number; sellerBest: number; buyerCoin: number; buyerTruthful: number } {
+  const o = resolveBargainOptions(options);
+  const prices = [...Array(PRICES).keys()];
+  const mean = (f: (c: number, v: number) => number) => o.costs.reduce((s, c) => s + o.values.reduce((t, v) => t + f(c, v), 0), 0) / (o.costs.length * o.values.length);
+  const overPrices = (f: (p: number) => number) => prices.reduce((s, p) => s + f(p), 0) / PRICES;
+  const seller = (c: number, v: number, p: number) => bargainPayoffs(c, v, p, bargainBestBuyer(v, p))[0];
+  const buyer = (c: number, v: number, p: number, accept: boolean) => bargainPayoffs(c, v, p, accept)[1];
+  return {
+    sellerRandom: mean((c, v) => overPrices((p) => seller(c, v, p))),
+    sellerBest: mean((c, v) => seller(c, v, bargainBestPrice(c, o))),
+    buyerCoin: mean((c, v) => overPrices((p) => (buyer(c, v, p, true) + buyer(c, v, p, false)) / 2)),
+    buyerTruthful: mean((c, v) => overPrices((p) => buyer(c, v, p, bargainBestBuyer(v, p)))),
+  };
+}

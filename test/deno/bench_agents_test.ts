@@ -1,0 +1,4 @@
+import { benchAgentsCases } from '../shared/cases/bench_agents.ts';
+import { registerCases } from '../shared/register.ts';
+
+registerCases(benchAgentsCases);
