@@ -46,7 +46,7 @@ export const AGENTS_RUN: AgentsBenchSettings = Object.freeze<AgentsBenchSettings
   warmStart: 'shipped',
   window: 8,
   games: {
-    signal: { steps: 40, groups: 8, groupSize: 8, lr: [0.01, 0.01], klBeta: [0.3, 0.3], evalGames: 128 },
+    signal: { steps: 30, groups: 8, groupSize: 8, lr: [0.01, 0.01], klBeta: [0.3, 0.3], evalGames: 128 },
     bargain: { steps: 24, groups: 8, groupSize: 4, lr: [0.006, 0.006], klBeta: [0.3, 0.3], evalGames: 128 },
     nim: { steps: 24, groups: 8, groupSize: 4, lr: [0.005, 0.005], klBeta: [0, 0], evalGames: 100, pool: { every: 4, size: 4, share: 0.5, rotate: true } },
   },
