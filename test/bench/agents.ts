@@ -6,6 +6,7 @@
  * after (the agents together, and each one against a fixed scripted partner or opponent) and its
  * per-step reward curves. agents_report.ts turns the runs into figures and verdicts.
  */
+import { readFile } from 'node:fs/promises';
 import { openSafetensors } from '../../src/model/safetensors.ts';
 import { acquireGpu, type GpuContext } from '../../src/gpu/device.ts';
 import { bargainEnv, bargainRandomSeller, bargainTruthfulBuyer } from '../../src/env/envs/bargain.ts';
@@ -81,7 +82,7 @@ async function warmWeights(ctx: GpuContext, s: AgentsBenchSettings, game: GameNa
   const settings = gameSettings(s, game, s.seeds[0]);
   if (s.warmStart === 'shipped') {
     const file = shippedFile(game, s.model);
-    const f = await openSafetensors(await Deno.readFile(file));
+    const f = await openSafetensors(new Uint8Array(await readFile(file)));
     const want = JSON.stringify(agentsModelConfig(settings));
     if (f.metadata['webtinker.model'] !== want) {
       throw new Error(`${file.pathname}: its config is not the one trainAgents builds for ${game} (${want}); rewrite it with scripts/demo_models.ts ${game}/${s.model}`);
