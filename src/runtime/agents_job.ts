@@ -172,10 +172,10 @@ export function checkAgentsSettings(s: AgentsSettings): void {
     if (seat.algo !== undefined && !Object.hasOwn(JOB_ALGORITHMS, seat.algo)) {
       throw new ConfigError(`seats[${k}].algo`, `unknown algorithm "${seat.algo}" (known: ${Object.keys(JOB_ALGORITHMS).join(', ')})`);
     }
-    if (seat.script !== undefined && (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function')) {
-      throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
-    }
     if (seat.script !== undefined) {
+      if (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function') {
+        throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
+      }
       const learning = (['algo', 'lr', 'loraRank', 'klBeta'] as const).find((x) => seat[x] !== undefined);
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn`);
     }

@@ -12,13 +12,13 @@ import { bargainReferences } from '../../src/env/envs/bargain.ts';
 import { type NimOptions, resolveNimOptions } from '../../src/env/envs/nim.ts';
 import { NIM_JOB } from '../../src/runtime/job_envs.ts';
 import { resolveSignalOptions } from '../../src/env/envs/signal.ts';
-import type { AgentsBenchReport, GameReport, GameSeedRun } from './agents.ts';
+import type { AgentsEvaluation } from '../../src/runtime/agents_job.ts';
+import type { AgentsBenchReport, GameReport } from './agents.ts';
 import { fmtNum } from './harness.ts';
-import { markdownTable } from './markdown.ts';
+import { f3, markdownTable, yes } from './markdown.ts';
+import { meanCurve } from './paper_report.ts';
 import { meanSd } from './paper_stats.ts';
 
-const f3 = (x: number | null) => (x === null || !Number.isFinite(x) ? '—' : x.toFixed(3));
-const yes = (b: boolean) => (b ? 'yes' : '**no**');
 const pm = (xs: readonly number[]) => {
   const { mean, sd } = meanSd(xs);
   return Number.isFinite(sd) ? `${f3(mean)} ± ${f3(sd)}` : f3(mean);
@@ -72,6 +72,11 @@ export function nimDemosText(game: NimOptions): string {
 /** The binomial standard error of a share p measured over n games. */
 const se = (p: number, n: number) => Math.sqrt(Math.max(p * (1 - p), 1e-12) / n);
 
+/** One figure of each seed's evaluations, before training and after. */
+function beforeAfter(g: GameReport, of: (e: AgentsEvaluation) => number): { before: number[]; after: number[] } {
+  return { before: g.runs.map((r) => of(r.before)), after: g.runs.map((r) => of(r.after)) };
+}
+
 /** A nim return (+1 won, −1 lost, 0 nobody won) as a score: a draw counts ½. */
 export const nimScore = (ret: number) => (1 + ret) / 2;
 
@@ -90,12 +95,12 @@ export interface SignalFigures {
 export function signalFigures(g: GameReport): SignalFigures {
   const chance = 1 / resolveSignalOptions().objects.length;
   const n = g.run.evalGames;
-  const after = g.runs.map((r) => r.after.together);
+  const { before, after } = beforeAfter(g, (e) => e.together);
   const speakerSwapped = g.runs.map((r) => r.after.swapped[0] ?? NaN);
   const listenerSwapped = g.runs.map((r) => r.after.swapped[1] ?? NaN);
   const near = (x: number) => Math.abs(x - chance) <= 2 * se(chance, n);
   return {
-    chance, before: g.runs.map((r) => r.before.together), after, speakerSwapped, listenerSwapped,
+    chance, before, after, speakerSwapped, listenerSwapped,
     successMet: meanSd(after).mean >= 0.9,
     swapsAtChance: [...speakerSwapped, ...listenerSwapped].every(near),
   };
@@ -118,10 +123,9 @@ export interface BargainFigures {
 }
 
 export function bargainFigures(g: GameReport, window: number): BargainFigures {
-  const sellerOf = (r: GameSeedRun, when: 'before' | 'after') => r[when].swappedReturns[1]?.[0] ?? NaN;
-  const buyerOf = (r: GameSeedRun, when: 'before' | 'after') => r[when].swappedReturns[0]?.[1] ?? NaN;
-  const sellerBefore = g.runs.map((r) => sellerOf(r, 'before')), sellerAfter = g.runs.map((r) => sellerOf(r, 'after'));
-  const buyerBefore = g.runs.map((r) => buyerOf(r, 'before')), buyerAfter = g.runs.map((r) => buyerOf(r, 'after'));
+  // The seller against the buyer's stand-in (seat 1 swapped), the buyer against the seller's (seat 0 swapped).
+  const { before: sellerBefore, after: sellerAfter } = beforeAfter(g, (e) => e.swappedReturns[1]?.[0] ?? NaN);
+  const { before: buyerBefore, after: buyerAfter } = beforeAfter(g, (e) => e.swappedReturns[0]?.[1] ?? NaN);
   const settling = [0, 1].map((k) => g.runs.map((r) => steadiness(r.rewardCurves[k], window)));
   return {
     refs: bargainReferences(), sellerBefore, sellerAfter, buyerBefore, buyerAfter,
@@ -144,10 +148,9 @@ export interface NimFigures {
 }
 
 export function nimFigures(g: GameReport): NimFigures {
-  const aOf = (r: GameSeedRun, when: 'before' | 'after') => nimScore(r[when].swappedReturns[1]?.[0] ?? NaN);
-  const bOf = (r: GameSeedRun, when: 'before' | 'after') => nimScore(r[when].swappedReturns[0]?.[1] ?? NaN);
-  const aBefore = g.runs.map((r) => aOf(r, 'before')), aAfter = g.runs.map((r) => aOf(r, 'after'));
-  const bBefore = g.runs.map((r) => bOf(r, 'before')), bAfter = g.runs.map((r) => bOf(r, 'after'));
+  // A as player 1 against B's stand-in (seat 1 swapped), B as player 2 against A's.
+  const { before: aBefore, after: aAfter } = beforeAfter(g, (e) => nimScore(e.swappedReturns[1]?.[0] ?? NaN));
+  const { before: bBefore, after: bAfter } = beforeAfter(g, (e) => nimScore(e.swappedReturns[0]?.[1] ?? NaN));
   const n = g.run.evalGames * g.runs.length;
   const rose = (before: readonly number[], after: readonly number[]) => {
     const b = meanSd(before).mean, a = meanSd(after).mean;
@@ -158,11 +161,7 @@ export function nimFigures(g: GameReport): NimFigures {
 
 /** Per seat, the mean over the seeds of its per-step reward. */
 export function meanRewardCurves(g: GameReport): number[][] {
-  return g.seats.map((_, k) => {
-    const curves = g.runs.map((r) => r.rewardCurves[k]);
-    const n = Math.min(...curves.map((c) => c.length));
-    return Array.from({ length: n }, (_, i) => curves.reduce((t, c) => t + c[i], 0) / curves.length);
-  });
+  return g.seats.map((_, k) => meanCurve(g.runs.map((r) => r.rewardCurves[k])));
 }
 
 const COLORS = ['#2471a3', '#c0392b'];

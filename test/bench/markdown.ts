@@ -119,3 +119,9 @@ export function updateMarkdown(existing: string | null, header: string, fresh: R
   for (const p of old.keys()) take(p);
   return `${[header, ...parts].join('\n\n')}\n`;
 }
+
+/** A figure to 3 decimals in a table cell; — for a missing or non-finite one. */
+export const f3 = (x: number | null) => (x === null || !Number.isFinite(x) ? '—' : x.toFixed(3));
+
+/** A verdict cell: yes, or a bold no. */
+export const yes = (b: boolean) => (b ? 'yes' : '**no**');

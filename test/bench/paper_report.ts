@@ -6,7 +6,7 @@
  */
 import { curvesSvg } from '../../src/cli/report.ts';
 import { fmtNum, median } from './harness.ts';
-import { markdownTable } from './markdown.ts';
+import { f3, markdownTable, yes } from './markdown.ts';
 import type { ModeRun, PaperReport } from './paper.ts';
 import { meanSd, PAPER_TARGETS, paperVerdicts, type PaperVerdicts } from './paper_stats.ts';
 
@@ -73,8 +73,6 @@ export function paperFigures(rep: PaperReport): Map<string, string> {
   ]);
 }
 
-const f3 = (x: number | null) => (x === null || !Number.isFinite(x) ? '—' : x.toFixed(3));
-const yes = (b: boolean) => (b ? 'yes' : '**no**');
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
 
 /** The section; `figure(suffix)` is the link to a figure file written beside the markdown. */
