@@ -59,6 +59,11 @@ export interface SeatSettings {
    */
   readonly klBeta?: number;
   /**
+   * GRPO only: entropy bonus, ℓ −= entropyCoef·H per token (default 0: none). Against a policy that
+   * settles early on one answer for every input, so that its groups tie and stop teaching it.
+   */
+  readonly entropyCoef?: number;
+  /**
    * A seat that does not learn: a scripted policy plays it in training and evaluation (e.g. a fixed
    * partner that knows a code, or a fixed opponent), so the other seats learn against it.
    */
@@ -151,7 +156,7 @@ export interface AgentsResult {
 const GAME_STREAM = 0x5ea7;
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'loraRank', 'klBeta', 'script'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'loraRank', 'klBeta', 'entropyCoef', 'script'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -176,14 +181,16 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function') {
         throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
       }
-      const learning = (['algo', 'lr', 'loraRank', 'klBeta'] as const).find((x) => seat[x] !== undefined);
+      const learning = (['algo', 'lr', 'loraRank', 'klBeta', 'entropyCoef'] as const).find((x) => seat[x] !== undefined);
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn`);
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);
-    if (seat.klBeta !== undefined) {
-      if (typeof seat.klBeta !== 'number' || !Number.isFinite(seat.klBeta) || seat.klBeta < 0) throw new ConfigError(`seats[${k}].klBeta`, `expected a finite number ≥ 0, got ${seat.klBeta}`);
-      if (seat.klBeta > 0 && (seat.algo ?? 'grpo') !== 'grpo') throw new ConfigError(`seats[${k}].klBeta`, `a KL penalty is GRPO's; seat ${k} (${seat.name}) learns with ${seat.algo}`);
+    for (const [key, what] of [['klBeta', 'a KL penalty'], ['entropyCoef', 'an entropy bonus']] as const) {
+      const x = seat[key];
+      if (x === undefined) continue;
+      if (typeof x !== 'number' || !Number.isFinite(x) || x < 0) throw new ConfigError(`seats[${k}].${key}`, `expected a finite number ≥ 0, got ${x}`);
+      if (x > 0 && (seat.algo ?? 'grpo') !== 'grpo') throw new ConfigError(`seats[${k}].${key}`, `${what} is GRPO's here; seat ${k} (${seat.name}) learns with ${seat.algo}`);
     }
   });
   for (const [k, min] of [['steps', 0], ['groups', 1], ['groupSize', 1], ['seed', 0], ['evalGames', 0], ['maxNewTokens', 1], ['context', 8], ['maxTurns', 1]] as const) {
@@ -291,7 +298,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       const klBeta = seat.klBeta ?? 0;
       const reference = algo.reference || klBeta > 0 ? await make(`${seat.name}-reference`) : null;
       if (reference) clients.push(reference);
-      ctxs.push({ policy, reference, pack, baseline: EMPTY_BASELINE, klBeta });
+      ctxs.push({ policy, reference, pack, baseline: EMPTY_BASELINE, klBeta, entropyCoef: seat.entropyCoef ?? 0 });
       samplers.push(await policy.samplingClient());
     }
     const agentOn = (sampler: SamplingClient, id: string) => new Agent({

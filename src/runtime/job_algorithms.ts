@@ -40,6 +40,8 @@ export interface AlgoStepContext {
    * tied groups are left out.
    */
   readonly klBeta?: number;
+  /** GRPO's entropy bonus (ℓ −= entropyCoef·H per token); 0 or absent: none. */
+  readonly entropyCoef?: number;
 }
 
 export interface AlgoStep {
@@ -72,15 +74,15 @@ export const JOB_ALGORITHMS = {
   grpo: {
     valueHead: false, reference: false, minGroupSize: 2,
     step: async (c, groups, seed) => {
-      const klBeta = c.klBeta ?? 0;
-      if (klBeta === 0) return packed(c, grpoDatums(groups, { skipUniformGroups: true }), grpoLoss({ klBeta: 0 }), seed);
+      const [klBeta, entropyCoef] = [c.klBeta ?? 0, c.entropyCoef ?? 0];
+      if (klBeta === 0) return packed(c, grpoDatums(groups, { skipUniformGroups: true }), grpoLoss({ klBeta: 0, entropyCoef }), seed);
       if (c.reference === null) throw new Error('grpo: klBeta > 0 needs the frozen reference client');
       // Every group trains, tied ones too: their advantages are 0, but the KL term still pulls a
       // policy that drifted (a broken format, where every attempt fails alike) back to its start.
       const trajs = groups.flatMap((g) => g.trajectories);
       const ref = trajs.length === 0 ? null : await forwardTrajectories(c.reference, trajs, c.pack);
       const refOf = new Map(trajs.map((t, i) => [t, ref!.logprobsNT[i]] as const));
-      return packed(c, grpoDatums(groups, { refLogprobs: (t) => refOf.get(t)! }), grpoLoss({ klBeta }), seed);
+      return packed(c, grpoDatums(groups, { refLogprobs: (t) => refOf.get(t)! }), grpoLoss({ klBeta, entropyCoef }), seed);
     },
   },
   rloo: {

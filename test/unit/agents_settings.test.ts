@@ -21,7 +21,7 @@ describe('trainAgents settings', () => {
     expect(() => checkAgentsSettings({ ...ok, partners: [signalRandomSpeaker()], groupSize: 2, steps: 0 })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, pool: { every: 4, size: 3 } })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, pool: { every: 1, size: 1, share: 1, rotate: true } })).not.toThrow();
-    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', klBeta: 0.05 }, { name: 'listener', algo: 'rloo', klBeta: 0 }] })).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', klBeta: 0.05, entropyCoef: 0.01 }, { name: 'listener', algo: 'rloo', klBeta: 0, entropyCoef: 0 }] })).not.toThrow();
     // A scripted seat (a fixed partner) does not learn, so GRPO's group size does not bind it.
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', algo: 'rloo' }, { name: 'listener', script: signalCodeListener() }], groupSize: 2 })).not.toThrow();
   });
@@ -36,6 +36,8 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a', temperature: 2 }, { name: 'b' }] })).toBe('seats[0].temperature');
     expect(fieldOf({ seats: [{ name: 'a', klBeta: -0.1 }, { name: 'b' }] })).toBe('seats[0].klBeta');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', algo: 'rloo', klBeta: 0.1 }] })).toBe('seats[1].klBeta'); // GRPO's alone
+    expect(fieldOf({ seats: [{ name: 'a', entropyCoef: Number.NaN }, { name: 'b' }] })).toBe('seats[0].entropyCoef');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', algo: 'ppo', entropyCoef: 0.01 }] })).toBe('seats[1].entropyCoef'); // GRPO's alone here
     expect(fieldOf({ groupSize: 1 })).toBe('groupSize'); // GRPO compares at least two attempts per game
     expect(fieldOf({ steps: -1 })).toBe('steps');
     expect(fieldOf({ partners: [undefined, undefined, undefined] })).toBe('partners');
@@ -51,6 +53,7 @@ describe('trainAgents settings', () => {
     const script = signalCodeListener();
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script: { act: () => 'x' } }] })).toBe('seats[1].script');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, lr: 0.01 }] })).toBe('seats[1].lr'); // a scripted seat does not learn
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, entropyCoef: 0.01 }] })).toBe('seats[1].entropyCoef');
     expect(fieldOf({ seats: [{ name: 'a', script }, { name: 'b', script }] })).toBe('seats');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script }], pool: { every: 2, size: 2 } })).toBe('pool');
   });
