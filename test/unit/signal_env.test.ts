@@ -88,5 +88,17 @@ describe('signalling game', () => {
     expect(() => signalEnv({ objects: ['a', 'a'] })).toThrow(/distinct/);
     expect(() => signalEnv({ symbols: 'aa' })).toThrow(/symbols/);
     expect(() => signalEnv({ symbols: 'A1' })).toThrow(/symbols/);
+    expect(() => signalEnv({ shuffle: 'no' as unknown as boolean })).toThrow(/shuffle/);
+  });
+
+  it('shows the candidates in objects order when shuffle is false; the target is drawn as before', async () => {
+    const env = signalEnv({ shuffle: false }).create();
+    for (const seed of [1, 42, 99]) {
+      await env.reset(seed);
+      const heard = await env.step('<answer>a</answer>');
+      expect(heard.observation).toContain('Candidates: circle, square, star, cross.');
+      const right = ['circle', 'square', 'star', 'cross'][signalGame(seed, 4).target];
+      expect((await env.step(`<answer>${right}</answer>`)).rewardsP).toEqual([1, 1]);
+    }
   });
 });

@@ -26,9 +26,11 @@ export interface SignalOptions {
   readonly objects?: readonly string[];
   /** The symbols a message is made of (one symbol per message). Default 'abcdefgh'. */
   readonly symbols?: string;
+  /** Show the listener the candidates in a seeded order per game (default true) or always in `objects` order. */
+  readonly shuffle?: boolean;
 }
 
-type Full = { readonly objects: readonly string[]; readonly symbols: string };
+type Full = { readonly objects: readonly string[]; readonly symbols: string; readonly shuffle: boolean };
 const GAME_STREAM = 0x516a;
 
 /** Every option filled in and checked (RangeError naming the option). */
@@ -43,7 +45,8 @@ export function resolveSignalOptions(o: SignalOptions = {}): Full {
   if (chars.length < 2 || new Set(chars).size !== chars.length || chars.some((c) => !/^[a-z]$/.test(c))) {
     throw new RangeError(`signal: symbols must be 2 or more distinct lowercase letters, got "${symbols}"`);
   }
-  return { objects, symbols };
+  if (o.shuffle !== undefined && typeof o.shuffle !== 'boolean') throw new RangeError(`signal: shuffle must be true or false, got ${String(o.shuffle)}`);
+  return { objects, symbols, shuffle: o.shuffle ?? true };
 }
 
 /** A game's target (index into objects) and the order the listener sees the candidates in. */
@@ -90,6 +93,7 @@ class SignalEnvironment implements TurnBasedEnvironment {
 
   async reset(seed: number): Promise<TurnObservation> {
     this.#game = signalGame(seed, this.#o.objects.length);
+    if (!this.#o.shuffle) this.#game = { target: this.#game.target, order: this.#o.objects.map((_, i) => i) };
     this.#message = null;
     this.#turn = 0;
     return { player: 0, observation: speakerText(this.#o, this.#game.target) };

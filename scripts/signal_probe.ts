@@ -1,0 +1,81 @@
+/**
+ * A diagnostic of the signalling game: which side of a code the agents learn, and how far. One seat
+ * (or both) learns with trainAgents from a fresh formats-only warm start; a learning seat's partner
+ * is either the other learner (`--learn both`) or a script that knows the code (symbol i ↔ object i),
+ * so one side is measured alone. `--weights FILE` starts from a shipped warm start (e.g.
+ * demos/src/lib/models/signal-gpt2-100k.safetensors, made for the default objects and letters a–d). Prints the per-step success, the held-out success before and
+ * after, and the after-training table of the learner's choices over the held-out games:
+ * speaker rows = target, columns = message; listener rows = message, columns = pick (last column:
+ * none / unparseable).
+ *
+ *   npx deno run -A --config deno.json scripts/signal_probe.ts --learn listener --objects ring,box,star,cross --symbols fjqv
+ *
+ * What it measured is in README.md ("Several agents"); not a test and not part of the bench.
+ */
+import { parseArgs } from 'node:util';
+import { openSafetensors, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SignalOptions, trainAgents, type TurnBasedEnvSpec } from '../src/mod.ts';
+
+const { values: v } = parseArgs({
+  options: {
+    learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
+    lr: { type: 'string', default: '0.01' }, kl: { type: 'string', default: '0.05' }, entropy: { type: 'string', default: '0' },
+    steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
+    seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
+  },
+});
+if (!['speaker', 'listener', 'both'].includes(v.learn!)) throw new RangeError(`--learn must be speaker, listener or both, got ${v.learn}`);
+const num = (k: keyof typeof v) => {
+  const x = Number(v[k]);
+  if (!Number.isFinite(x)) throw new RangeError(`--${k} must be a number, got ${v[k]}`);
+  return x;
+};
+const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', ...(v.objects ? { objects: v.objects.split(',') } : {}) };
+const base = signalEnv(o); // checks the options
+const k = (o.objects ?? ['circle', 'square', 'star', 'cross']).length;
+const steps = num('steps'), evalGames = num('eval');
+
+// The table: the environment reports the message and the pick in its step info; the first
+// `evalGames` games after the last step are the held-out games played together.
+let counting = false, counted = 0;
+const cols = v.learn === 'listener' ? k : o.symbols!.length;
+const table = Array.from({ length: v.learn === 'listener' ? o.symbols!.length : k }, () => new Array<number>(cols + 1).fill(0));
+const env: TurnBasedEnvSpec = {
+  ...base,
+  create() {
+    const e = base.create();
+    let message: string | null = null;
+    return {
+      name: e.name, numPlayers: e.numPlayers, reset: (seed: number) => e.reset(seed),
+      async step(action: string) {
+        const r = await e.step(action);
+        const info = (r.info ?? {}) as { message?: string | null; target?: number; picked?: number | null };
+        if (!r.done) message = info.message ?? null;
+        else if (counting && counted++ < evalGames) {
+          if (v.learn === 'listener') { if (message !== null) table[o.symbols!.indexOf(message)][info.picked ?? cols]++; }
+          else table[info.target!][message === null ? cols : o.symbols!.indexOf(message)]++;
+        }
+        return r;
+      },
+    };
+  },
+};
+const learner = (name: string) => ({ name, lr: num('lr'), klBeta: num('kl'), entropyCoef: num('entropy') });
+const seats = v.learn === 'both' ? [learner('speaker'), learner('listener')]
+  : v.learn === 'speaker' ? [learner('speaker'), { name: 'listener', script: signalCodeListener(o) }]
+  : [{ name: 'speaker', script: signalCodeSpeaker(o) }, learner('listener')];
+let weights: Record<string, Float32Array> | undefined;
+if (v.weights) {
+  const f = await openSafetensors(await Deno.readFile(v.weights));
+  weights = {};
+  for (const name of f.names()) weights[name] = await f.getF32(name);
+}
+const r = await trainAgents({
+  env, seats, partners: [signalRandomSpeaker(o), signalRandomListener(o)], model: 'gpt2-100k', ...(weights ? { weights } : { warmStart: { steps: num('warm-steps') } }),
+  steps, groups: num('groups'), groupSize: num('group-size'), seed: num('seed'), evalGames,
+  onStep: (m) => {
+    if (m.step === steps - 1) counting = true;
+    console.log(`step ${m.step} success ${m.success.toFixed(3)} ${m.seconds.toFixed(1)} s ${JSON.stringify(m.transcript)}`);
+  },
+});
+console.log(`held out: ${r.before.together.toFixed(3)} → ${r.after.together.toFixed(3)}; swapped after ${JSON.stringify(r.after.swapped)}; ${r.wallSeconds.toFixed(0)} s`);
+console.log(`${v.learn === 'listener' ? 'message × pick' : 'target × message'} after: ${JSON.stringify(table)}`);
