@@ -3,8 +3,8 @@
  * (or both) learns with trainAgents from a fresh formats-only warm start; a learning seat's partner
  * is either the other learner (`--learn both`) or a script that knows the code (symbol i ↔ object i),
  * so one side is measured alone. `--weights FILE` starts from a shipped warm start (e.g.
- * demos/src/lib/models/signal-gpt2-100k.safetensors, made for the default objects and letters a–d). Prints the per-step success, the held-out success before and
- * after, and the after-training table of the learner's choices over the held-out games:
+ * demos/src/lib/models/signal-gpt2-100k.safetensors, made for the default objects and letters a–d).
+ * Prints the per-step success, the held-out success before and after, and the after-training table of the learner's choices over the held-out games:
  * speaker rows = target, columns = message; listener rows = message, columns = pick (last column:
  * none / unparseable).
  *
@@ -14,6 +14,7 @@
  */
 import { parseArgs } from 'node:util';
 import { openSafetensors, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SignalOptions, trainAgents, type TurnBasedEnvSpec } from '../src/mod.ts';
+import { resolveSignalOptions } from '../src/env/envs/signal.ts';
 
 const { values: v } = parseArgs({
   options: {
@@ -30,8 +31,8 @@ const num = (k: keyof typeof v) => {
   return x;
 };
 const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', ...(v.objects ? { objects: v.objects.split(',') } : {}) };
-const base = signalEnv(o); // checks the options
-const k = (o.objects ?? ['circle', 'square', 'star', 'cross']).length;
+const base = signalEnv(o);
+const k = resolveSignalOptions(o).objects.length;
 const steps = num('steps'), evalGames = num('eval');
 
 // The table: the environment reports the message and the pick in its step info; the first
@@ -63,12 +64,7 @@ const learner = (name: string) => ({ name, lr: num('lr'), klBeta: num('kl'), ent
 const seats = v.learn === 'both' ? [learner('speaker'), learner('listener')]
   : v.learn === 'speaker' ? [learner('speaker'), { name: 'listener', script: signalCodeListener(o) }]
   : [{ name: 'speaker', script: signalCodeSpeaker(o) }, learner('listener')];
-let weights: Record<string, Float32Array> | undefined;
-if (v.weights) {
-  const f = await openSafetensors(await Deno.readFile(v.weights));
-  weights = {};
-  for (const name of f.names()) weights[name] = await f.getF32(name);
-}
+const weights = v.weights ? await (await openSafetensors(await Deno.readFile(v.weights))).allF32() : undefined;
 const r = await trainAgents({
   env, seats, partners: [signalRandomSpeaker(o), signalRandomListener(o)], model: 'gpt2-100k', ...(weights ? { weights } : { warmStart: { steps: num('warm-steps') } }),
   steps, groups: num('groups'), groupSize: num('group-size'), seed: num('seed'), evalGames,

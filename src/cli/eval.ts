@@ -42,9 +42,7 @@ async function readTensors(file: string): Promise<{ tensors: HostParams; meta: R
     throw new ConfigError('RUN_DIR', `${file} cannot be read (${(e as Error).message}): has the run finished?`);
   }));
   try {
-    const tensors: HostParams = {};
-    for (const n of f.names()) tensors[n] = await f.getF32(n);
-    return { tensors, meta: f.metadata ?? {} };
+    return { tensors: await f.allF32(), meta: f.metadata ?? {} };
   } finally {
     await f.close();
   }

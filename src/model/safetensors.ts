@@ -221,6 +221,13 @@ export class SafetensorsFile {
     return owned ? raw : raw.slice();
   }
 
+  /** Every tensor as f32, by name (as getF32: a whole checkpoint or adapter read into host params). */
+  async allF32(): Promise<Record<string, Float32Array>> {
+    const out: Record<string, Float32Array> = {};
+    for (const n of this.names()) out[n] = await this.getF32(n);
+    return out;
+  }
+
   /** The tensor as f32 (F32 copied; F16, BF16, F64 converted). Other dtypes: SafetensorsError('dtype'). */
   async getF32(name: string): Promise<Float32Array> {
     const t = this.info(name);

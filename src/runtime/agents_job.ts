@@ -60,7 +60,8 @@ export interface SeatSettings {
   readonly klBeta?: number;
   /**
    * GRPO only: entropy bonus, ℓ −= entropyCoef·H per token (default 0: none). Against a policy that
-   * settles early on one answer for every input, so that its groups tie and stop teaching it.
+   * settles early on one answer for every input, so that its groups tie and stop teaching it: with a
+   * bonus, tied games train too (for the bonus alone).
    */
   readonly entropyCoef?: number;
   /**
@@ -111,7 +112,7 @@ export interface AgentsStepMetrics {
   readonly step: number;
   /** Share of the step's games that were a success for the first seat (env.success, default reward > 0). */
   readonly success: number;
-  /** Per seat: mean reward, datums trained on (0: every group tied, for a seat without klBeta), the trained loss. */
+  /** Per seat: mean reward, datums trained on (0: every group tied, for a seat without klBeta or entropyCoef), the trained loss. */
   readonly reward: readonly number[];
   readonly datums: readonly number[];
   readonly loss: readonly number[];

@@ -40,7 +40,7 @@ export interface AlgoStepContext {
    * tied groups are left out.
    */
   readonly klBeta?: number;
-  /** GRPO's entropy bonus (ℓ −= entropyCoef·H per token); 0 or absent: none. */
+  /** GRPO's entropy bonus (ℓ −= entropyCoef·H per token; with it tied groups train too); 0 or absent: none. */
   readonly entropyCoef?: number;
 }
 
@@ -75,7 +75,8 @@ export const JOB_ALGORITHMS = {
     valueHead: false, reference: false, minGroupSize: 2,
     step: async (c, groups, seed) => {
       const [klBeta, entropyCoef] = [c.klBeta ?? 0, c.entropyCoef ?? 0];
-      if (klBeta === 0) return packed(c, grpoDatums(groups, { skipUniformGroups: true }), grpoLoss({ klBeta: 0, entropyCoef }), seed);
+      // Tied groups carry no advantage: left out, unless an entropy bonus trains on them.
+      if (klBeta === 0) return packed(c, grpoDatums(groups, { skipUniformGroups: entropyCoef === 0 }), grpoLoss({ klBeta: 0, entropyCoef }), seed);
       if (c.reference === null) throw new Error('grpo: klBeta > 0 needs the frozen reference client');
       // Every group trains, tied ones too: their advantages are 0, but the KL term still pulls a
       // policy that drifted (a broken format, where every attempt fails alike) back to its start.

@@ -87,8 +87,7 @@ async function warmWeights(ctx: GpuContext, s: AgentsBenchSettings, game: GameNa
     if (f.metadata['webtinker.model'] !== want) {
       throw new Error(`${file.pathname}: its config is not the one trainAgents builds for ${game} (${want}); rewrite it with scripts/demo_models.ts ${game}/${s.model}`);
     }
-    const weights: HostParams = {};
-    for (const n of f.names()) weights[n] = await f.getF32(n);
+    const weights = await f.allF32();
     const made = JSON.parse(f.metadata['webtinker.made'] ?? '{}') as { warmStart?: { steps?: number }; seconds?: number };
     return { weights, source: `the shipped warm start (demos/src/lib/models/${game}-${s.model}.safetensors, ${made.warmStart?.steps ?? 200} SFT steps, written by scripts/demo_models.ts)` };
   }

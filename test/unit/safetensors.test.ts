@@ -127,6 +127,11 @@ describe('safetensors BF16 writing', () => {
     expect([...(await f.getF32('f'))]).toEqual([...want]);
     expect([...(await f.getF32('bits'))]).toEqual([3.140625, -1]);
     expect([...(await f.getF32('a'))]).toEqual([7]);
+    // allF32: every tensor by name, as getF32 reads it.
+    const all = await f.allF32();
+    expect(Object.keys(all).sort()).toEqual(['a', 'bits', 'f']);
+    expect([...all.f]).toEqual([...want]);
+    expect([...all.bits]).toEqual([3.140625, -1]);
     // F32 first, then the 16-bit tensors by name, each on a multiple of its element size.
     const [a, bits, ff] = ['a', 'bits', 'f'].map((n) => f.info(n).begin);
     expect([a, bits, ff]).toEqual([0, 4, 8]);

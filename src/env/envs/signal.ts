@@ -49,12 +49,12 @@ export function resolveSignalOptions(o: SignalOptions = {}): Full {
   return { objects, symbols, shuffle: o.shuffle ?? true };
 }
 
-/** A game's target (index into objects) and the order the listener sees the candidates in. */
-export function signalGame(seed: number, objects: number): { target: number; order: number[] } {
+/** A game's target (index into objects) and the order the listener sees the candidates in (`shuffle` false: objects order; the target is the same). */
+export function signalGame(seed: number, objects: number, shuffle = true): { target: number; order: number[] } {
   const rng = new Rng(seed, GAME_STREAM);
   const target = rng.nextInt(objects);
   const order = Array.from({ length: objects }, (_, i) => i);
-  for (let i = order.length - 1; i > 0; i--) {
+  for (let i = shuffle ? order.length - 1 : 0; i > 0; i--) {
     const j = rng.nextInt(i + 1);
     [order[i], order[j]] = [order[j], order[i]];
   }
@@ -92,8 +92,7 @@ class SignalEnvironment implements TurnBasedEnvironment {
   }
 
   async reset(seed: number): Promise<TurnObservation> {
-    this.#game = signalGame(seed, this.#o.objects.length);
-    if (!this.#o.shuffle) this.#game = { target: this.#game.target, order: this.#o.objects.map((_, i) => i) };
+    this.#game = signalGame(seed, this.#o.objects.length, this.#o.shuffle);
     this.#message = null;
     this.#turn = 0;
     return { player: 0, observation: speakerText(this.#o, this.#game.target) };

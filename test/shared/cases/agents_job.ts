@@ -190,17 +190,20 @@ export const agentsJobCases: GpuCase[] = [
         }
         // At step 0 policy = reference and every advantage is 0: the loss is the KL term, 0.
         assert.approximately(r.steps[0].loss[0], 0, 1e-6);
-        // The entropy bonus trains tied games too (with klBeta): step 0's loss is −coef·H < 0, and the adapter moves elsewhere.
+        // An entropy bonus trains tied games too, with klBeta and without (no reference then): step 0's
+        // loss is −coef·H < 0, and the adapter moves elsewhere.
         const e = await trainAgents({
           ...settings(), env: flat, partners: undefined, evalGames: 0, service,
-          seats: [{ name: 'kept', algo: 'grpo', lr: 2e-2, loraRank: 2, klBeta: 0.1, entropyCoef: 0.05 }, { name: 'skipped', algo: 'grpo', lr: 2e-2, loraRank: 2 }],
+          seats: [{ name: 'kept', algo: 'grpo', lr: 2e-2, loraRank: 2, klBeta: 0.1, entropyCoef: 0.05 }, { name: 'bonus', algo: 'grpo', lr: 2e-2, loraRank: 2, entropyCoef: 0.05 }],
         });
-        assert.deepEqual(e.steps[0].datums, [6, 0]);
-        // The entropy per token is at most ln(vocabulary): the bonus lies between 0 and −0.05·ln V.
-        assert.isBelow(e.steps[0].loss[0], -1e-4);
-        assert.isAbove(e.steps[0].loss[0], -0.05 * Math.log(e.cfg.vocabSize) - 1e-6);
-        const moved = Object.entries(e.adapters[0]!).some(([name, v]) => v.some((x, i) => x !== r.adapters[0]![name][i]));
-        assert.isTrue(moved, 'the entropy bonus changed nothing');
+        for (const m of e.steps) assert.deepEqual(m.datums, [6, 6]);
+        for (const k of [0, 1]) {
+          // The entropy per token is at most ln(vocabulary): the bonus lies between 0 and −0.05·ln V.
+          assert.isBelow(e.steps[0].loss[k], -1e-4, `seat ${k}`);
+          assert.isAbove(e.steps[0].loss[k], -0.05 * Math.log(e.cfg.vocabSize) - 1e-6, `seat ${k}`);
+          const moved = Object.entries(e.adapters[k]!).some(([name, v]) => v.some((x, i) => x !== r.adapters[k]![name][i]));
+          assert.isTrue(moved, `the entropy bonus changed nothing for seat ${k}`);
+        }
       } finally {
         await service.close();
       }
