@@ -9,6 +9,7 @@
  * none / unparseable).
  *
  *   npx deno run -A --config deno.json scripts/signal_probe.ts --learn listener --objects ring,box,star,cross --symbols fjqv
+ *   npx deno run -A --config deno.json scripts/signal_probe.ts --learn listener --objects ring,box,star,cross --symbols fjqv --prompt short --drills 0.5 --groups 32 --group-size 4 --steps 100
  *
  * What it measured is in README.md ("Several agents"); not a test and not part of the bench.
  */
@@ -19,6 +20,7 @@ import { resolveSignalOptions } from '../src/env/envs/signal.ts';
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
+    prompt: { type: 'string', default: 'full' }, drills: { type: 'string', default: '0' },
     lr: { type: 'string', default: '0.01' }, kl: { type: 'string', default: '0.05' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
@@ -30,7 +32,7 @@ const num = (k: keyof typeof v) => {
   if (!Number.isFinite(x)) throw new RangeError(`--${k} must be a number, got ${v[k]}`);
   return x;
 };
-const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', ...(v.objects ? { objects: v.objects.split(',') } : {}) };
+const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', prompt: v.prompt as 'full' | 'short', drills: num('drills'), ...(v.objects ? { objects: v.objects.split(',') } : {}) };
 const base = signalEnv(o);
 const k = resolveSignalOptions(o).objects.length;
 const steps = num('steps'), evalGames = num('eval');

@@ -14,6 +14,8 @@ import { END_REASONS, type DroppedEpisode, type EndReason, type RolloutBatch, ty
 export interface EpisodeSpec {
   readonly seed: number;
   readonly groupId: number;
+  /** A demonstration's game variant, handed to reset (replays only). */
+  readonly variant?: string;
 }
 
 /** Rng stream for env seeds drawn from a rollout seed. */

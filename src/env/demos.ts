@@ -99,7 +99,7 @@ export async function replayDemonstrations(
     demos.map((demo) => {
       const actions = demonstrationActions(demo.actions, agentOptions, tools);
       const agent = new Agent({ ...agentOptions, maxTurns: Math.max(1, demo.actions.length), sample: scriptedSampleFn(agentOptions.tokenizer, actions) });
-      return rolloutMultiTurn(spec, agent, [{ seed: demo.seed, groupId: 0 }], { seed: 0, ...(stepTimeoutMs === undefined ? {} : { stepTimeoutMs }) });
+      return rolloutMultiTurn(spec, agent, [{ seed: demo.seed, groupId: 0, ...(demo.variant === undefined ? {} : { variant: demo.variant }) }], { seed: 0, ...(stepTimeoutMs === undefined ? {} : { stepTimeoutMs }) });
     }),
   );
   return deepFreeze({
@@ -120,7 +120,7 @@ export async function replayTurnBasedDemonstrations(
       // One script shared by all seats: a game asks for one action at a time, in turn order.
       const sample = scriptedSampleFn(agentOptions.tokenizer, demonstrationActions(demo.actions, agentOptions, toolsOnce(spec)));
       const seats = Array.from({ length: spec.numPlayers }, (_, p) => new Agent({ ...agentOptions, id: `${agentOptions.id ?? 'player'}-${p}`, maxTurns: Math.max(1, demo.actions.length), sample }));
-      return rolloutTurnBased(spec, seats, [{ seed: demo.seed, groupId: 0 }], { seed: 0, maxSteps: Math.max(1, demo.actions.length), ...(stepTimeoutMs === undefined ? {} : { stepTimeoutMs }) });
+      return rolloutTurnBased(spec, seats, [{ seed: demo.seed, groupId: 0, ...(demo.variant === undefined ? {} : { variant: demo.variant }) }], { seed: 0, maxSteps: Math.max(1, demo.actions.length), ...(stepTimeoutMs === undefined ? {} : { stepTimeoutMs }) });
     }),
   );
   return deepFreeze({

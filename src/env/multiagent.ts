@@ -118,7 +118,7 @@ export async function rolloutTurnBased(
     let env: TurnBasedEnvironment | undefined;
     const reset = await guarded(`${spec.name}.reset(${e.seed})`, timeoutMs, () => {
       env = spec.create();
-      return env.reset(e.seed);
+      return e.variant === undefined ? env.reset(e.seed) : env.reset(e.seed, e.variant);
     });
     if (!reset.ok) {
       drop(index, e, reset.reason, reset.message, undefined, env);

@@ -88,7 +88,7 @@ export async function rolloutEpisodes(
     let env: Environment | undefined;
     const reset = await guarded(`${spec.name}.reset(${e.seed})`, timeoutMs, () => {
       env = spec.create();
-      return env.reset(e.seed);
+      return e.variant === undefined ? env.reset(e.seed) : env.reset(e.seed, e.variant);
     });
     if (!reset.ok) {
       drop(index, e, reset.reason, reset.message, 0, env);

@@ -46,8 +46,8 @@ export interface Environment {
   readonly name: string;
   /** Tools the agent may call; tool calls are turns that do not reach `step`. */
   readonly tools?: readonly Tool[];
-  /** Starts an episode; the same seed gives the same task. Returns the first observation. */
-  reset(seed: number): Promise<string>;
+  /** Starts an episode; the same seed gives the same task. Returns the first observation. `variant`: a demonstration's (see Demonstration.variant); absent in rollouts. */
+  reset(seed: number, variant?: string): Promise<string>;
   /** Applies one agent action (its raw text, tool calls excepted). */
   step(action: string): Promise<StepResult>;
   /** Releases resources after the episode (errors here are ignored). */
@@ -61,6 +61,11 @@ export interface Demonstration {
   readonly actions: readonly string[];
   /** Turn-based games: the seat (0-based) whose moves the game demonstrates — a warm start learns that seat's. Absent: 0. */
   readonly player?: number;
+  /**
+   * A variant of the game played for this demonstration alone, handed to `reset` (e.g. a drill
+   * that a warm start needs and real play must never allow). Rollouts never set one.
+   */
+  readonly variant?: string;
 }
 
 /** Everything needed to run an environment: a factory (one instance per concurrent episode). */
@@ -106,7 +111,8 @@ export interface TurnBasedEnvironment {
    * against the seat's maxTurns; the other seats see nothing of it). Scripted seats call none.
    */
   readonly tools?: readonly Tool[];
-  reset(seed: number): Promise<TurnObservation>;
+  /** Starts a game; `variant`: a demonstration's (see Demonstration.variant); absent in rollouts. */
+  reset(seed: number, variant?: string): Promise<TurnObservation>;
   step(action: string): Promise<TurnStepResult>;
   close?(): Promise<void> | void;
 }

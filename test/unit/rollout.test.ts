@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Agent, requestSeed } from '../../src/env/agent.ts';
 import { assembleBatch, groupEpisodes } from '../../src/env/batch.ts';
+import { replayDemonstrations } from '../../src/env/demos.ts';
 import { SampleContractError } from '../../src/env/errors.ts';
 import { rolloutGroups, rolloutMultiTurn, rolloutSingleTurn } from '../../src/env/rollout.ts';
 import type { EnvSpec, Environment, SampleFn, Tool } from '../../src/env/types.ts';
@@ -13,6 +14,15 @@ const agentWith = (sample: SampleFn, extra: Partial<ConstructorParameters<typeof
 const one = [{ seed: 5, groupId: 0 }];
 
 describe('multi-turn protocol', () => {
+  it("hands a demonstration's variant to reset, and none in rollouts", async () => {
+    const seen: unknown[][] = [];
+    const spec = specOf(() => ({ name: 'v', reset: async (...args: unknown[]) => (seen.push(args), 'task'), step: async () => ({ observation: 'end', reward: 1, done: true }) }));
+    const r = await replayDemonstrations(spec, [{ seed: 3, actions: ['x'], variant: 'drill' }, { seed: 4, actions: ['y'] }], { tokenizer: tok });
+    expect(r.trajectories.length).toBe(2);
+    await rolloutMultiTurn(spec, agentWith(fakePolicy(() => 'z')), one, { seed: 1 });
+    expect(seen).toEqual([[3, 'drill'], [4], [5]]);
+  });
+
   it('alternates agent and environment and records a token-level trajectory', async () => {
     const env = scriptedEnv([ok(0.5, false, 'more'), ok(1, true, 'end')]);
     const policy = fakePolicy((_p, r) => `a${r.promptTokens.length % 2}`);

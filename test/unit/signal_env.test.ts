@@ -6,7 +6,10 @@ import { groupEpisodes } from '../../src/env/batch.ts';
 import {
   parsePick, parseSignal, signalCodeListener, signalCodeSpeaker, signalDemonstrations, signalEnv, signalGame, signalRandomListener, signalRandomSpeaker,
 } from '../../src/env/envs/signal.ts';
+import { replayTurnBasedDemonstrations } from '../../src/env/demos.ts';
 import { rolloutTurnBased, type Seat } from '../../src/env/multiagent.ts';
+import { ByteTokenizer } from '../../src/model/tokenizer/byte.ts';
+import { JOB_FORMAT } from '../../src/runtime/job_envs.ts';
 import { Rng } from '../../src/util/rng.ts';
 
 const GAMES = 400;
@@ -89,6 +92,8 @@ describe('signalling game', () => {
     expect(() => signalEnv({ symbols: 'aa' })).toThrow(/symbols/);
     expect(() => signalEnv({ symbols: 'A1' })).toThrow(/symbols/);
     expect(() => signalEnv({ shuffle: 'no' as unknown as boolean })).toThrow(/shuffle/);
+    expect(() => signalEnv({ prompt: 'long' as 'full' })).toThrow(/prompt/);
+    for (const drills of [1, -0.1, Number.NaN, '0.5' as unknown as number]) expect(() => signalEnv({ drills })).toThrow(/drills/);
   });
 
   it('shows the candidates in objects order when shuffle is false; the target is drawn as before', async () => {
@@ -100,5 +105,51 @@ describe('signalling game', () => {
       const right = ['circle', 'square', 'star', 'cross'][signalGame(seed, 4).target];
       expect((await env.step(`<answer>${right}</answer>`)).rewardsP).toEqual([1, 1]);
     }
+  });
+
+  it('short prompts: the target, or the message, alone; the scripted seats read them', async () => {
+    const o = { prompt: 'short' as const };
+    const env = signalEnv(o).create();
+    const first = await env.reset(42);
+    const names = ['circle', 'square', 'star', 'cross'];
+    const { target } = signalGame(42, 4);
+    expect(first.observation).toBe(`Speaker. The listener must pick the ${names[target]}.`);
+    expect((await env.step('<answer>c</answer>')).observation).toBe('Listener. Message: c.');
+    await env.reset(42);
+    expect((await env.step('<answer>zz</answer>')).observation).toBe('Listener. Message: (nothing).');
+    expect(await successRate([signalCodeSpeaker(o), signalCodeListener(o)], o)).toBe(1);
+    expect(Math.abs((await successRate([signalCodeSpeaker(o), signalRandomListener(o)], o)) - 0.25)).toBeLessThan(0.09);
+  });
+
+  it('reading drills: a name as the message in demonstrations only, no code taught, replayed as the variant', async () => {
+    const o = { drills: 0.5, symbols: 'fjqv', objects: ['ring', 'box', 'star', 'cross'] };
+    // The drill variant carries a candidate's name; a real game hears no name, and no other variant exists.
+    const env = signalEnv(o).create();
+    await env.reset(7, 'drill');
+    expect((await env.step('<answer>box</answer>')).observation).toContain('Message: box.');
+    await env.reset(7, 'drill');
+    expect((await env.step('<answer>f</answer>')).observation).toContain('Message: (nothing).');
+    await env.reset(7);
+    expect((await env.step('<answer>box</answer>')).observation).toContain('Message: (nothing).');
+    await expect(env.reset(7, 'copy')).rejects.toThrow(/variant "copy"/);
+    // Without drills the demonstrations are drawn exactly as before the option existed.
+    expect(signalDemonstrations(64, new Rng(5), { ...o, drills: 0 })).toEqual(signalDemonstrations(64, new Rng(5), { symbols: 'fjqv', objects: o.objects }));
+    const demos = signalDemonstrations(GAMES, new Rng(5), o);
+    const drills = demos.filter((d) => d.variant !== undefined);
+    // Half the listener's games (GAMES / 2 of them) are drills: sd of the count 7, ±4 sd.
+    expect(Math.abs(drills.length - GAMES / 4)).toBeLessThan(28);
+    for (const d of drills) {
+      expect(d).toMatchObject({ player: 1, variant: 'drill' });
+      expect(d.actions[0]).toBe(d.actions[1]); // the pick copies the message
+      expect(parsePick(d.actions[0], o.objects)).not.toBeNull();
+      expect(parseSignal(d.actions[0], o.symbols)).toBeNull(); // no drill pairs a symbol with an object
+    }
+    expect(demos.filter((d) => d.variant === undefined).every((d) => parseSignal(d.actions[0], o.symbols) !== null)).toBe(true);
+    // Replayed, a drill reaches the listener as its name (the variant goes through to reset).
+    const tok = new ByteTokenizer();
+    const r = await replayTurnBasedDemonstrations(signalEnv(o), drills.slice(0, 3), { tokenizer: tok, maxNewTokens: 256, maxSequenceTokens: 256, format: JOB_FORMAT });
+    const listeners = r.trajectories.filter((t) => t.player === 1);
+    expect(listeners.length).toBe(3);
+    listeners.forEach((t, i) => expect(tok.decode(t.tokensT)).toContain(`Message: ${o.objects[parsePick(drills[i].actions[0], o.objects)!]}.`));
   });
 });

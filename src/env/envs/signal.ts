@@ -9,6 +9,15 @@
  * uniformly random candidate from the listener, each seat demonstrated in every other game — so
  * a warm start knows how to speak and how to pick, not what to say.
  *
+ * A listener whose warm start only saw random picks has learned that the message does not matter,
+ * and RL alone does not teach it to look (the measurements are in README.md, "Several agents").
+ * `drills` adds reading drills to the listener's demonstrations: a game variant ('drill', played
+ * only in demonstrations, never in rollouts) where the message is a candidate's name and the pick
+ * copies it. They teach that the message slot decides the pick without teaching any code — real
+ * messages are symbols, which no drill pairs with an object. `prompt: 'short'` drops the
+ * instructions and the candidate list (the listener answers by name; the candidates are always all
+ * the objects), so the message is a large share of a short context.
+ *
  * Departures from the textbook game: the symbol set may be larger than the objects (`symbols`),
  * so a code is not forced by the alphabet; an unparseable message scores 0 for both whatever the
  * listener picks (it sees "(nothing)"), and so does an unparseable pick. Scripted seats for
@@ -28,9 +37,13 @@ export interface SignalOptions {
   readonly symbols?: string;
   /** Show the listener the candidates in a seeded order per game (default true) or always in `objects` order. */
   readonly shuffle?: boolean;
+  /** 'full' (default): instructions and the candidate list; 'short': the target, or the message, alone. */
+  readonly prompt?: 'full' | 'short';
+  /** The share of the listener's demonstrations that are reading drills, in [0, 1) (default 0). */
+  readonly drills?: number;
 }
 
-type Full = { readonly objects: readonly string[]; readonly symbols: string; readonly shuffle: boolean };
+type Full = { readonly objects: readonly string[]; readonly symbols: string; readonly shuffle: boolean; readonly prompt: 'full' | 'short'; readonly drills: number };
 const GAME_STREAM = 0x516a;
 
 /** Every option filled in and checked (RangeError naming the option). */
@@ -46,7 +59,9 @@ export function resolveSignalOptions(o: SignalOptions = {}): Full {
     throw new RangeError(`signal: symbols must be 2 or more distinct lowercase letters, got "${symbols}"`);
   }
   if (o.shuffle !== undefined && typeof o.shuffle !== 'boolean') throw new RangeError(`signal: shuffle must be true or false, got ${String(o.shuffle)}`);
-  return { objects, symbols, shuffle: o.shuffle ?? true };
+  if (o.prompt !== undefined && o.prompt !== 'full' && o.prompt !== 'short') throw new RangeError(`signal: prompt must be 'full' or 'short', got ${String(o.prompt)}`);
+  if (o.drills !== undefined && !(typeof o.drills === 'number' && o.drills >= 0 && o.drills < 1)) throw new RangeError(`signal: drills must be a number in [0, 1), got ${String(o.drills)}`);
+  return { objects, symbols, shuffle: o.shuffle ?? true, prompt: o.prompt ?? 'full', drills: o.drills ?? 0 };
 }
 
 /** A game's target (index into objects) and the order the listener sees the candidates in (`shuffle` false: objects order; the target is the same). */
@@ -74,8 +89,10 @@ export function parsePick(action: string, objects: readonly string[]): number | 
 }
 
 const speakerText = (o: Full, target: number) =>
+  o.prompt === 'short' ? `Speaker. The listener must pick the ${o.objects[target]}.` :
   `Signalling game, you are the speaker. The listener must pick the ${o.objects[target]}. Send one letter of ${o.symbols}: <answer>LETTER</answer>.`;
 const listenerText = (o: Full, order: readonly number[], message: string | null) =>
+  o.prompt === 'short' ? `Listener. Message: ${message ?? '(nothing)'}.` :
   `Signalling game, you are the listener. Candidates: ${order.map((x) => o.objects[x]).join(', ')}. ` +
   `Message: ${message ?? '(nothing)'}. Pick one: <answer>NAME</answer>.`;
 
@@ -86,12 +103,15 @@ class SignalEnvironment implements TurnBasedEnvironment {
   #game = { target: 0, order: [] as number[] };
   #message: string | null = null;
   #turn = 0;
+  #drill = false;
 
   constructor(o: Full) {
     this.#o = o;
   }
 
-  async reset(seed: number): Promise<TurnObservation> {
+  async reset(seed: number, variant?: string): Promise<TurnObservation> {
+    if (variant !== undefined && variant !== 'drill') throw new RangeError(`signal: unknown game variant "${variant}" (only 'drill')`);
+    this.#drill = variant === 'drill';
     this.#game = signalGame(seed, this.#o.objects.length, this.#o.shuffle);
     this.#message = null;
     this.#turn = 0;
@@ -102,7 +122,9 @@ class SignalEnvironment implements TurnBasedEnvironment {
     if (this.#turn === 0) {
       // The speaker's message is the listener's observation: the one channel between the agents.
       this.#turn = 1;
-      this.#message = parseSignal(action, this.#o.symbols);
+      // A drill's message is a candidate's name (demonstrations only); a real one is one symbol.
+      const named = this.#drill ? parsePick(action, this.#o.objects) : null;
+      this.#message = this.#drill ? (named === null ? null : this.#o.objects[named]) : parseSignal(action, this.#o.symbols);
       return { player: 1, observation: listenerText(this.#o, this.#game.order, this.#message), rewardsP: [0, 0], done: false, info: { message: this.#message } };
     }
     const picked = parsePick(action, this.#o.objects);
@@ -113,11 +135,19 @@ class SignalEnvironment implements TurnBasedEnvironment {
   }
 }
 
-/** Whole games: in game i seat i mod 2 is demonstrated; every message and pick uniformly random (the formats, no code). */
+/**
+ * Whole games: in game i seat i mod 2 is demonstrated; every message and pick uniformly random (the
+ * formats, no code). With `drills`, that share of the listener's games are reading drills (variant
+ * 'drill': a candidate's name as the message, the pick copying it).
+ */
 export function signalDemonstrations(n: number, rng: Rng, options: SignalOptions = {}): Demonstration[] {
   const o = resolveSignalOptions(options);
   return Array.from({ length: n }, (_, i) => {
     const seed = rng.nextU32();
+    if (o.drills > 0 && i % 2 === 1 && rng.nextFloat() < o.drills) {
+      const name = o.objects[rng.nextInt(o.objects.length)];
+      return { seed, actions: [formatAnswer(name), formatAnswer(name)], player: 1, variant: 'drill' };
+    }
     const symbol = o.symbols[rng.nextInt(o.symbols.length)];
     const pick = o.objects[rng.nextInt(o.objects.length)];
     const player = i % 2;
