@@ -4,6 +4,9 @@
  * is either the other learner (`--learn both`) or a script that knows the code (symbol i ↔ object i),
  * so one side is measured alone. `--weights FILE` starts from a shipped warm start (e.g.
  * demos/src/lib/models/signal-gpt2-100k.safetensors, made for the default objects and letters a–d).
+ * `--prompt short` and `--drills F` are signalEnv's options (short prompts; reading drills in the
+ * listener's warm start); `--teach-code` makes the listener's demonstrations follow the code, a
+ * supervised check that the model can learn the mapping with these prompts at all (use `--steps 1`).
  * Prints the per-step success, the held-out success before and after, and the after-training table of the learner's choices over the held-out games:
  * speaker rows = target, columns = message; listener rows = message, columns = pick (last column:
  * none / unparseable).
@@ -14,13 +17,13 @@
  * What it measured is in README.md ("Several agents"); not a test and not part of the bench.
  */
 import { parseArgs } from 'node:util';
-import { openSafetensors, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SignalOptions, trainAgents, type TurnBasedEnvSpec } from '../src/mod.ts';
-import { resolveSignalOptions } from '../src/env/envs/signal.ts';
+import { formatAnswer, openSafetensors, Rng, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SignalOptions, trainAgents, type TurnBasedEnvSpec } from '../src/mod.ts';
+import { resolveSignalOptions, signalGame } from '../src/env/envs/signal.ts';
 
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
-    prompt: { type: 'string', default: 'full' }, drills: { type: 'string', default: '0' },
+    prompt: { type: 'string', default: 'full' }, drills: { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false },
     lr: { type: 'string', default: '0.01' }, kl: { type: 'string', default: '0.05' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
@@ -42,13 +45,22 @@ const steps = num('steps'), evalGames = num('eval');
 let counting = false, counted = 0;
 const cols = v.learn === 'listener' ? k : o.symbols!.length;
 const table = Array.from({ length: v.learn === 'listener' ? o.symbols!.length : k }, () => new Array<number>(cols + 1).fill(0));
+// --teach-code: the listener's demonstrations follow the code (symbol i ↔ object i) — a supervised
+// check of whether the model can learn the mapping at all with these prompts (run it with --steps 1).
+const code = o.symbols!.slice(0, k), objects = resolveSignalOptions(o).objects;
+const demonstrations = (n: number, rng: Rng) => base.demonstrations!(n, rng).map((d) => {
+  if (!v['teach-code'] || d.player !== 1 || d.variant !== undefined) return d;
+  const t = signalGame(d.seed, k, o.shuffle).target;
+  return { ...d, actions: [formatAnswer(code[t]), formatAnswer(objects[t])] };
+});
 const env: TurnBasedEnvSpec = {
   ...base,
+  demonstrations,
   create() {
     const e = base.create();
     let message: string | null = null;
     return {
-      name: e.name, numPlayers: e.numPlayers, reset: (seed: number) => e.reset(seed),
+      name: e.name, numPlayers: e.numPlayers, reset: (seed: number, variant?: string) => e.reset(seed, variant),
       async step(action: string) {
         const r = await e.step(action);
         const info = (r.info ?? {}) as { message?: string | null; target?: number; picked?: number | null };
