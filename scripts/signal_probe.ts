@@ -37,20 +37,21 @@ const num = (k: keyof typeof v) => {
 };
 const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', prompt: v.prompt as 'full' | 'short', drills: num('drills'), ...(v.objects ? { objects: v.objects.split(',') } : {}) };
 const base = signalEnv(o);
-const k = resolveSignalOptions(o).objects.length;
+const { objects, symbols, shuffle } = resolveSignalOptions(o);
+const k = objects.length;
 const steps = num('steps'), evalGames = num('eval');
 
 // The table: the environment reports the message and the pick in its step info; the first
 // `evalGames` games after the last step are the held-out games played together.
 let counting = false, counted = 0;
-const cols = v.learn === 'listener' ? k : o.symbols!.length;
-const table = Array.from({ length: v.learn === 'listener' ? o.symbols!.length : k }, () => new Array<number>(cols + 1).fill(0));
+const cols = v.learn === 'listener' ? k : symbols.length;
+const table = Array.from({ length: v.learn === 'listener' ? symbols.length : k }, () => new Array<number>(cols + 1).fill(0));
 // --teach-code: the listener's demonstrations follow the code (symbol i ↔ object i) — a supervised
 // check of whether the model can learn the mapping at all with these prompts (run it with --steps 1).
-const code = o.symbols!.slice(0, k), objects = resolveSignalOptions(o).objects;
+const code = symbols.slice(0, k);
 const demonstrations = (n: number, rng: Rng) => base.demonstrations!(n, rng).map((d) => {
   if (!v['teach-code'] || d.player !== 1 || d.variant !== undefined) return d;
-  const t = signalGame(d.seed, k, o.shuffle).target;
+  const t = signalGame(d.seed, k, shuffle).target;
   return { ...d, actions: [formatAnswer(code[t]), formatAnswer(objects[t])] };
 });
 const env: TurnBasedEnvSpec = {
@@ -66,8 +67,8 @@ const env: TurnBasedEnvSpec = {
         const info = (r.info ?? {}) as { message?: string | null; target?: number; picked?: number | null };
         if (!r.done) message = info.message ?? null;
         else if (counting && counted++ < evalGames) {
-          if (v.learn === 'listener') { if (message !== null) table[o.symbols!.indexOf(message)][info.picked ?? cols]++; }
-          else table[info.target!][message === null ? cols : o.symbols!.indexOf(message)]++;
+          if (v.learn === 'listener') { if (message !== null) table[symbols.indexOf(message)][info.picked ?? cols]++; }
+          else table[info.target!][message === null ? cols : symbols.indexOf(message)]++;
         }
         return r;
       },

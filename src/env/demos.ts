@@ -12,6 +12,7 @@ import { Agent, type AgentOptions } from './agent.ts';
 import { parseAction } from './actions.ts';
 import { InvalidInputError } from './errors.ts';
 import { tagToolSyntax } from './tool_calls.ts';
+import type { EpisodeSpec } from './batch.ts';
 import { rolloutTurnBased } from './multiagent.ts';
 import { rolloutMultiTurn } from './rollout.ts';
 import type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
@@ -87,6 +88,9 @@ function renumber<T extends { episodeId: number; groupId: number }>(items: reado
   return items.map((t) => ({ ...t, episodeId: i, groupId: i }));
 }
 
+/** The one episode a demonstration replays: its seed, and its variant when it names one. */
+const demoEpisode = (demo: Demonstration): EpisodeSpec => ({ seed: demo.seed, groupId: 0, ...(demo.variant === undefined ? {} : { variant: demo.variant }) });
+
 /** Replays single-agent demonstrations through the multi-turn protocol. */
 export async function replayDemonstrations(
   spec: EnvSpec,
@@ -99,7 +103,7 @@ export async function replayDemonstrations(
     demos.map((demo) => {
       const actions = demonstrationActions(demo.actions, agentOptions, tools);
       const agent = new Agent({ ...agentOptions, maxTurns: Math.max(1, demo.actions.length), sample: scriptedSampleFn(agentOptions.tokenizer, actions) });
-      return rolloutMultiTurn(spec, agent, [{ seed: demo.seed, groupId: 0, ...(demo.variant === undefined ? {} : { variant: demo.variant }) }], { seed: 0, ...(stepTimeoutMs === undefined ? {} : { stepTimeoutMs }) });
+      return rolloutMultiTurn(spec, agent, [demoEpisode(demo)], { seed: 0, ...(stepTimeoutMs === undefined ? {} : { stepTimeoutMs }) });
     }),
   );
   return deepFreeze({
@@ -120,7 +124,7 @@ export async function replayTurnBasedDemonstrations(
       // One script shared by all seats: a game asks for one action at a time, in turn order.
       const sample = scriptedSampleFn(agentOptions.tokenizer, demonstrationActions(demo.actions, agentOptions, toolsOnce(spec)));
       const seats = Array.from({ length: spec.numPlayers }, (_, p) => new Agent({ ...agentOptions, id: `${agentOptions.id ?? 'player'}-${p}`, maxTurns: Math.max(1, demo.actions.length), sample }));
-      return rolloutTurnBased(spec, seats, [{ seed: demo.seed, groupId: 0, ...(demo.variant === undefined ? {} : { variant: demo.variant }) }], { seed: 0, maxSteps: Math.max(1, demo.actions.length), ...(stepTimeoutMs === undefined ? {} : { stepTimeoutMs }) });
+      return rolloutTurnBased(spec, seats, [demoEpisode(demo)], { seed: 0, maxSteps: Math.max(1, demo.actions.length), ...(stepTimeoutMs === undefined ? {} : { stepTimeoutMs }) });
     }),
   );
   return deepFreeze({

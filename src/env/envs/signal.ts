@@ -123,8 +123,7 @@ class SignalEnvironment implements TurnBasedEnvironment {
       // The speaker's message is the listener's observation: the one channel between the agents.
       this.#turn = 1;
       // A drill's message is a candidate's name (demonstrations only); a real one is one symbol.
-      const named = this.#drill ? parsePick(action, this.#o.objects) : null;
-      this.#message = this.#drill ? (named === null ? null : this.#o.objects[named]) : parseSignal(action, this.#o.symbols);
+      this.#message = this.#drill ? (this.#o.objects[parsePick(action, this.#o.objects) ?? -1] ?? null) : parseSignal(action, this.#o.symbols);
       return { player: 1, observation: listenerText(this.#o, this.#game.order, this.#message), rewardsP: [0, 0], done: false, info: { message: this.#message } };
     }
     const picked = parsePick(action, this.#o.objects);
