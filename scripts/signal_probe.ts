@@ -7,7 +7,8 @@
  * `--prompt short` and `--drills F` are signalEnv's options (short prompts; reading drills in the
  * listener's warm start); `--teach-code` makes the listener's demonstrations follow the code, a
  * supervised check that the model can learn the mapping with these prompts at all (use `--steps 1`).
- * Prints the per-step success, the held-out success before and after, and the after-training table of the learner's choices over the held-out games:
+ * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone).
+ * Prints the per-step success, the held-out success before and after, and the tables of the learner's choices over the held-out games before and after training:
  * speaker rows = target, columns = message; listener rows = message, columns = pick (last column:
  * none / unparseable).
  *
@@ -17,14 +18,14 @@
  * What it measured is in README.md ("Several agents"); not a test and not part of the bench.
  */
 import { parseArgs } from 'node:util';
-import { formatAnswer, openSafetensors, Rng, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SignalOptions, trainAgents, type TurnBasedEnvSpec } from '../src/mod.ts';
+import { formatAnswer, openSafetensors, Rng, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SeatSettings, type SignalOptions, trainAgents, type TurnBasedEnvSpec } from '../src/mod.ts';
 import { resolveSignalOptions, signalGame } from '../src/env/envs/signal.ts';
 
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
     prompt: { type: 'string', default: 'full' }, drills: { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false },
-    lr: { type: 'string', default: '0.01' }, kl: { type: 'string', default: '0.05' }, entropy: { type: 'string', default: '0' },
+    algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, kl: { type: 'string', default: '0.05' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
   },
@@ -41,15 +42,17 @@ const { objects, symbols, shuffle } = resolveSignalOptions(o);
 const k = objects.length;
 const steps = num('steps'), evalGames = num('eval');
 
-// The table: the environment reports the message and the pick in its step info; the first
-// `evalGames` games after the last step are the held-out games played together.
-let counting = false, counted = 0;
+// The tables: the environment reports the message and the pick in its step info; the first
+// `evalGames` games of the run are the held-out games before training (played together first),
+// the first `evalGames` after the last step those after it.
 const cols = v.learn === 'listener' ? k : symbols.length;
-const table = Array.from({ length: v.learn === 'listener' ? symbols.length : k }, () => new Array<number>(cols + 1).fill(0));
+const rows = v.learn === 'listener' ? symbols.length : k;
+const tables = [0, 1].map(() => Array.from({ length: rows }, () => new Array<number>(cols + 1).fill(0)));
+let phase = 0, counted = 0, replays = 0; // replays: demonstration games the warm start is yet to replay (not counted)
 // --teach-code: the listener's demonstrations follow the code (symbol i ↔ object i) — a supervised
 // check of whether the model can learn the mapping at all with these prompts (run it with --steps 1).
 const code = symbols.slice(0, k);
-const demonstrations = (n: number, rng: Rng) => base.demonstrations!(n, rng).map((d) => {
+const demonstrations = (n: number, rng: Rng) => (replays += n, base.demonstrations!(n, rng)).map((d) => {
   if (!v['teach-code'] || d.player !== 1 || d.variant !== undefined) return d;
   const t = signalGame(d.seed, k, shuffle).target;
   return { ...d, actions: [formatAnswer(code[t]), formatAnswer(objects[t])] };
@@ -66,7 +69,9 @@ const env: TurnBasedEnvSpec = {
         const r = await e.step(action);
         const info = (r.info ?? {}) as { message?: string | null; target?: number; picked?: number | null };
         if (!r.done) message = info.message ?? null;
-        else if (counting && counted++ < evalGames) {
+        else if (replays > 0) replays--;
+        else if (phase < 2 && counted++ < evalGames) {
+          const table = tables[phase];
           if (v.learn === 'listener') { if (message !== null) table[symbols.indexOf(message)][info.picked ?? cols]++; }
           else table[info.target!][message === null ? cols : symbols.indexOf(message)]++;
         }
@@ -75,7 +80,7 @@ const env: TurnBasedEnvSpec = {
     };
   },
 };
-const learner = (name: string) => ({ name, lr: num('lr'), klBeta: num('kl'), entropyCoef: num('entropy') });
+const learner = (name: string) => ({ name, algo: v.algo as SeatSettings['algo'], lr: num('lr'), ...(v.algo === 'grpo' ? { klBeta: num('kl'), entropyCoef: num('entropy') } : {}) });
 const seats = v.learn === 'both' ? [learner('speaker'), learner('listener')]
   : v.learn === 'speaker' ? [learner('speaker'), { name: 'listener', script: signalCodeListener(o) }]
   : [{ name: 'speaker', script: signalCodeSpeaker(o) }, learner('listener')];
@@ -84,9 +89,10 @@ const r = await trainAgents({
   env, seats, partners: [signalRandomSpeaker(o), signalRandomListener(o)], model: 'gpt2-100k', ...(weights ? { weights } : { warmStart: { steps: num('warm-steps') } }),
   steps, groups: num('groups'), groupSize: num('group-size'), seed: num('seed'), evalGames,
   onStep: (m) => {
-    if (m.step === steps - 1) counting = true;
+    if (m.step === 0) phase = 2;
+    if (m.step === steps - 1) [phase, counted] = [1, 0];
     console.log(`step ${m.step} success ${m.success.toFixed(3)} ${m.seconds.toFixed(1)} s ${JSON.stringify(m.transcript)}`);
   },
 });
 console.log(`held out: ${r.before.together.toFixed(3)} → ${r.after.together.toFixed(3)}; swapped after ${JSON.stringify(r.after.swapped)}; ${r.wallSeconds.toFixed(0)} s`);
-console.log(`${v.learn === 'listener' ? 'message × pick' : 'target × message'} after: ${JSON.stringify(table)}`);
+console.log(`${v.learn === 'listener' ? 'message × pick' : 'target × message'} before: ${JSON.stringify(tables[0])}; after: ${JSON.stringify(tables[1])}`);

@@ -93,7 +93,7 @@ describe('signalling game', () => {
     expect(() => signalEnv({ symbols: 'A1' })).toThrow(/symbols/);
     expect(() => signalEnv({ shuffle: 'no' as unknown as boolean })).toThrow(/shuffle/);
     expect(() => signalEnv({ prompt: 'long' as 'full' })).toThrow(/prompt/);
-    for (const drills of [1, -0.1, Number.NaN, '0.5' as unknown as number]) expect(() => signalEnv({ drills })).toThrow(/drills/);
+    for (const drills of [1.5, -0.1, Number.NaN, '0.5' as unknown as number]) expect(() => signalEnv({ drills })).toThrow(/drills/);
   });
 
   it('shows the candidates in objects order when shuffle is false; the target is drawn as before', async () => {
@@ -145,6 +145,10 @@ describe('signalling game', () => {
       expect(parseSignal(d.actions[0], o.symbols)).toBeNull(); // no drill pairs a symbol with an object
     }
     expect(demos.filter((d) => d.variant === undefined).every((d) => parseSignal(d.actions[0], o.symbols) !== null)).toBe(true);
+    // drills 1: every listener demonstration is a drill (it never sees a symbol); the speaker's are kept.
+    const all = signalDemonstrations(64, new Rng(5), { ...o, drills: 1 });
+    expect(all.filter((d) => d.player === 1).every((d) => d.variant === 'drill')).toBe(true);
+    expect(all.filter((d) => d.player === undefined).length).toBe(32);
     // Replayed, a drill reaches the listener as its name (the variant goes through to reset).
     const tok = new ByteTokenizer();
     const r = await replayTurnBasedDemonstrations(signalEnv(o), drills.slice(0, 3), { tokenizer: tok, maxNewTokens: 256, maxSequenceTokens: 256, format: JOB_FORMAT });

@@ -39,7 +39,7 @@ export interface SignalOptions {
   readonly shuffle?: boolean;
   /** 'full' (default): instructions and the candidate list; 'short': the target, or the message, alone. */
   readonly prompt?: 'full' | 'short';
-  /** The share of the listener's demonstrations that are reading drills, in [0, 1) (default 0). */
+  /** The share of the listener's demonstrations that are reading drills, in [0, 1] (default 0; 1: the listener never sees a symbol in its demonstrations). */
   readonly drills?: number;
 }
 
@@ -60,7 +60,7 @@ export function resolveSignalOptions(o: SignalOptions = {}): Full {
   }
   if (o.shuffle !== undefined && typeof o.shuffle !== 'boolean') throw new RangeError(`signal: shuffle must be true or false, got ${String(o.shuffle)}`);
   if (o.prompt !== undefined && o.prompt !== 'full' && o.prompt !== 'short') throw new RangeError(`signal: prompt must be 'full' or 'short', got ${String(o.prompt)}`);
-  if (o.drills !== undefined && !(typeof o.drills === 'number' && o.drills >= 0 && o.drills < 1)) throw new RangeError(`signal: drills must be a number in [0, 1), got ${String(o.drills)}`);
+  if (o.drills !== undefined && !(typeof o.drills === 'number' && o.drills >= 0 && o.drills <= 1)) throw new RangeError(`signal: drills must be a number in [0, 1], got ${String(o.drills)}`);
   return { objects, symbols, shuffle: o.shuffle ?? true, prompt: o.prompt ?? 'full', drills: o.drills ?? 0 };
 }
 
