@@ -25,7 +25,7 @@ const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
     prompt: { type: 'string', default: 'full' }, drills: { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false },
-    algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, kl: { type: 'string', default: '0.05' }, entropy: { type: 'string', default: '0' },
+    algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
   },
@@ -80,7 +80,7 @@ const env: TurnBasedEnvSpec = {
     };
   },
 };
-const learner = (name: string) => ({ name, algo: v.algo as SeatSettings['algo'], lr: num('lr'), ...(v.algo === 'grpo' ? { klBeta: num('kl'), entropyCoef: num('entropy') } : {}) });
+const learner = (name: string) => ({ name, algo: v.algo as SeatSettings['algo'], lr: num('lr'), schedule: v.schedule as SeatSettings['schedule'], ...(v.algo === 'grpo' ? { klBeta: num('kl'), entropyCoef: num('entropy') } : {}) });
 const seats = v.learn === 'both' ? [learner('speaker'), learner('listener')]
   : v.learn === 'speaker' ? [learner('speaker'), { name: 'listener', script: signalCodeListener(o) }]
   : [{ name: 'speaker', script: signalCodeSpeaker(o) }, learner('listener')];

@@ -40,6 +40,7 @@ import { JOB_FORMAT, type JobEnv } from './job_envs.ts';
 import { runTraining, stepSeed } from './rl_job.ts';
 import { int, jobOptions, pos, TRAIN_DEFAULTS } from './train.ts';
 import { trainStep } from './train_step.ts';
+import { scheduledLr } from './sft_job.ts';
 import { checkPoolSettings, OpponentPool, playPoolGames, poolGroups, type PoolSettings } from './agents_pool.ts';
 
 /** One seat's learner. */
@@ -64,6 +65,12 @@ export interface SeatSettings {
    * bonus, tied games train too (for the bonus alone).
    */
   readonly entropyCoef?: number;
+  /**
+   * The learning rate over the run's steps: 'constant' (`lr` throughout, the default) or 'cosine'
+   * (a linear warm-up over the first 5% of the steps, then a cosine decay to a tenth of `lr`, as the
+   * warm start runs) — against a policy that found part of an answer at full rate and lost it again.
+   */
+  readonly schedule?: 'constant' | 'cosine';
   /**
    * A seat that does not learn: a scripted policy plays it in training and evaluation (e.g. a fixed
    * partner that knows a code, or a fixed opponent), so the other seats learn against it.
@@ -116,6 +123,8 @@ export interface AgentsStepMetrics {
   readonly reward: readonly number[];
   readonly datums: readonly number[];
   readonly loss: readonly number[];
+  /** Per seat: the learning rate of its step (its schedule's at this step; 0 for a scripted seat). */
+  readonly lr: readonly number[];
   /** Per seat: what its agent said in the step's first game (its actions in order; empty for a seat it did not reach). */
   readonly transcript: readonly (readonly string[])[];
   /**
@@ -157,7 +166,7 @@ export interface AgentsResult {
 const GAME_STREAM = 0x5ea7;
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'loraRank', 'klBeta', 'entropyCoef', 'script'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'script'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -182,10 +191,13 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function') {
         throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
       }
-      const learning = (['algo', 'lr', 'loraRank', 'klBeta', 'entropyCoef'] as const).find((x) => seat[x] !== undefined);
+      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef'] as const).find((x) => seat[x] !== undefined);
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn`);
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
+    if (seat.schedule !== undefined && seat.schedule !== 'constant' && seat.schedule !== 'cosine') {
+      throw new ConfigError(`seats[${k}].schedule`, `expected 'constant' or 'cosine', got ${JSON.stringify(seat.schedule)}`);
+    }
     if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);
     for (const [key, what] of [['klBeta', 'a KL penalty'], ['entropyCoef', 'an entropy bonus']] as const) {
       const x = seat[key];
@@ -345,6 +357,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         groups: nPool, groupSize: gs, firstGroupId: G - nPool, firstEpisode: (G - nPool) * gs, seed: gameSeed, maxSteps: env.maxTurns * s.env.numPlayers,
       }) : null;
       const reward: number[] = [], datums: number[] = [], loss: number[] = [];
+      const lr = s.seats.map((x) => (x.script ? 0 : scheduledLr(x.lr ?? TRAIN_DEFAULTS.lr, step, s.steps ?? 20, x.schedule)));
       for (const [k, seat] of s.seats.entries()) {
         const c = ctxs[k];
         if (!c) {
@@ -365,7 +378,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
           loss.push(0);
           continue;
         }
-        const out = await trainStep(c.policy, st.batches, st.loss, { lr: seat.lr ?? TRAIN_DEFAULTS.lr, maxGradNorm: job.maxGradNorm });
+        const out = await trainStep(c.policy, st.batches, st.loss, { lr: lr[k], maxGradNorm: job.maxGradNorm });
         loss.push(st.reportedLoss ?? out.loss);
         await samplers[k]!.close();
         samplers[k] = await c.policy.samplingClient();
@@ -373,7 +386,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       const first = batch.games[0]?.episodeId;
       const transcript = batch.seats.map((b) => b?.groups.flatMap((g) => g.trajectories).find((t) => t.episodeId === first)?.turns.map((t) => t.action) ?? []);
       const m: AgentsStepMetrics = {
-        step, success: successShare(s.env, batch) ?? 0, reward, datums, loss, transcript,
+        step, success: successShare(s.env, batch) ?? 0, reward, datums, loss, lr, transcript,
         ...(pool && poolPlay ? { pool: { copies: pool.steps(), games: poolPlay.games, reward: poolPlay.reward } } : {}), seconds: (performance.now() - ts) / 1000,
       };
       steps.push(m);

@@ -51,7 +51,7 @@ const quiet: ScriptedPolicy = { kind: 'scripted', id: 'quiet', act: () => 'zzz' 
 
 const settings = (onStep?: AgentsSettings['onStep']): AgentsSettings => ({
   env: relayEnv(),
-  seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2, klBeta: 0.1 }, { name: 'replier', algo: 'rloo', lr: 1e-2, loraRank: 2 }],
+  seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, schedule: 'cosine', loraRank: 2, klBeta: 0.1 }, { name: 'replier', algo: 'rloo', lr: 1e-2, loraRank: 2 }],
   model: 'tiny-gpt2', warmStart: { steps: 2, demos: 8, batchSize: 4 }, steps: 2, groups: 2, groupSize: 3, seed: 5,
   maxNewTokens: 6, context: 96, maxTurns: 1, evalGames: 4, partners: [quiet, undefined], ...(onStep ? { onStep } : {}),
 });
@@ -86,6 +86,8 @@ export const agentsJobCases: GpuCase[] = [
         // What each agent said in the step's first game: one action each (maxTurns 1).
         assert.deepEqual(m.transcript.map((t) => t.length), [1, 1]);
       }
+      // The caller's cosine schedule over 2 steps: the full rate (one warm-up step), then a tenth; the replier's constant.
+      assert.deepEqual(a.steps.map((m) => m.lr.map((x) => +x.toPrecision(12))), [[2e-2, 1e-2], [2e-3, 1e-2]]);
       assert.lengthOf(a.adapters, 2);
       for (const ad of a.adapters) {
         const moved = Object.entries(ad!).filter(([k]) => k.endsWith('lora_b')).some(([, v]) => v.some((x) => x !== 0));
@@ -111,6 +113,22 @@ export const agentsJobCases: GpuCase[] = [
       for (const [k, ad] of a.adapters.entries()) {
         for (const [name, v] of Object.entries(ad!)) assert.deepEqual(Array.from(b.adapters[k]![name]), Array.from(v), `${k}:${name}`);
       }
+      // From the first run's base (no warm start) the run repeats it byte for byte; with the caller's
+      // rate constant instead, its second step trains at the full rate and its adapter ends elsewhere.
+      const fromBase = async (schedule: 'constant' | 'cosine') => {
+        const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+        try {
+          const st = settings();
+          return await trainAgents({ ...st, seats: [{ ...st.seats[0], schedule }, st.seats[1]], weights: a.base, warmStart: undefined, service });
+        } finally {
+          await service.close();
+        }
+      };
+      const [c, d] = [await fromBase('cosine'), await fromBase('constant')];
+      const callerB = (r: typeof a) => Array.from(r.adapters[0]![key]);
+      assert.deepEqual(callerB(c), callerB(a));
+      assert.notDeepEqual(callerB(d), callerB(a));
+      assert.deepEqual(d.steps.map((m) => m.lr), [[2e-2, 1e-2], [2e-2, 1e-2]]);
       // Aborted after its first step, from the shared base of the first run (no warm start): the run stops there.
       const stop = new AbortController();
       const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
