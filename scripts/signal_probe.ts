@@ -7,13 +7,14 @@
  * `--prompt short` and `--drills F` are signalEnv's options (short prompts; reading drills in the
  * listener's warm start); `--teach-code` makes the listener's demonstrations follow the code, a
  * supervised check that the model can learn the mapping with these prompts at all (use `--steps 1`).
- * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone).
- * Prints the per-step success, the held-out success before and after, and the tables of the learner's choices over the held-out games before and after training:
+ * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
+ * rate's schedule ('constant' or 'cosine').
+ * Prints the per-step success and loss, the held-out success before and after, and the tables of the learner's choices over the held-out games before and after training:
  * speaker rows = target, columns = message; listener rows = message, columns = pick (last column:
  * none / unparseable).
  *
  *   npx deno run -A --config deno.json scripts/signal_probe.ts --learn listener --objects ring,box,star,cross --symbols fjqv
- *   npx deno run -A --config deno.json scripts/signal_probe.ts --learn listener --objects ring,box,star,cross --symbols fjqv --prompt short --drills 0.5 --groups 32 --group-size 4 --steps 100
+ *   npx deno run -A --config deno.json scripts/signal_probe.ts --learn listener --objects ring,box,star,cross --symbols fjqv --prompt short --drills 0.5 --kl 0.3 --schedule cosine --groups 32 --group-size 4 --steps 250
  *
  * What it measured is in README.md ("Several agents"); not a test and not part of the bench.
  */
@@ -91,7 +92,7 @@ const r = await trainAgents({
   onStep: (m) => {
     if (m.step === 0) phase = 2;
     if (m.step === steps - 1) [phase, counted] = [1, 0];
-    console.log(`step ${m.step} success ${m.success.toFixed(3)} ${m.seconds.toFixed(1)} s ${JSON.stringify(m.transcript)}`);
+    console.log(`step ${m.step} success ${m.success.toFixed(3)} loss ${m.loss.map((x) => x.toFixed(4)).join(',')} ${m.seconds.toFixed(1)} s ${JSON.stringify(m.transcript)}`);
   },
 });
 console.log(`held out: ${r.before.together.toFixed(3)} → ${r.after.together.toFixed(3)}; swapped after ${JSON.stringify(r.after.swapped)}; ${r.wallSeconds.toFixed(0)} s`);
