@@ -49,7 +49,9 @@ const steps = num('steps'), evalGames = num('eval');
 const cols = v.learn === 'listener' ? k : symbols.length;
 const rows = v.learn === 'listener' ? symbols.length : k;
 const tables = [0, 1].map(() => Array.from({ length: rows }, () => new Array<number>(cols + 1).fill(0)));
-let phase = 0, counted = 0, replays = 0; // replays: demonstration games the warm start is yet to replay (not counted)
+// The table games are counted into (null: none), how many so far, and the demonstration games the
+// warm start is yet to replay (not counted).
+let counting: number[][] | null = tables[0], counted = 0, replays = 0;
 // --teach-code: the listener's demonstrations follow the code (symbol i ↔ object i) — a supervised
 // check of whether the model can learn the mapping at all with these prompts (run it with --steps 1).
 const code = symbols.slice(0, k);
@@ -71,10 +73,9 @@ const env: TurnBasedEnvSpec = {
         const info = (r.info ?? {}) as { message?: string | null; target?: number; picked?: number | null };
         if (!r.done) message = info.message ?? null;
         else if (replays > 0) replays--;
-        else if (phase < 2 && counted++ < evalGames) {
-          const table = tables[phase];
-          if (v.learn === 'listener') { if (message !== null) table[symbols.indexOf(message)][info.picked ?? cols]++; }
-          else table[info.target!][message === null ? cols : symbols.indexOf(message)]++;
+        else if (counting && counted++ < evalGames) {
+          if (v.learn === 'listener') { if (message !== null) counting[symbols.indexOf(message)][info.picked ?? cols]++; }
+          else counting[info.target!][message === null ? cols : symbols.indexOf(message)]++;
         }
         return r;
       },
@@ -90,8 +91,8 @@ const r = await trainAgents({
   env, seats, partners: [signalRandomSpeaker(o), signalRandomListener(o)], model: 'gpt2-100k', ...(weights ? { weights } : { warmStart: { steps: num('warm-steps') } }),
   steps, groups: num('groups'), groupSize: num('group-size'), seed: num('seed'), evalGames,
   onStep: (m) => {
-    if (m.step === 0) phase = 2;
-    if (m.step === steps - 1) [phase, counted] = [1, 0];
+    if (m.step === 0) counting = null;
+    if (m.step === steps - 1) [counting, counted] = [tables[1], 0];
     console.log(`step ${m.step} success ${m.success.toFixed(3)} loss ${m.loss.map((x) => x.toFixed(4)).join(',')} ${m.seconds.toFixed(1)} s ${JSON.stringify(m.transcript)}`);
   },
 });

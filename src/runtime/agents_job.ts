@@ -40,7 +40,7 @@ import { JOB_FORMAT, type JobEnv } from './job_envs.ts';
 import { runTraining, stepSeed } from './rl_job.ts';
 import { int, jobOptions, pos, TRAIN_DEFAULTS } from './train.ts';
 import { trainStep } from './train_step.ts';
-import { scheduledLr } from './sft_job.ts';
+import { LR_SCHEDULES, type LrSchedule, scheduledLr } from './sft_job.ts';
 import { checkPoolSettings, OpponentPool, playPoolGames, poolGroups, type PoolSettings } from './agents_pool.ts';
 
 /** One seat's learner. */
@@ -70,7 +70,7 @@ export interface SeatSettings {
    * (a linear warm-up over the first 5% of the steps, then a cosine decay to a tenth of `lr`, as the
    * warm start runs) — against a policy that found part of an answer at full rate and lost it again.
    */
-  readonly schedule?: 'constant' | 'cosine';
+  readonly schedule?: LrSchedule;
   /**
    * A seat that does not learn: a scripted policy plays it in training and evaluation (e.g. a fixed
    * partner that knows a code, or a fixed opponent), so the other seats learn against it.
@@ -195,8 +195,8 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn`);
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
-    if (seat.schedule !== undefined && seat.schedule !== 'constant' && seat.schedule !== 'cosine') {
-      throw new ConfigError(`seats[${k}].schedule`, `expected 'constant' or 'cosine', got ${JSON.stringify(seat.schedule)}`);
+    if (seat.schedule !== undefined && !LR_SCHEDULES.includes(seat.schedule)) {
+      throw new ConfigError(`seats[${k}].schedule`, `expected one of ${LR_SCHEDULES.join(', ')}, got ${JSON.stringify(seat.schedule)}`);
     }
     if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);
     for (const [key, what] of [['klBeta', 'a KL penalty'], ['entropyCoef', 'an entropy bonus']] as const) {
@@ -340,7 +340,8 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
 
     const before = await evaluateAll();
     const steps: AgentsStepMetrics[] = [];
-    for (let step = 0; step < (s.steps ?? 20); step++) {
+    const totalSteps = s.steps ?? 20;
+    for (let step = 0; step < totalSteps; step++) {
       s.signal?.throwIfAborted();
       const ts = performance.now();
       const gameSeed = stepSeed(seed, step);
@@ -357,7 +358,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         groups: nPool, groupSize: gs, firstGroupId: G - nPool, firstEpisode: (G - nPool) * gs, seed: gameSeed, maxSteps: env.maxTurns * s.env.numPlayers,
       }) : null;
       const reward: number[] = [], datums: number[] = [], loss: number[] = [];
-      const lr = s.seats.map((x) => (x.script ? 0 : scheduledLr(x.lr ?? TRAIN_DEFAULTS.lr, step, s.steps ?? 20, x.schedule)));
+      const lr = s.seats.map((x) => (x.script ? 0 : scheduledLr(x.lr ?? TRAIN_DEFAULTS.lr, step, totalSteps, x.schedule)));
       for (const [k, seat] of s.seats.entries()) {
         const c = ctxs[k];
         if (!c) {

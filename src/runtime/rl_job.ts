@@ -44,7 +44,7 @@ import { type AgentSettings, demonstrationTrajectories, evaluate, rolloutOf, rol
 import type { PolicyWeights, StepRollouts } from './step_rollouts.ts';
 import type { JobEnv } from './job_envs.ts';
 import { spread, stepLossStats } from './metrics.ts';
-import { runSft } from './sft_job.ts';
+import { type LrSchedule, runSft } from './sft_job.ts';
 import { type PackSettings, type StepOutcome, trainStep } from './train_step.ts';
 
 export const ALGOS = ['grpo', 'ppo', 'rloo', 'reinforce', 'dpo', 'sft'] as const;
@@ -78,7 +78,7 @@ export interface JobOptions {
   readonly groupSize: number;
   readonly lr: number;
   /** The SFT warm start; `schedule` defaults to 'cosine' (see SftOptions.schedule). */
-  readonly warmStart: { readonly steps: number; readonly demos: number; readonly batchSize: number; readonly lr: number; readonly schedule?: 'constant' | 'cosine' } | null;
+  readonly warmStart: { readonly steps: number; readonly demos: number; readonly batchSize: number; readonly lr: number; readonly schedule?: LrSchedule } | null;
   /** Held-out episodes per evaluation (0: no evaluation). */
   readonly evalEpisodes: number;
   readonly temperature: number;

@@ -20,7 +20,7 @@ export interface SftOptions {
    * 'cosine' (linear warm-up over the first 5% of steps, then a cosine decay to 10% of optim.lr,
    * as nanoGPT trains) — a function of the step index alone, so resuming keeps it.
    */
-  readonly schedule?: 'constant' | 'cosine';
+  readonly schedule?: LrSchedule;
   readonly seed: number;
   readonly pack: PackSettings;
   readonly onStep?: (step: number, outcome: StepOutcome) => void;
@@ -30,8 +30,12 @@ export interface SftOptions {
   readonly afterStep?: (step: number, outcome: StepOutcome) => Promise<void>;
 }
 
+/** The learning-rate schedules scheduledLr knows. */
+export const LR_SCHEDULES = ['constant', 'cosine'] as const;
+export type LrSchedule = (typeof LR_SCHEDULES)[number];
+
 /** The learning rate of step `step` of `steps` under a schedule (see SftOptions.schedule). */
-export function scheduledLr(lr: number, step: number, steps: number, schedule: 'constant' | 'cosine' = 'constant'): number {
+export function scheduledLr(lr: number, step: number, steps: number, schedule: LrSchedule = 'constant'): number {
   if (schedule === 'constant') return lr;
   const warmup = Math.max(1, Math.round(0.05 * steps));
   if (step < warmup) return (lr * (step + 1)) / warmup;
