@@ -4,8 +4,8 @@
  * is either the other learner (`--learn both`) or a script that knows the code (symbol i ↔ object i),
  * so one side is measured alone. `--weights FILE` starts from a shipped warm start (e.g.
  * demos/src/lib/models/signal-gpt2-100k.safetensors, made for the default objects and letters a–d).
- * `--prompt short` and `--drills F` are signalEnv's options (short prompts; reading drills in the
- * listener's warm start); `--teach-code` makes the listener's demonstrations follow the code, a
+ * `--prompt short`, `--drills F` and `--speaker-drills F` are signalEnv's options (short prompts;
+ * reading drills in the listener's warm start, naming drills in the speaker's); `--teach-code` makes the listener's demonstrations follow the code, a
  * supervised check that the model can learn the mapping with these prompts at all (use `--steps 1`).
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
  * rate's schedule ('constant' or 'cosine').
@@ -25,7 +25,7 @@ import { resolveSignalOptions, signalGame } from '../src/env/envs/signal.ts';
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
-    prompt: { type: 'string', default: 'full' }, drills: { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false },
+    prompt: { type: 'string', default: 'full' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
@@ -37,7 +37,7 @@ const num = (k: keyof typeof v) => {
   if (!Number.isFinite(x)) throw new RangeError(`--${k} must be a number, got ${v[k]}`);
   return x;
 };
-const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', prompt: v.prompt as 'full' | 'short', drills: num('drills'), ...(v.objects ? { objects: v.objects.split(',') } : {}) };
+const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', prompt: v.prompt as 'full' | 'short', drills: num('drills'), speakerDrills: num('speaker-drills'), ...(v.objects ? { objects: v.objects.split(',') } : {}) };
 const base = signalEnv(o);
 const { objects, symbols, shuffle } = resolveSignalOptions(o);
 const k = objects.length;

@@ -93,4 +93,22 @@ describe('sale game', () => {
     const accepts = demos.filter((d) => parseAccept(d.actions[1])).length;
     expect(Math.abs(accepts / 400 - 0.5)).toBeLessThan(0.1); // a coin: sd 0.025
   });
+
+  it("short prompts: each seat's numbers alone; the scripted seats read them as the full ones", async () => {
+    const o = { prompt: 'short' as const };
+    const env = bargainEnv(o).create();
+    const { cost, value } = bargainGame(42);
+    expect((await env.reset(42)).observation).toBe(`Seller. Cost ${cost}.`);
+    expect((await env.step('<answer>6</answer>')).observation).toBe(`Buyer. Worth ${value}. Price 6.`);
+    expect(bargainBestSeller(o).act(`Seller. Cost 3.`, new Rng(1))).toBe(formatAnswer(String(bargainBestPrice(3))));
+    expect(bargainTruthfulBuyer().act('Buyer. Worth 7. Price 5.', new Rng(1))).toBe(formatAnswer('accept'));
+    expect(bargainTruthfulBuyer().act('Buyer. Worth 4. Price 5.', new Rng(1))).toBe(formatAnswer('reject'));
+    // The same games pay the same as with the full prompts.
+    const returns = async (opts: { prompt?: 'short' }) => {
+      const b = await rolloutTurnBased(bargainEnv(opts), [bargainBestSeller(opts), bargainTruthfulBuyer()], groupEpisodes(200, 1, 11), { seed: 5 });
+      return b.games.map((g) => g.rewardsP);
+    };
+    expect(await returns(o)).toEqual(await returns({}));
+    expect(() => bargainEnv({ prompt: 'tiny' as 'short' })).toThrow(/prompt must be 'full' or 'short'/);
+  });
 });

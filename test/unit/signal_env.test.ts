@@ -94,6 +94,7 @@ describe('signalling game', () => {
     expect(() => signalEnv({ shuffle: 'no' as unknown as boolean })).toThrow(/shuffle/);
     expect(() => signalEnv({ prompt: 'long' as 'full' })).toThrow(/prompt/);
     for (const drills of [1.5, -0.1, Number.NaN, '0.5' as unknown as number]) expect(() => signalEnv({ drills })).toThrow(/drills/);
+    for (const speakerDrills of [2, -1, Number.NaN]) expect(() => signalEnv({ speakerDrills })).toThrow(/speakerDrills must be a number in \[0, 1\]/);
   });
 
   it('shows the candidates in objects order when shuffle is false; the target is drawn as before', async () => {
@@ -155,5 +156,42 @@ describe('signalling game', () => {
     const listeners = r.trajectories.filter((t) => t.player === 1);
     expect(listeners.length).toBe(3);
     listeners.forEach((t, i) => expect(tok.decode(t.tokensT)).toContain(`Message: ${o.objects[parsePick(drills[i].actions[0], o.objects)!]}.`));
+  });
+
+  it("naming drills: the speaker's drill prompt says so and its message is the target's name; no symbol paired with an object", async () => {
+    const o = { speakerDrills: 0.5, prompt: 'short' as const, symbols: 'fjqv', objects: ['ring', 'box', 'star', 'cross'] };
+    const env = signalEnv(o).create();
+    const name = o.objects[signalGame(11, 4).target];
+    expect((await env.reset(11, 'drill')).observation).toBe(`Speaker, drill. The listener must pick the ${name}.`);
+    expect((await env.reset(11)).observation).toBe(`Speaker. The listener must pick the ${name}.`);
+    // The full prompt's drill asks for the name.
+    expect((await signalEnv({ ...o, prompt: 'full' }).create().reset(11, 'drill')).observation).toMatch(new RegExp(`drill, you are the speaker\\. The listener must pick the ${name}\\. Send its name`));
+    // The scripted code seats read the drill prompt's target like a real one's.
+    expect(signalCodeSpeaker(o).act((await env.reset(11, 'drill')).observation, new Rng(1))).toBe(`<answer>${'fjqv'[signalGame(11, 4).target]}</answer>`);
+    // Without naming drills the demonstrations are drawn exactly as before the option existed.
+    expect(signalDemonstrations(64, new Rng(5), { ...o, speakerDrills: 0 })).toEqual(signalDemonstrations(64, new Rng(5), { ...o, speakerDrills: undefined }));
+    const demos = signalDemonstrations(GAMES, new Rng(5), o);
+    const drills = demos.filter((d) => d.variant !== undefined);
+    // Half the speaker's games (GAMES / 2 of them) are drills: sd of the count 7, ±4 sd.
+    expect(Math.abs(drills.length - GAMES / 4)).toBeLessThan(28);
+    for (const d of drills) {
+      expect(d.player ?? 0).toBe(0);
+      expect(d.variant).toBe('drill');
+      expect(d.actions).toEqual([`<answer>${o.objects[signalGame(d.seed, 4).target]}</answer>`, d.actions[0]]); // the target's own name
+    }
+    expect(demos.filter((d) => d.variant === undefined).every((d) => parseSignal(d.actions[0], o.symbols) !== null)).toBe(true);
+    // speakerDrills 1 with drills 1: no demonstration of either seat holds a symbol.
+    const none = signalDemonstrations(64, new Rng(5), { ...o, speakerDrills: 1, drills: 1 });
+    expect(none.every((d) => d.variant === 'drill' && parseSignal(d.actions[0], o.symbols) === null)).toBe(true);
+    // Replayed, the speaker's drill is trained on its drill prompt and its name.
+    const tok = new ByteTokenizer();
+    const r = await replayTurnBasedDemonstrations(signalEnv(o), drills.slice(0, 3), { tokenizer: tok, maxNewTokens: 256, maxSequenceTokens: 256, format: JOB_FORMAT });
+    const speakers = r.trajectories.filter((t) => t.player === 0);
+    expect(speakers.length).toBe(3);
+    speakers.forEach((t, i) => {
+      const text = tok.decode(t.tokensT);
+      expect(text).toContain('Speaker, drill.');
+      expect(text).toContain(drills[i].actions[0]);
+    });
   });
 });

@@ -15,8 +15,10 @@
  *
  * The demonstrations teach the formats alone — uniformly random prices, uniformly random answers,
  * each seat demonstrated in every other game — not a strategy. Malformed actions: a price that is
- * no digit ends the game with no sale (the buyer sees "(nothing)"); an answer that is neither
- * accept nor reject is a rejection.
+ * no digit ends the game with no sale (the buyer is not asked); an answer that is neither
+ * accept nor reject is a rejection. `prompt: 'short'` leaves out the instructions ("Seller. Cost 3.",
+ * "Buyer. Worth 7. Price 5."), so the numbers are a large share of a short context — as the
+ * signalling game's short prompts, where a small model picks up a mapping the long ones hide.
  */
 import { extractAnswer, formatAnswer } from '../actions.ts';
 import type { ScriptedPolicy } from '../multiagent.ts';
@@ -28,9 +30,11 @@ export interface BargainOptions {
   readonly costs?: readonly number[];
   /** The buyer's values, each equally likely. Default 3..9. */
   readonly values?: readonly number[];
+  /** 'full' (default): the game and the answer format spelled out; 'short': the seat and its numbers alone ("Buyer. Worth 7. Price 5."). */
+  readonly prompt?: 'full' | 'short';
 }
 
-type Full = { readonly costs: readonly number[]; readonly values: readonly number[] };
+type Full = { readonly costs: readonly number[]; readonly values: readonly number[]; readonly prompt: 'full' | 'short' };
 const GAME_STREAM = 0xba29;
 const PRICES = 10;
 
@@ -44,7 +48,8 @@ function digits(name: string, xs: readonly number[]): number[] {
 
 /** Every option filled in and checked (RangeError naming the option). */
 export function resolveBargainOptions(o: BargainOptions = {}): Full {
-  return { costs: digits('costs', o.costs ?? [0, 1, 2, 3, 4]), values: digits('values', o.values ?? [3, 4, 5, 6, 7, 8, 9]) };
+  if (o.prompt !== undefined && o.prompt !== 'full' && o.prompt !== 'short') throw new RangeError(`bargain: prompt must be 'full' or 'short', got ${String(o.prompt)}`);
+  return { costs: digits('costs', o.costs ?? [0, 1, 2, 3, 4]), values: digits('values', o.values ?? [3, 4, 5, 6, 7, 8, 9]), prompt: o.prompt ?? 'full' };
 }
 
 /** A game's private numbers: the seller's cost and the buyer's value. */
@@ -65,11 +70,12 @@ export function parseAccept(action: string): boolean {
   return (extractAnswer(action) ?? action).trim().toLowerCase() === 'accept';
 }
 
-const sellerText = (cost: number) =>
-  `Sale game, you are the seller. The item cost you ${cost}. Name a price from 0 to 9: <answer>DIGIT</answer>.`;
-const buyerText = (value: number, price: number | null) =>
-  `Sale game, you are the buyer. The item is worth ${value} to you. Price asked: ${price ?? '(nothing)'}. ` +
-  'Answer <answer>accept</answer> or <answer>reject</answer>.';
+const sellerText = (o: Full, cost: number) =>
+  o.prompt === 'short' ? `Seller. Cost ${cost}.` : `Sale game, you are the seller. The item cost you ${cost}. Name a price from 0 to 9: <answer>DIGIT</answer>.`;
+// The buyer is asked only when a price was named.
+const buyerText = (o: Full, value: number, price: number) =>
+  o.prompt === 'short' ? `Buyer. Worth ${value}. Price ${price}.` :
+  `Sale game, you are the buyer. The item is worth ${value} to you. Price asked: ${price}. Answer <answer>accept</answer> or <answer>reject</answer>.`;
 
 /** Each side's payoff of a sale at `price` (both 0 without one). */
 export function bargainPayoffs(cost: number, value: number, price: number | null, accepted: boolean): [number, number] {
@@ -92,7 +98,7 @@ class BargainEnvironment implements TurnBasedEnvironment {
     this.#game = bargainGame(seed, this.#o);
     this.#price = null;
     this.#turn = 0;
-    return { player: 0, observation: sellerText(this.#game.cost) };
+    return { player: 0, observation: sellerText(this.#o, this.#game.cost) };
   }
 
   async step(action: string): Promise<TurnStepResult> {
@@ -102,7 +108,7 @@ class BargainEnvironment implements TurnBasedEnvironment {
       this.#price = parsePrice(action);
       // No price, no sale: the buyer is not asked.
       if (this.#price === null) return { player: 0, observation: 'No price was named: no sale.', rewardsP: [0, 0], done: true, info: { cost, value, price: null, accepted: false } };
-      return { player: 1, observation: buyerText(value, this.#price), rewardsP: [0, 0], done: false, info: { price: this.#price } };
+      return { player: 1, observation: buyerText(this.#o, value, this.#price), rewardsP: [0, 0], done: false, info: { price: this.#price } };
     }
     const accepted = parseAccept(action);
     const rewardsP = bargainPayoffs(cost, value, this.#price, accepted);
@@ -138,11 +144,13 @@ export function bargainEnv(options: BargainOptions = {}): TurnBasedEnvSpec {
 
 const numberAfter = (observation: string, re: RegExp): number | null => {
   const m = re.exec(observation);
-  return m === null ? null : Number(m[1]);
+  const d = m?.slice(1).find((x) => x !== undefined);
+  return d === undefined ? null : Number(d);
 };
-const costOf = (obs: string) => numberAfter(obs, /cost you (\d)\./);
-const valueOf = (obs: string) => numberAfter(obs, /worth (\d) to you\./);
-const priceOf = (obs: string) => numberAfter(obs, /Price asked: (\d)\./);
+// Either prompt's wording ('full' first, then 'short').
+const costOf = (obs: string) => numberAfter(obs, /(?:cost you|Seller\. Cost) (\d)\./);
+const valueOf = (obs: string) => numberAfter(obs, /(?:worth (\d) to you|Buyer\. Worth (\d))\./);
+const priceOf = (obs: string) => numberAfter(obs, /(?:Price asked:|\. Price) (\d)\./);
 
 /** The seller's best price at `cost` against a buyer who accepts exactly p ≤ v (ties: the lower price). */
 export function bargainBestPrice(cost: number, options: BargainOptions = {}): number {

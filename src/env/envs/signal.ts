@@ -16,7 +16,10 @@
  * copies it. They teach that the message slot decides the pick without teaching any code — real
  * messages are symbols, which no drill pairs with an object. `prompt: 'short'` drops the
  * instructions and the candidate list (the listener answers by name; the candidates are always all
- * the objects), so the message is a large share of a short context.
+ * the objects), so the message is a large share of a short context. `speakerDrills` is the same for
+ * the speaker: naming drills (the drill variant again, where the speaker's prompt says "drill" and
+ * its message is the target's own name), which teach that the target decides the message — again
+ * without pairing any symbol with an object.
  *
  * Departures from the textbook game: the symbol set may be larger than the objects (`symbols`),
  * so a code is not forced by the alphabet; an unparseable message scores 0 for both whatever the
@@ -41,9 +44,11 @@ export interface SignalOptions {
   readonly prompt?: 'full' | 'short';
   /** The share of the listener's demonstrations that are reading drills, in [0, 1] (default 0; 1: the listener never sees a symbol in its demonstrations). */
   readonly drills?: number;
+  /** The share of the speaker's demonstrations that are naming drills, in [0, 1] (default 0; 1: the speaker never sends a symbol in its demonstrations). */
+  readonly speakerDrills?: number;
 }
 
-type Full = { readonly objects: readonly string[]; readonly symbols: string; readonly shuffle: boolean; readonly prompt: 'full' | 'short'; readonly drills: number };
+type Full = { readonly objects: readonly string[]; readonly symbols: string; readonly shuffle: boolean; readonly prompt: 'full' | 'short'; readonly drills: number; readonly speakerDrills: number };
 const GAME_STREAM = 0x516a;
 
 /** Every option filled in and checked (RangeError naming the option). */
@@ -60,8 +65,11 @@ export function resolveSignalOptions(o: SignalOptions = {}): Full {
   }
   if (o.shuffle !== undefined && typeof o.shuffle !== 'boolean') throw new RangeError(`signal: shuffle must be true or false, got ${String(o.shuffle)}`);
   if (o.prompt !== undefined && o.prompt !== 'full' && o.prompt !== 'short') throw new RangeError(`signal: prompt must be 'full' or 'short', got ${String(o.prompt)}`);
-  if (o.drills !== undefined && !(typeof o.drills === 'number' && o.drills >= 0 && o.drills <= 1)) throw new RangeError(`signal: drills must be a number in [0, 1], got ${String(o.drills)}`);
-  return { objects, symbols, shuffle: o.shuffle ?? true, prompt: o.prompt ?? 'full', drills: o.drills ?? 0 };
+  for (const k of ['drills', 'speakerDrills'] as const) {
+    const x = o[k];
+    if (x !== undefined && !(typeof x === 'number' && x >= 0 && x <= 1)) throw new RangeError(`signal: ${k} must be a number in [0, 1], got ${String(x)}`);
+  }
+  return { objects, symbols, shuffle: o.shuffle ?? true, prompt: o.prompt ?? 'full', drills: o.drills ?? 0, speakerDrills: o.speakerDrills ?? 0 };
 }
 
 /** A game's target (index into objects) and the order the listener sees the candidates in (`shuffle` false: objects order; the target is the same). */
@@ -88,7 +96,9 @@ export function parsePick(action: string, objects: readonly string[]): number | 
   return i < 0 ? null : i;
 }
 
-const speakerText = (o: Full, target: number) =>
+const speakerText = (o: Full, target: number, drill: boolean) =>
+  drill ? (o.prompt === 'short' ? `Speaker, drill. The listener must pick the ${o.objects[target]}.` :
+    `Signalling game drill, you are the speaker. The listener must pick the ${o.objects[target]}. Send its name: <answer>NAME</answer>.`) :
   o.prompt === 'short' ? `Speaker. The listener must pick the ${o.objects[target]}.` :
   `Signalling game, you are the speaker. The listener must pick the ${o.objects[target]}. Send one letter of ${o.symbols}: <answer>LETTER</answer>.`;
 const listenerText = (o: Full, order: readonly number[], message: string | null) =>
@@ -115,7 +125,7 @@ class SignalEnvironment implements TurnBasedEnvironment {
     this.#game = signalGame(seed, this.#o.objects.length, this.#o.shuffle);
     this.#message = null;
     this.#turn = 0;
-    return { player: 0, observation: speakerText(this.#o, this.#game.target) };
+    return { player: 0, observation: speakerText(this.#o, this.#game.target, this.#drill) };
   }
 
   async step(action: string): Promise<TurnStepResult> {
@@ -137,12 +147,17 @@ class SignalEnvironment implements TurnBasedEnvironment {
 /**
  * Whole games: in game i seat i mod 2 is demonstrated; every message and pick uniformly random (the
  * formats, no code). With `drills`, that share of the listener's games are reading drills (variant
- * 'drill': a candidate's name as the message, the pick copying it).
+ * 'drill': a candidate's name as the message, the pick copying it); with `speakerDrills`, that share
+ * of the speaker's are naming drills (variant 'drill': the target's name as the message).
  */
 export function signalDemonstrations(n: number, rng: Rng, options: SignalOptions = {}): Demonstration[] {
   const o = resolveSignalOptions(options);
   return Array.from({ length: n }, (_, i) => {
     const seed = rng.nextU32();
+    if (o.speakerDrills > 0 && i % 2 === 0 && rng.nextFloat() < o.speakerDrills) {
+      const name = o.objects[signalGame(seed, o.objects.length, o.shuffle).target];
+      return { seed, actions: [formatAnswer(name), formatAnswer(name)], variant: 'drill' };
+    }
     if (o.drills > 0 && i % 2 === 1 && rng.nextFloat() < o.drills) {
       const name = o.objects[rng.nextInt(o.objects.length)];
       return { seed, actions: [formatAnswer(name), formatAnswer(name)], player: 1, variant: 'drill' };
