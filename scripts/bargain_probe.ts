@@ -4,7 +4,7 @@
  * sellers asking uniformly random prices (where accepting exactly p ≤ v is best), the seller alone a
  * truthful buyer (where bargainBestPrice is best). `--prompt short` is bargainEnv's option; `--teach`
  * makes the buyer's demonstrations truthful, a supervised check that the model can learn the
- * comparison with these prompts at all (use `--steps 1`).
+ * comparison with these prompts at all (use `--steps 1`). `--model` names a from-scratch preset (default gpt2-100k).
  *
  * Prints the per-step mean return of each seat, the learner's held-out return before and after
  * beside the fixed strategies' exact returns (bargainReferences), and its choices over the held-out
@@ -24,7 +24,7 @@ const { values: v } = parseArgs({
     learn: { type: 'string', default: 'buyer' }, prompt: { type: 'string', default: 'full' }, teach: { type: 'boolean', default: false },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.3' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
-    seed: { type: 'string', default: '1' }, eval: { type: 'string', default: '256' }, 'warm-steps': { type: 'string', default: '200' },
+    seed: { type: 'string', default: '1' }, model: { type: 'string', default: 'gpt2-100k' }, eval: { type: 'string', default: '256' }, 'warm-steps': { type: 'string', default: '200' },
   },
 });
 if (!['buyer', 'seller', 'both'].includes(v.learn!)) throw new RangeError(`--learn must be buyer, seller or both, got ${v.learn}`);
@@ -79,7 +79,7 @@ const seats = v.learn === 'both' ? [learner('seller'), learner('buyer')]
   : v.learn === 'buyer' ? [{ name: 'seller', script: bargainRandomSeller() }, learner('buyer')]
   : [learner('seller'), { name: 'buyer', script: bargainTruthfulBuyer() }];
 const r = await trainAgents({
-  env, seats, partners: [bargainRandomSeller(), bargainTruthfulBuyer()], model: 'gpt2-100k', warmStart: { steps: num('warm-steps') },
+  env, seats, partners: [bargainRandomSeller(), bargainTruthfulBuyer()], model: v.model!, warmStart: { steps: num('warm-steps') },
   steps, groups: num('groups'), groupSize: num('group-size'), seed: num('seed'), evalGames,
   onStep: (m) => {
     if (m.step === steps - 1) [counting, counted] = [true, 0];

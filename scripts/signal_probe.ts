@@ -8,7 +8,7 @@
  * reading drills in the listener's warm start, naming drills in the speaker's); `--teach-code` makes the listener's demonstrations follow the code, a
  * supervised check that the model can learn the mapping with these prompts at all (use `--steps 1`).
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
- * rate's schedule ('constant' or 'cosine').
+ * rate's schedule ('constant' or 'cosine'); `--lr` and `--kl` take one value or two (speaker,listener).
  * Prints the per-step success and loss, the held-out success before and after, and the tables of the learner's choices over the held-out games before and after training:
  * speaker rows = target, columns = message; listener rows = message, columns = pick (last column:
  * none / unparseable).
@@ -82,10 +82,17 @@ const env: TurnBasedEnvSpec = {
     };
   },
 };
-const learner = (name: string) => ({ name, algo: v.algo as SeatSettings['algo'], lr: num('lr'), schedule: v.schedule as SeatSettings['schedule'], ...(v.algo === 'grpo' ? { klBeta: num('kl'), entropyCoef: num('entropy') } : {}) });
-const seats = v.learn === 'both' ? [learner('speaker'), learner('listener')]
-  : v.learn === 'speaker' ? [learner('speaker'), { name: 'listener', script: signalCodeListener(o) }]
-  : [{ name: 'speaker', script: signalCodeSpeaker(o) }, learner('listener')];
+// `--kl` and `--lr`: one value for both seats, or "speaker,listener".
+const perSeat = (k: 'kl' | 'lr', seat: number) => {
+  const xs = v[k]!.split(',').map(Number);
+  const x = xs.length === 2 ? xs[seat] : xs[0];
+  if (xs.length > 2 || !Number.isFinite(x)) throw new RangeError(`--${k} must be a number or two (speaker,listener), got ${v[k]}`);
+  return x;
+};
+const learner = (name: string, seat: number) => ({ name, algo: v.algo as SeatSettings['algo'], lr: perSeat('lr', seat), schedule: v.schedule as SeatSettings['schedule'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}) });
+const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]
+  : v.learn === 'speaker' ? [learner('speaker', 0), { name: 'listener', script: signalCodeListener(o) }]
+  : [{ name: 'speaker', script: signalCodeSpeaker(o) }, learner('listener', 1)];
 const weights = v.weights ? await (await openSafetensors(await Deno.readFile(v.weights))).allF32() : undefined;
 const r = await trainAgents({
   env, seats, partners: [signalRandomSpeaker(o), signalRandomListener(o)], model: 'gpt2-100k', ...(weights ? { weights } : { warmStart: { steps: num('warm-steps') } }),
