@@ -4,7 +4,7 @@
  * is either the other learner (`--learn both`) or a script that knows the code (symbol i ↔ object i),
  * so one side is measured alone. `--weights FILE` starts from a shipped warm start (e.g.
  * demos/src/lib/models/signal-gpt2-100k.safetensors, made for the default objects and letters a–d).
- * `--prompt short`, `--drills F` and `--speaker-drills F` are signalEnv's options (short prompts;
+ * `--prompt short` (or one per seat: `--prompt full,short`), `--drills F` and `--speaker-drills F` are signalEnv's options (short prompts;
  * reading drills in the listener's warm start, naming drills in the speaker's); `--teach-code` makes the listener's demonstrations follow the code, a
  * supervised check that the model can learn the mapping with these prompts at all (use `--steps 1`).
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
@@ -20,7 +20,7 @@
  */
 import { parseArgs } from 'node:util';
 import { formatAnswer, openSafetensors, Rng, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SeatSettings, type SignalOptions, trainAgents, type TurnBasedEnvSpec } from '../src/mod.ts';
-import { resolveSignalOptions, signalGame } from '../src/env/envs/signal.ts';
+import { resolveSignalOptions, signalGame, type SignalPrompt } from '../src/env/envs/signal.ts';
 
 const { values: v } = parseArgs({
   options: {
@@ -37,7 +37,9 @@ const num = (k: keyof typeof v) => {
   if (!Number.isFinite(x)) throw new RangeError(`--${k} must be a number, got ${v[k]}`);
   return x;
 };
-const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', prompt: v.prompt as 'full' | 'short', drills: num('drills'), speakerDrills: num('speaker-drills'), ...(v.objects ? { objects: v.objects.split(',') } : {}) };
+// `--prompt full|short`, or two: speaker,listener (e.g. full,short).
+const prompts = v.prompt!.split(',') as SignalPrompt[];
+const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', prompt: prompts.length === 2 ? { speaker: prompts[0], listener: prompts[1] } : prompts[0], drills: num('drills'), speakerDrills: num('speaker-drills'), ...(v.objects ? { objects: v.objects.split(',') } : {}) };
 const base = signalEnv(o);
 const { objects, symbols, shuffle } = resolveSignalOptions(o);
 const k = objects.length;

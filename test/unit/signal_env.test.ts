@@ -122,6 +122,26 @@ describe('signalling game', () => {
     expect(Math.abs((await successRate([signalCodeSpeaker(o), signalRandomListener(o)], o)) - 0.25)).toBeLessThan(0.09);
   });
 
+  it('prompts chosen per seat: a full speaker prompt beside a short listener one', async () => {
+    const o = { prompt: { speaker: 'full', listener: 'short' } as const };
+    const env = signalEnv(o).create();
+    const names = ['circle', 'square', 'star', 'cross'];
+    const first = await env.reset(42);
+    expect(first.observation).toMatch(new RegExp(`^Signalling game, you are the speaker\\. The listener must pick the ${names[signalGame(42, 4).target]}\\. Send one letter`));
+    expect((await env.step('<answer>c</answer>')).observation).toBe('Listener. Message: c.');
+    // A seat left out is 'full'.
+    await signalEnv({ prompt: { listener: 'short' } }).create().reset(42).then((r) => expect(r.observation).toMatch(/^Signalling game/));
+    expect((await (async () => {
+      const e = signalEnv({ prompt: { speaker: 'short' } }).create();
+      await e.reset(42);
+      return e.step('<answer>c</answer>');
+    })()).observation).toMatch(/^Signalling game, you are the listener\. Candidates: /);
+    expect(await successRate([signalCodeSpeaker(o), signalCodeListener(o)], o)).toBe(1);
+    for (const prompt of [{ speaker: 'long' }, { listener: 3 }, 'tiny']) {
+      expect(() => signalEnv({ prompt: prompt as 'full' })).toThrow(/prompt must be 'full' or 'short', or \{ speaker, listener \}/);
+    }
+  });
+
   it('reading drills: a name as the message in demonstrations only, no code taught, replayed as the variant', async () => {
     const o = { drills: 0.5, symbols: 'fjqv', objects: ['ring', 'box', 'star', 'cross'] };
     // The drill variant carries a candidate's name; a real game hears no name, and no other variant exists.

@@ -40,15 +40,25 @@ export interface SignalOptions {
   readonly symbols?: string;
   /** Show the listener the candidates in a seeded order per game (default true) or always in `objects` order. */
   readonly shuffle?: boolean;
-  /** 'full' (default): instructions and the candidate list; 'short': the target, or the message, alone. */
-  readonly prompt?: 'full' | 'short';
+  /** 'full' (default): instructions and the candidate list; 'short': the target, or the message, alone; or one per seat ({ speaker, listener }, each 'full' unless given). */
+  readonly prompt?: SignalPrompt | { readonly speaker?: SignalPrompt; readonly listener?: SignalPrompt };
   /** The share of the listener's demonstrations that are reading drills, in [0, 1] (default 0; 1: the listener never sees a symbol in its demonstrations). */
   readonly drills?: number;
   /** The share of the speaker's demonstrations that are naming drills, in [0, 1] (default 0; 1: the speaker never sends a symbol in its demonstrations). */
   readonly speakerDrills?: number;
 }
 
-type Full = { readonly objects: readonly string[]; readonly symbols: string; readonly shuffle: boolean; readonly prompt: 'full' | 'short'; readonly drills: number; readonly speakerDrills: number };
+/** 'full': instructions (and the listener's candidate list); 'short': the target, or the message, alone. */
+export type SignalPrompt = 'full' | 'short';
+type Full = {
+  readonly objects: readonly string[];
+  readonly symbols: string;
+  readonly shuffle: boolean;
+  readonly prompt: { readonly speaker: SignalPrompt; readonly listener: SignalPrompt };
+  readonly drills: number;
+  readonly speakerDrills: number;
+};
+const isPrompt = (x: unknown): x is SignalPrompt => x === 'full' || x === 'short';
 const GAME_STREAM = 0x516a;
 
 /** Every option filled in and checked (RangeError naming the option). */
@@ -64,12 +74,16 @@ export function resolveSignalOptions(o: SignalOptions = {}): Full {
     throw new RangeError(`signal: symbols must be 2 or more distinct lowercase letters, got "${symbols}"`);
   }
   if (o.shuffle !== undefined && typeof o.shuffle !== 'boolean') throw new RangeError(`signal: shuffle must be true or false, got ${String(o.shuffle)}`);
-  if (o.prompt !== undefined && o.prompt !== 'full' && o.prompt !== 'short') throw new RangeError(`signal: prompt must be 'full' or 'short', got ${String(o.prompt)}`);
+  const p = o.prompt ?? 'full';
+  const prompt = typeof p === 'object' && p !== null ? { speaker: p.speaker ?? 'full', listener: p.listener ?? 'full' } : { speaker: p, listener: p };
+  if (!isPrompt(prompt.speaker) || !isPrompt(prompt.listener)) {
+    throw new RangeError(`signal: prompt must be 'full' or 'short', or { speaker, listener } of those, got ${JSON.stringify(o.prompt)}`);
+  }
   for (const k of ['drills', 'speakerDrills'] as const) {
     const x = o[k];
     if (x !== undefined && !(typeof x === 'number' && x >= 0 && x <= 1)) throw new RangeError(`signal: ${k} must be a number in [0, 1], got ${String(x)}`);
   }
-  return { objects, symbols, shuffle: o.shuffle ?? true, prompt: o.prompt ?? 'full', drills: o.drills ?? 0, speakerDrills: o.speakerDrills ?? 0 };
+  return { objects, symbols, shuffle: o.shuffle ?? true, prompt, drills: o.drills ?? 0, speakerDrills: o.speakerDrills ?? 0 };
 }
 
 /** A game's target (index into objects) and the order the listener sees the candidates in (`shuffle` false: objects order; the target is the same). */
@@ -97,12 +111,12 @@ export function parsePick(action: string, objects: readonly string[]): number | 
 }
 
 const speakerText = (o: Full, target: number, drill: boolean) =>
-  drill ? (o.prompt === 'short' ? `Speaker, drill. The listener must pick the ${o.objects[target]}.` :
+  drill ? (o.prompt.speaker === 'short' ? `Speaker, drill. The listener must pick the ${o.objects[target]}.` :
     `Signalling game drill, you are the speaker. The listener must pick the ${o.objects[target]}. Send its name: <answer>NAME</answer>.`) :
-  o.prompt === 'short' ? `Speaker. The listener must pick the ${o.objects[target]}.` :
+  o.prompt.speaker === 'short' ? `Speaker. The listener must pick the ${o.objects[target]}.` :
   `Signalling game, you are the speaker. The listener must pick the ${o.objects[target]}. Send one letter of ${o.symbols}: <answer>LETTER</answer>.`;
 const listenerText = (o: Full, order: readonly number[], message: string | null) =>
-  o.prompt === 'short' ? `Listener. Message: ${message ?? '(nothing)'}.` :
+  o.prompt.listener === 'short' ? `Listener. Message: ${message ?? '(nothing)'}.` :
   `Signalling game, you are the listener. Candidates: ${order.map((x) => o.objects[x]).join(', ')}. ` +
   `Message: ${message ?? '(nothing)'}. Pick one: <answer>NAME</answer>.`;
 
