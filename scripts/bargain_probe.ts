@@ -16,8 +16,10 @@
  * What it measured is in README.md ("Several agents"); not a test and not part of the bench.
  */
 import { parseArgs } from 'node:util';
-import { bargainEnv, bargainReferences, bargainTruthfulBuyer, bargainRandomSeller, formatAnswer, Rng, type SeatSettings, trainAgents, type TurnBasedEnvSpec } from '../src/mod.ts';
-import { bargainGame, parsePrice, resolveBargainOptions, type BargainOptions } from '../src/env/envs/bargain.ts';
+import { bargainEnv, bargainReferences, bargainTruthfulBuyer, bargainRandomSeller, formatAnswer, type SeatSettings, trainAgents } from '../src/mod.ts';
+import { bargainBestBuyer, bargainGame, parsePrice, resolveBargainOptions, type BargainOptions } from '../src/env/envs/bargain.ts';
+import type { Demonstration } from '../src/env/types.ts';
+import { numberFlag, watchGames } from './probe_games.ts';
 
 const { values: v } = parseArgs({
   options: {
@@ -28,52 +30,32 @@ const { values: v } = parseArgs({
   },
 });
 if (!['buyer', 'seller', 'both'].includes(v.learn!)) throw new RangeError(`--learn must be buyer, seller or both, got ${v.learn}`);
-const num = (k: keyof typeof v) => {
-  const x = Number(v[k]);
-  if (!Number.isFinite(x)) throw new RangeError(`--${k} must be a number, got ${v[k]}`);
-  return x;
-};
+const num = numberFlag(v);
 const o: BargainOptions = { prompt: v.prompt as 'full' | 'short' };
-const base = bargainEnv(o);
 const { costs, values } = resolveBargainOptions(o);
 const steps = num('steps'), evalGames = num('eval');
 
 // The tables over the held-out games after the last step: buyer [value][price] = (accepted, asked);
-// seller [cost][price] = count. Demonstration replays (the warm start) are skipped, not counted.
+// seller [cost][price] = count (last column: no price).
 const buyerTable = values.map(() => Array.from({ length: 10 }, () => [0, 0]));
 const sellerTable = costs.map(() => new Array<number>(11).fill(0));
-let counting = false, counted = 0, replays = 0;
-const demonstrations = (n: number, rng: Rng) => (replays += n, base.demonstrations!(n, rng)).map((d) => {
+let counting = false, counted = 0;
+// --teach: the buyer's demonstrations answer truthfully.
+const teach = (d: Demonstration) => {
   if (!v.teach || d.player !== 1) return d;
-  const { value } = bargainGame(d.seed, o);
   const price = parsePrice(d.actions[0])!;
-  return { ...d, actions: [d.actions[0], formatAnswer(price <= value ? 'accept' : 'reject')] };
-});
-const env: TurnBasedEnvSpec = {
-  ...base,
-  demonstrations,
-  create() {
-    const e = base.create();
-    return {
-      name: e.name, numPlayers: e.numPlayers, reset: (seed: number, variant?: string) => e.reset(seed, variant),
-      async step(action: string) {
-        const r = await e.step(action);
-        if (!r.done) return r;
-        if (replays > 0) replays--;
-        else if (counting && counted++ < evalGames) {
-          const info = r.info as { cost: number; value: number; price: number | null; accepted: boolean };
-          sellerTable[costs.indexOf(info.cost)][info.price ?? 10]++;
-          if (info.price !== null) {
-            const cell = buyerTable[values.indexOf(info.value)][info.price];
-            cell[0] += info.accepted ? 1 : 0;
-            cell[1]++;
-          }
-        }
-        return r;
-      },
-    };
-  },
+  return { ...d, actions: [d.actions[0], formatAnswer(bargainBestBuyer(bargainGame(d.seed, o).value, price) ? 'accept' : 'reject')] };
 };
+const env = watchGames(bargainEnv(o), (game) => {
+  if (!counting || counted++ >= evalGames) return;
+  const { cost, value, price, accepted } = game as { cost: number; value: number; price: number | null; accepted: boolean };
+  sellerTable[costs.indexOf(cost)][price ?? 10]++;
+  if (price !== null) {
+    const cell = buyerTable[values.indexOf(value)][price];
+    cell[0] += accepted ? 1 : 0;
+    cell[1]++;
+  }
+}, teach);
 const learner = (name: string) => ({ name, algo: v.algo as SeatSettings['algo'], lr: num('lr'), schedule: v.schedule as SeatSettings['schedule'], ...(v.algo === 'grpo' ? { klBeta: num('kl') } : {}) });
 const seats = v.learn === 'both' ? [learner('seller'), learner('buyer')]
   : v.learn === 'buyer' ? [{ name: 'seller', script: bargainRandomSeller() }, learner('buyer')]

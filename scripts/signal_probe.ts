@@ -19,7 +19,9 @@
  * What it measured is in README.md ("Several agents"); not a test and not part of the bench.
  */
 import { parseArgs } from 'node:util';
-import { formatAnswer, openSafetensors, Rng, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SeatSettings, type SignalOptions, trainAgents, type TurnBasedEnvSpec } from '../src/mod.ts';
+import { formatAnswer, openSafetensors, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SeatSettings, type SignalOptions, trainAgents } from '../src/mod.ts';
+import type { Demonstration } from '../src/env/types.ts';
+import { numberFlag, watchGames } from './probe_games.ts';
 import { resolveSignalOptions, signalGame, type SignalPrompt } from '../src/env/envs/signal.ts';
 
 const { values: v } = parseArgs({
@@ -32,58 +34,36 @@ const { values: v } = parseArgs({
   },
 });
 if (!['speaker', 'listener', 'both'].includes(v.learn!)) throw new RangeError(`--learn must be speaker, listener or both, got ${v.learn}`);
-const num = (k: keyof typeof v) => {
-  const x = Number(v[k]);
-  if (!Number.isFinite(x)) throw new RangeError(`--${k} must be a number, got ${v[k]}`);
-  return x;
-};
+const num = numberFlag(v);
 // `--prompt full|short`, or two: speaker,listener (e.g. full,short).
 const prompts = v.prompt!.split(',') as SignalPrompt[];
 const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', prompt: prompts.length === 2 ? { speaker: prompts[0], listener: prompts[1] } : prompts[0], drills: num('drills'), speakerDrills: num('speaker-drills'), ...(v.objects ? { objects: v.objects.split(',') } : {}) };
-const base = signalEnv(o);
 const { objects, symbols, shuffle } = resolveSignalOptions(o);
 const k = objects.length;
 const steps = num('steps'), evalGames = num('eval');
 
-// The tables: the environment reports the message and the pick in its step info; the first
+// The tables: the environment reports the message and the pick in its last step's info; the first
 // `evalGames` games of the run are the held-out games before training (played together first),
 // the first `evalGames` after the last step those after it.
 const cols = v.learn === 'listener' ? k : symbols.length;
 const rows = v.learn === 'listener' ? symbols.length : k;
 const tables = [0, 1].map(() => Array.from({ length: rows }, () => new Array<number>(cols + 1).fill(0)));
-// The table games are counted into (null: none), how many so far, and the demonstration games the
-// warm start is yet to replay (not counted).
-let counting: number[][] | null = tables[0], counted = 0, replays = 0;
+// The table games are counted into (null: none), and how many so far.
+let counting: number[][] | null = tables[0], counted = 0;
 // --teach-code: the listener's demonstrations follow the code (symbol i ↔ object i) — a supervised
 // check of whether the model can learn the mapping at all with these prompts (run it with --steps 1).
 const code = symbols.slice(0, k);
-const demonstrations = (n: number, rng: Rng) => (replays += n, base.demonstrations!(n, rng)).map((d) => {
+const teach = (d: Demonstration) => {
   if (!v['teach-code'] || d.player !== 1 || d.variant !== undefined) return d;
   const t = signalGame(d.seed, k, shuffle).target;
   return { ...d, actions: [formatAnswer(code[t]), formatAnswer(objects[t])] };
-});
-const env: TurnBasedEnvSpec = {
-  ...base,
-  demonstrations,
-  create() {
-    const e = base.create();
-    let message: string | null = null;
-    return {
-      name: e.name, numPlayers: e.numPlayers, reset: (seed: number, variant?: string) => e.reset(seed, variant),
-      async step(action: string) {
-        const r = await e.step(action);
-        const info = (r.info ?? {}) as { message?: string | null; target?: number; picked?: number | null };
-        if (!r.done) message = info.message ?? null;
-        else if (replays > 0) replays--;
-        else if (counting && counted++ < evalGames) {
-          if (v.learn === 'listener') { if (message !== null) counting[symbols.indexOf(message)][info.picked ?? cols]++; }
-          else counting[info.target!][message === null ? cols : symbols.indexOf(message)]++;
-        }
-        return r;
-      },
-    };
-  },
 };
+const env = watchGames(signalEnv(o), (game) => {
+  if (!counting || counted++ >= evalGames) return;
+  const { message, target, picked } = game as { message: string | null; target: number; picked: number | null };
+  if (v.learn === 'listener') { if (message !== null) counting[symbols.indexOf(message)][picked ?? cols]++; }
+  else counting[target][message === null ? cols : symbols.indexOf(message)]++;
+}, teach);
 // `--kl` and `--lr`: one value for both seats, or "speaker,listener".
 const perSeat = (k: 'kl' | 'lr', seat: number) => {
   const xs = v[k]!.split(',').map(Number);

@@ -41,6 +41,7 @@ import { runTraining, stepSeed } from './rl_job.ts';
 import { int, jobOptions, pos, TRAIN_DEFAULTS } from './train.ts';
 import { trainStep } from './train_step.ts';
 import { LR_SCHEDULES, type LrSchedule, scheduledLr } from './sft_job.ts';
+import { oneOf } from './job_config.ts';
 import { checkPoolSettings, OpponentPool, playPoolGames, poolGroups, type PoolSettings } from './agents_pool.ts';
 
 /** One seat's learner. */
@@ -195,9 +196,7 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn`);
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
-    if (seat.schedule !== undefined && !LR_SCHEDULES.includes(seat.schedule)) {
-      throw new ConfigError(`seats[${k}].schedule`, `expected one of ${LR_SCHEDULES.join(', ')}, got ${JSON.stringify(seat.schedule)}`);
-    }
+    if (seat.schedule !== undefined) oneOf(`seats[${k}].schedule`, seat.schedule, LR_SCHEDULES);
     if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);
     for (const [key, what] of [['klBeta', 'a KL penalty'], ['entropyCoef', 'an entropy bonus']] as const) {
       const x = seat[key];

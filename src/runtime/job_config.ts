@@ -24,6 +24,7 @@ import { checkHostParams } from '../model/base_model.ts';
 import { BYTE_VOCAB_SIZE } from '../model/tokenizer/byte.ts';
 import { LORA_MAX_RANK } from '../ops/lora_linear.ts';
 import type { JobOptions } from './rl_job.ts';
+import { LR_SCHEDULES } from './sft_job.ts';
 
 /** Sanity bounds of a job (see the header). */
 export const JOB_LIMITS = Object.freeze({
@@ -152,7 +153,7 @@ export function checkTrainSettings(s: unknown, extraKeys: readonly string[] = []
     opt(w, 'demos', (v) => intIn('warmStart.demos', v, 1, JOB_LIMITS.demos));
     opt(w, 'batchSize', (v) => intIn('warmStart.batchSize', v, 1, JOB_LIMITS.batchSize));
     opt(w, 'lr', (v) => positive('warmStart.lr', v));
-    opt(w, 'schedule', (v) => oneOf('warmStart.schedule', v, ['constant', 'cosine'] as const));
+    opt(w, 'schedule', (v) => oneOf('warmStart.schedule', v, LR_SCHEDULES));
   }
   opt(o, 'progress', (v) => { if (typeof v !== 'boolean') throw new ConfigError('progress', `expected a boolean, got ${describe(v)}`); });
   opt(o, 'format', (v) => { if (!isObject(v)) throw new ConfigError('format', `expected a PromptFormat object, got ${describe(v)}`); });
@@ -253,7 +254,7 @@ export function checkJobOptions(o: unknown): JobOptions {
     intIn('warmStart.demos', w.demos, 1, JOB_LIMITS.demos);
     intIn('warmStart.batchSize', w.batchSize, 1, JOB_LIMITS.batchSize);
     positive('warmStart.lr', w.lr);
-    if (w.schedule !== undefined) oneOf('warmStart.schedule', w.schedule, ['constant', 'cosine'] as const);
+    if (w.schedule !== undefined) oneOf('warmStart.schedule', w.schedule, LR_SCHEDULES);
   }
   intIn('evalEpisodes', j.evalEpisodes, 0, JOB_LIMITS.evalEpisodes);
   positive('temperature', j.temperature);

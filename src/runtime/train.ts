@@ -29,6 +29,7 @@ import type { KvStore } from './store/kv.ts';
 import { AdapterStore } from './store/adapter_store.ts';
 import { storedF32 } from './store/records.ts';
 import { type OpenedPretrained, openPretrainedJob, openUnlessPreset, pretrainedLr, type PretrainedJob } from './pretrained_job.ts';
+import type { LrSchedule } from './sft_job.ts';
 
 /**
  * The zero-config job (what `npm run train` runs with no flags): gpt2-100k (2 layers, C=64, byte
@@ -107,7 +108,7 @@ export interface TrainSettings {
    */
   readonly lora?: { readonly rank?: number; readonly alpha?: number; readonly targets?: readonly (LoraTarget | string)[] } | null;
   /** The SFT warm start; null: none (RL from the from-scratch model). */
-  readonly warmStart?: { readonly steps?: number; readonly demos?: number; readonly batchSize?: number; readonly lr?: number; readonly schedule?: 'constant' | 'cosine' } | null;
+  readonly warmStart?: { readonly steps?: number; readonly demos?: number; readonly batchSize?: number; readonly lr?: number; readonly schedule?: LrSchedule } | null;
   readonly evalEpisodes?: number;
   readonly temperature?: number;
   /** Turn limit of an EnvSpec's episodes (built-ins bring their own). */

@@ -144,12 +144,11 @@ export function bargainEnv(options: BargainOptions = {}): TurnBasedEnvSpec {
 
 const numberAfter = (observation: string, re: RegExp): number | null => {
   const m = re.exec(observation);
-  const d = m?.slice(1).find((x) => x !== undefined);
-  return d === undefined ? null : Number(d);
+  return m === null ? null : Number(m[1]);
 };
 // Either prompt's wording ('full' first, then 'short').
 const costOf = (obs: string) => numberAfter(obs, /(?:cost you|Seller\. Cost) (\d)\./);
-const valueOf = (obs: string) => numberAfter(obs, /(?:worth (\d) to you|Buyer\. Worth (\d))\./);
+const valueOf = (obs: string) => numberAfter(obs, /(?:worth|Buyer\. Worth) (\d)(?: to you)?\./);
 const priceOf = (obs: string) => numberAfter(obs, /(?:Price asked:|\. Price) (\d)\./);
 
 /** The seller's best price at `cost` against a buyer who accepts exactly p ≤ v (ties: the lower price). */

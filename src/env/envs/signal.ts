@@ -110,11 +110,12 @@ export function parsePick(action: string, objects: readonly string[]): number | 
   return i < 0 ? null : i;
 }
 
-const speakerText = (o: Full, target: number, drill: boolean) =>
-  drill ? (o.prompt.speaker === 'short' ? `Speaker, drill. The listener must pick the ${o.objects[target]}.` :
-    `Signalling game drill, you are the speaker. The listener must pick the ${o.objects[target]}. Send its name: <answer>NAME</answer>.`) :
-  o.prompt.speaker === 'short' ? `Speaker. The listener must pick the ${o.objects[target]}.` :
-  `Signalling game, you are the speaker. The listener must pick the ${o.objects[target]}. Send one letter of ${o.symbols}: <answer>LETTER</answer>.`;
+function speakerText(o: Full, target: number, drill: boolean): string {
+  const t = o.objects[target];
+  if (o.prompt.speaker === 'short') return `Speaker${drill ? ', drill' : ''}. The listener must pick the ${t}.`;
+  return drill ? `Signalling game drill, you are the speaker. The listener must pick the ${t}. Send its name: <answer>NAME</answer>.` :
+    `Signalling game, you are the speaker. The listener must pick the ${t}. Send one letter of ${o.symbols}: <answer>LETTER</answer>.`;
+}
 const listenerText = (o: Full, order: readonly number[], message: string | null) =>
   o.prompt.listener === 'short' ? `Listener. Message: ${message ?? '(nothing)'}.` :
   `Signalling game, you are the listener. Candidates: ${order.map((x) => o.objects[x]).join(', ')}. ` +

@@ -14,6 +14,7 @@ import type { TurnBasedEnvSpec, TurnBasedEnvironment } from '../../../src/env/ty
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
 import { agentsModelConfig, type AgentsSettings, trainAgents } from '../../../src/runtime/agents_job.ts';
 import { LocalService } from '../../../src/runtime/local_service.ts';
+import type { LrSchedule } from '../../../src/runtime/sft_job.ts';
 import type { GpuCase } from '../register.ts';
 
 const tok = new ByteTokenizer();
@@ -115,7 +116,7 @@ export const agentsJobCases: GpuCase[] = [
       }
       // From the first run's base (no warm start) the run repeats it byte for byte; with the caller's
       // rate constant instead, its second step trains at the full rate and its adapter ends elsewhere.
-      const fromBase = async (schedule: 'constant' | 'cosine') => {
+      const fromBase = async (schedule: LrSchedule) => {
         const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
         try {
           const st = settings();
