@@ -73,6 +73,12 @@ export interface SeatSettings {
    */
   readonly schedule?: LrSchedule;
   /**
+   * Tokens per action for this seat (default the run's `maxNewTokens`). An action that is one
+   * token — a signalling game's bare symbol (signalEnv's `message: 'bare'`) — carries no format
+   * tokens whose log-probabilities the update also moves: the whole step goes to the choice.
+   */
+  readonly maxNewTokens?: number;
+  /**
    * A seat that does not learn: a scripted policy plays it in training and evaluation (e.g. a fixed
    * partner that knows a code, or a fixed opponent), so the other seats learn against it.
    */
@@ -167,7 +173,7 @@ export interface AgentsResult {
 const GAME_STREAM = 0x5ea7;
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'script'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'script'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -192,12 +198,13 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function') {
         throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
       }
-      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef'] as const).find((x) => seat[x] !== undefined);
-      if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn`);
+      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens'] as const).find((x) => seat[x] !== undefined);
+      if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn or sample`);
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.schedule !== undefined) oneOf(`seats[${k}].schedule`, seat.schedule, LR_SCHEDULES);
     if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);
+    if (seat.maxNewTokens !== undefined) int(`seats[${k}].maxNewTokens`, seat.maxNewTokens, 1);
     for (const [key, what] of [['klBeta', 'a KL penalty'], ['entropyCoef', 'an entropy bonus']] as const) {
       const x = seat[key];
       if (x === undefined) continue;
@@ -313,11 +320,12 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       ctxs.push({ policy, reference, pack, baseline: EMPTY_BASELINE, klBeta, entropyCoef: seat.entropyCoef ?? 0 });
       samplers.push(await policy.samplingClient());
     }
-    const agentOn = (sampler: SamplingClient, id: string) => new Agent({
-      sample: sampler.sample, id, tokenizer: tok, maxTurns: env.maxTurns, maxNewTokens: env.maxNewTokens,
+    // Seat k's agent on `sampler` (its own adapter, or a pool copy of it): the seat's tokens per action.
+    const agentOn = (k: number, sampler: SamplingClient, id: string) => new Agent({
+      sample: sampler.sample, id, tokenizer: tok, maxTurns: env.maxTurns, maxNewTokens: s.seats[k].maxNewTokens ?? env.maxNewTokens,
       maxSequenceTokens: cfg.maxSeqLen, temperature: job.temperature, format: JOB_FORMAT,
     });
-    const agent = (k: number): Seat => s.seats[k].script ?? agentOn(samplers[k]!, s.seats[k].name);
+    const agent = (k: number): Seat => s.seats[k].script ?? agentOn(k, samplers[k]!, s.seats[k].name);
     const play = (seats: Seat[], games: number, gameSeed: number) =>
       rolloutTurnBased(s.env, seats, groupEpisodes(games, 1, gameSeed), { seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers });
     const evaluateAll = async (): Promise<AgentsEvaluation> => {
@@ -353,7 +361,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers,
       });
       const poolPlay = pool ? await playPoolGames({
-        spec: s.env, pool, rotate: s.pool!.rotate ?? false, learner: (k) => agentOn(samplers[k]!, s.seats[k].name), copy: (k, c) => agentOn(c, `${s.seats[k].name}-copy`), step,
+        spec: s.env, pool, rotate: s.pool!.rotate ?? false, learner: (k) => agentOn(k, samplers[k]!, s.seats[k].name), copy: (k, c) => agentOn(k, c, `${s.seats[k].name}-copy`), step,
         groups: nPool, groupSize: gs, firstGroupId: G - nPool, firstEpisode: (G - nPool) * gs, seed: gameSeed, maxSteps: env.maxTurns * s.env.numPlayers,
       }) : null;
       const reward: number[] = [], datums: number[] = [], loss: number[] = [];

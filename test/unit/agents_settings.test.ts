@@ -23,6 +23,7 @@ describe('trainAgents settings', () => {
     expect(() => checkAgentsSettings({ ...ok, pool: { every: 1, size: 1, share: 1, rotate: true } })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', klBeta: 0.05, entropyCoef: 0.01 }, { name: 'listener', algo: 'rloo', klBeta: 0, entropyCoef: 0 }] })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', schedule: 'cosine' }, { name: 'listener', schedule: 'constant' }] })).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', maxNewTokens: 1 }, { name: 'listener' }], maxNewTokens: 24 })).not.toThrow();
     // A scripted seat (a fixed partner) does not learn, so GRPO's group size does not bind it.
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', algo: 'rloo' }, { name: 'listener', script: signalCodeListener() }], groupSize: 2 })).not.toThrow();
   });
@@ -36,6 +37,8 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a', loraRank: 1.5 }, { name: 'b' }] })).toBe('seats[0].loraRank');
     expect(fieldOf({ seats: [{ name: 'a', schedule: 'linear' }, { name: 'b' }] })).toBe('seats[0].schedule');
     expect(fieldOf({ seats: [{ name: 'a', temperature: 2 }, { name: 'b' }] })).toBe('seats[0].temperature');
+    expect(fieldOf({ seats: [{ name: 'a', maxNewTokens: 0 }, { name: 'b' }] })).toBe('seats[0].maxNewTokens');
+    expect(fieldOf({ seats: [{ name: 'a', maxNewTokens: 1.5 }, { name: 'b' }] })).toBe('seats[0].maxNewTokens');
     expect(fieldOf({ seats: [{ name: 'a', klBeta: -0.1 }, { name: 'b' }] })).toBe('seats[0].klBeta');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', algo: 'rloo', klBeta: 0.1 }] })).toBe('seats[1].klBeta'); // GRPO's alone
     expect(fieldOf({ seats: [{ name: 'a', entropyCoef: Number.NaN }, { name: 'b' }] })).toBe('seats[0].entropyCoef');
@@ -57,6 +60,7 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, lr: 0.01 }] })).toBe('seats[1].lr'); // a scripted seat does not learn
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, entropyCoef: 0.01 }] })).toBe('seats[1].entropyCoef');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, schedule: 'cosine' }] })).toBe('seats[1].schedule');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, maxNewTokens: 1 }] })).toBe('seats[1].maxNewTokens'); // a script does not sample
     expect(fieldOf({ seats: [{ name: 'a', script }, { name: 'b', script }] })).toBe('seats');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script }], pool: { every: 2, size: 2 } })).toBe('pool');
   });

@@ -142,6 +142,36 @@ describe('signalling game', () => {
     }
   });
 
+  it("bare messages: the speaker's action is the symbol alone, one byte token, in its demonstrations and from the scripts", async () => {
+    const o = { message: 'bare' as const, symbols: 'fjqv', objects: ['ring', 'box', 'star', 'cross'] };
+    const env = signalEnv(o).create();
+    const name = o.objects[signalGame(11, 4).target];
+    expect((await env.reset(11)).observation).toBe(`Signalling game, you are the speaker. The listener must pick the ${name}. Send one letter of fjqv.`);
+    expect((await env.step('q')).observation).toContain('Message: q.');
+    await env.reset(11);
+    expect((await env.step('x')).observation).toContain('Message: (nothing).');
+    const code = 'fjqv'[signalGame(11, 4).target];
+    expect(signalCodeSpeaker(o).act((await env.reset(11)).observation, new Rng(1))).toBe(code);
+    expect(signalRandomSpeaker(o).act('', new Rng(1))).toMatch(/^[fjqv]$/);
+    expect(await successRate([signalCodeSpeaker(o), signalCodeListener(o)], o)).toBe(1);
+    // The demonstrations: the same draws as with answer tags, the speaker's message bare, the pick tagged.
+    const tagged = signalDemonstrations(64, new Rng(5), { ...o, message: 'answer' });
+    const bare = signalDemonstrations(64, new Rng(5), o);
+    expect(bare.map((d) => d.actions)).toEqual(tagged.map((d) => [parseSignal(d.actions[0], o.symbols), d.actions[1]]));
+    // Replayed, the speaker's action is one token in every game (demonstrated or not).
+    const tok = new ByteTokenizer();
+    const r = await replayTurnBasedDemonstrations(signalEnv(o), bare.slice(0, 4), { tokenizer: tok, maxNewTokens: 24, maxSequenceTokens: 256, format: JOB_FORMAT });
+    const speakers = r.trajectories.filter((t) => t.player === 0);
+    expect(speakers.length).toBe(4);
+    for (const t of speakers) {
+      expect(t.turns.map((x) => x.action)).toHaveLength(1);
+      expect(t.turns[0].action).toMatch(/^[fjqv]$/);
+      expect(t.policyMaskT.filter((m) => m > 0)).toHaveLength(1);
+    }
+    expect(() => signalEnv({ message: 'tagged' as 'bare' })).toThrow(/message must be 'answer' or 'bare'/);
+    expect(() => signalEnv({ ...o, speakerDrills: 0.5 })).toThrow(/speakerDrills needs message 'answer'/);
+  });
+
   it('reading drills: a name as the message in demonstrations only, no code taught, replayed as the variant', async () => {
     const o = { drills: 0.5, symbols: 'fjqv', objects: ['ring', 'box', 'star', 'cross'] };
     // The drill variant carries a candidate's name; a real game hears no name, and no other variant exists.

@@ -19,7 +19,10 @@
  * the objects), so the message is a large share of a short context. `speakerDrills` is the same for
  * the speaker: naming drills (the drill variant again, where the speaker's prompt says "drill" and
  * its message is the target's own name), which teach that the target decides the message — again
- * without pairing any symbol with an object.
+ * without pairing any symbol with an object. `message: 'bare'` makes the speaker's action the
+ * symbol alone, without the answer tags, for a speaker seat that samples one token
+ * (trainAgents' per-seat `maxNewTokens: 1`): its whole update then goes to the choice of symbol, and
+ * no format can break however fast it moves.
  *
  * Departures from the textbook game: the symbol set may be larger than the objects (`symbols`),
  * so a code is not forced by the alphabet; an unparseable message scores 0 for both whatever the
@@ -46,7 +49,12 @@ export interface SignalOptions {
   readonly drills?: number;
   /** The share of the speaker's demonstrations that are naming drills, in [0, 1] (default 0; 1: the speaker never sends a symbol in its demonstrations). */
   readonly speakerDrills?: number;
+  /** The speaker's action: 'answer' (default: `<answer>f</answer>`) or 'bare' (the symbol alone: a one-token action for a byte-level model). */
+  readonly message?: SignalMessage;
 }
+
+/** How the speaker writes its message: in answer tags, or the symbol alone. */
+export type SignalMessage = 'answer' | 'bare';
 
 /** 'full': instructions (and the listener's candidate list); 'short': the target, or the message, alone. */
 export type SignalPrompt = 'full' | 'short';
@@ -57,6 +65,7 @@ type Full = {
   readonly prompt: { readonly speaker: SignalPrompt; readonly listener: SignalPrompt };
   readonly drills: number;
   readonly speakerDrills: number;
+  readonly message: SignalMessage;
 };
 const isPrompt = (x: unknown): x is SignalPrompt => x === 'full' || x === 'short';
 const GAME_STREAM = 0x516a;
@@ -83,7 +92,12 @@ export function resolveSignalOptions(o: SignalOptions = {}): Full {
     const x = o[k];
     if (x !== undefined && !(typeof x === 'number' && x >= 0 && x <= 1)) throw new RangeError(`signal: ${k} must be a number in [0, 1], got ${String(x)}`);
   }
-  return { objects, symbols, shuffle: o.shuffle ?? true, prompt, drills: o.drills ?? 0, speakerDrills: o.speakerDrills ?? 0 };
+  const message = o.message ?? 'answer';
+  if (message !== 'answer' && message !== 'bare') throw new RangeError(`signal: message must be 'answer' or 'bare', got ${JSON.stringify(o.message)}`);
+  if (message === 'bare' && (o.speakerDrills ?? 0) > 0) {
+    throw new RangeError("signal: speakerDrills needs message 'answer' (a naming drill's message is the target's name, not one bare symbol)");
+  }
+  return { objects, symbols, shuffle: o.shuffle ?? true, prompt, drills: o.drills ?? 0, speakerDrills: o.speakerDrills ?? 0, message };
 }
 
 /** A game's target (index into objects) and the order the listener sees the candidates in (`shuffle` false: objects order; the target is the same). */
@@ -114,7 +128,7 @@ function speakerText(o: Full, target: number, drill: boolean): string {
   const t = o.objects[target];
   if (o.prompt.speaker === 'short') return `Speaker${drill ? ', drill' : ''}. The listener must pick the ${t}.`;
   return drill ? `Signalling game drill, you are the speaker. The listener must pick the ${t}. Send its name: <answer>NAME</answer>.` :
-    `Signalling game, you are the speaker. The listener must pick the ${t}. Send one letter of ${o.symbols}: <answer>LETTER</answer>.`;
+    `Signalling game, you are the speaker. The listener must pick the ${t}. Send one letter of ${o.symbols}${o.message === 'bare' ? '.' : ': <answer>LETTER</answer>.'}`;
 }
 const listenerText = (o: Full, order: readonly number[], message: string | null) =>
   o.prompt.listener === 'short' ? `Listener. Message: ${message ?? '(nothing)'}.` :
@@ -167,6 +181,7 @@ class SignalEnvironment implements TurnBasedEnvironment {
  */
 export function signalDemonstrations(n: number, rng: Rng, options: SignalOptions = {}): Demonstration[] {
   const o = resolveSignalOptions(options);
+  const say = sayer(o);
   return Array.from({ length: n }, (_, i) => {
     const seed = rng.nextU32();
     if (o.speakerDrills > 0 && i % 2 === 0 && rng.nextFloat() < o.speakerDrills) {
@@ -180,9 +195,12 @@ export function signalDemonstrations(n: number, rng: Rng, options: SignalOptions
     const symbol = o.symbols[rng.nextInt(o.symbols.length)];
     const pick = o.objects[rng.nextInt(o.objects.length)];
     const player = i % 2;
-    return { seed, actions: [formatAnswer(symbol), formatAnswer(pick)], ...(player === 0 ? {} : { player }) };
+    return { seed, actions: [say(symbol), formatAnswer(pick)], ...(player === 0 ? {} : { player }) };
   });
 }
+
+/** The speaker's action sending `symbol`, in the message format `o` asks for. */
+const sayer = (o: Full) => (symbol: string) => (o.message === 'bare' ? symbol : formatAnswer(symbol));
 
 /** Success: the listener picked the target (both seats' trajectories end with reward 1). */
 export const signalSuccess = (t: Trajectory): boolean => t.reward >= 1;
@@ -213,7 +231,8 @@ function heard(observation: string): string | null {
 /** A speaker without a code: a uniformly random symbol. */
 export function signalRandomSpeaker(options: SignalOptions = {}, id = 'signal-random-speaker'): ScriptedPolicy {
   const o = resolveSignalOptions(options);
-  return { kind: 'scripted', id, act: (_obs, rng) => formatAnswer(o.symbols[rng.nextInt(o.symbols.length)]) };
+  const say = sayer(o);
+  return { kind: 'scripted', id, act: (_obs, rng) => say(o.symbols[rng.nextInt(o.symbols.length)]) };
 }
 
 /** A listener without a code: a uniformly random candidate. */
@@ -226,7 +245,8 @@ export function signalRandomListener(options: SignalOptions = {}, id = 'signal-r
 export function signalCodeSpeaker(options: SignalOptions = {}, code?: string, id = 'signal-code-speaker'): ScriptedPolicy {
   const o = resolveSignalOptions(options);
   const c = code ?? o.symbols.slice(0, o.objects.length);
-  return { kind: 'scripted', id, act: (obs) => formatAnswer(c[targetOf(obs, o)] ?? o.symbols[0]) };
+  const say = sayer(o);
+  return { kind: 'scripted', id, act: (obs) => say(c[targetOf(obs, o)] ?? o.symbols[0]) };
 }
 
 /** A listener that decodes `code` (default as signalCodeSpeaker's); an unknown symbol picks the first object. */

@@ -251,6 +251,10 @@ export const agentsJobCases: GpuCase[] = [
           assert.isNull(e.swapped[0]);
           assert.deepEqual(e.swappedReturns[0], [1, 1]);
         }
+        // A seat's own tokens per action (the run's are 6): the caller says one byte at most each game.
+        const one = await trainAgents({ ...settings(), seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2, maxNewTokens: 1 }, { name: 'replier', script: caps }], service });
+        assert.isTrue(r.steps.some((m) => m.transcript[0][0].length > 1), 'the run-wide limit lets longer actions through');
+        for (const m of one.steps) assert.isAtMost(m.transcript[0][0].length, 1);
       } finally {
         await service.close();
       }
