@@ -6,10 +6,10 @@
  * demos/src/lib/models/signal-gpt2-100k.safetensors, made for the default objects and letters a–d).
  * `--prompt short` (or one per seat: `--prompt full,short`), `--drills F`, `--speaker-drills F` and `--message bare` are signalEnv's options (short prompts;
  * reading drills in the listener's warm start, naming drills in the speaker's; the speaker's message as the bare symbol, which the
- * probe samples as one token: a learning speaker seat gets `maxNewTokens: 1`); `--teach-code` makes the listener's demonstrations follow the code, a
+ * probe samples as one token: a learning speaker seat gets `maxNewTokens: 1`); `--teach-code` (`--teach-speaker`) makes the listener's (speaker's) demonstrations follow the code, a
  * supervised check that the model can learn the mapping with these prompts at all (use `--steps 1`).
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
- * rate's schedule ('constant' or 'cosine'); `--lr` and `--kl` take one value or two (speaker,listener).
+ * rate's schedule ('constant' or 'cosine'); `--lr`, `--kl` and `--rank` (the seats' LoRA rank) take one value or two (speaker,listener).
  * Prints the per-step success and loss, the held-out success before and after, and the tables of the learner's choices over the held-out games before and after training:
  * speaker rows = target, columns = message; listener rows = message, columns = pick (last column:
  * none / unparseable).
@@ -28,8 +28,8 @@ import { resolveSignalOptions, signalGame, type SignalMessage, type SignalPrompt
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
-    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false },
-    algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, entropy: { type: 'string', default: '0' },
+    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false },
+    algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, rank: { type: 'string', default: '8' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
   },
@@ -52,12 +52,14 @@ const tables = [0, 1].map(() => Array.from({ length: rows }, () => new Array<num
 // The table games are counted into (null: none), and how many so far.
 let counting: number[][] | null = tables[0], counted = 0;
 // --teach-code: the listener's demonstrations follow the code (symbol i ↔ object i) — a supervised
-// check of whether the model can learn the mapping at all with these prompts (run it with --steps 1).
+// check of whether the model can learn the mapping at all with these prompts (run it with --steps 1);
+// --teach-speaker: the speaker's do (drills stay drills).
 const code = symbols.slice(0, k);
+const taught = (d: Demonstration) => ((d.player ?? 0) === 1 ? v['teach-code'] : v['teach-speaker']) && d.variant === undefined;
 const teach = (d: Demonstration) => {
-  if (!v['teach-code'] || d.player !== 1 || d.variant !== undefined) return d;
+  if (!taught(d)) return d;
   const t = signalGame(d.seed, k, shuffle).target;
-  return { ...d, actions: [formatAnswer(code[t]), formatAnswer(objects[t])] };
+  return { ...d, actions: [v.message === 'bare' ? code[t] : formatAnswer(code[t]), formatAnswer(objects[t])] };
 };
 const env = watchGames(signalEnv(o), (game) => {
   if (!counting || counted++ >= evalGames) return;
@@ -65,15 +67,15 @@ const env = watchGames(signalEnv(o), (game) => {
   if (v.learn === 'listener') { if (message !== null) counting[symbols.indexOf(message)][picked ?? cols]++; }
   else counting[target][message === null ? cols : symbols.indexOf(message)]++;
 }, teach);
-// `--kl` and `--lr`: one value for both seats, or "speaker,listener".
-const perSeat = (k: 'kl' | 'lr', seat: number) => {
+// `--kl`, `--lr` and `--rank` (LoRA): one value for both seats, or "speaker,listener".
+const perSeat = (k: 'kl' | 'lr' | 'rank', seat: number) => {
   const xs = v[k]!.split(',').map(Number);
   const x = xs.length === 2 ? xs[seat] : xs[0];
   if (xs.length > 2 || !Number.isFinite(x)) throw new RangeError(`--${k} must be a number or two (speaker,listener), got ${v[k]}`);
   return x;
 };
 // `--message bare`: the speaker's action is the symbol alone, one token (a byte).
-const learner = (name: string, seat: number) => ({ name, ...(seat === 0 && v.message === 'bare' ? { maxNewTokens: 1 } : {}), algo: v.algo as SeatSettings['algo'], lr: perSeat('lr', seat), schedule: v.schedule as SeatSettings['schedule'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}) });
+const learner = (name: string, seat: number) => ({ name, ...(seat === 0 && v.message === 'bare' ? { maxNewTokens: 1 } : {}), algo: v.algo as SeatSettings['algo'], lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}) });
 const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]
   : v.learn === 'speaker' ? [learner('speaker', 0), { name: 'listener', script: signalCodeListener(o) }]
   : [{ name: 'speaker', script: signalCodeSpeaker(o) }, learner('listener', 1)];

@@ -169,7 +169,12 @@ describe('signalling game', () => {
       expect(t.policyMaskT.filter((m) => m > 0)).toHaveLength(1);
     }
     expect(() => signalEnv({ message: 'tagged' as 'bare' })).toThrow(/message must be 'answer' or 'bare'/);
-    expect(() => signalEnv({ ...o, speakerDrills: 0.5 })).toThrow(/speakerDrills needs message 'answer'/);
+    // Naming drills with bare messages: the drill's message is the bare name.
+    const drills = signalDemonstrations(GAMES, new Rng(5), { ...o, speakerDrills: 0.5 }).filter((d) => d.variant === 'drill');
+    expect(drills.length).toBeGreaterThan(0);
+    for (const d of drills) expect(d.actions).toEqual([o.objects[signalGame(d.seed, 4).target], `<answer>${o.objects[signalGame(d.seed, 4).target]}</answer>`]);
+    await env.reset(11, 'drill');
+    expect((await env.step(name)).observation).toContain(`Message: ${name}.`);
   });
 
   it('reading drills: a name as the message in demonstrations only, no code taught, replayed as the variant', async () => {

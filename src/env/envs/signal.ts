@@ -22,7 +22,8 @@
  * without pairing any symbol with an object. `message: 'bare'` makes the speaker's action the
  * symbol alone, without the answer tags, for a speaker seat that samples one token
  * (trainAgents' per-seat `maxNewTokens: 1`): its whole update then goes to the choice of symbol, and
- * no format can break however fast it moves.
+ * no format can break however fast it moves (a naming drill's message is then the bare name: the
+ * warm start's actions are not bound by the seat's limit, and drills are never played in rollouts).
  *
  * Departures from the textbook game: the symbol set may be larger than the objects (`symbols`),
  * so a code is not forced by the alphabet; an unparseable message scores 0 for both whatever the
@@ -94,9 +95,6 @@ export function resolveSignalOptions(o: SignalOptions = {}): Full {
   }
   const message = o.message ?? 'answer';
   if (message !== 'answer' && message !== 'bare') throw new RangeError(`signal: message must be 'answer' or 'bare', got ${JSON.stringify(o.message)}`);
-  if (message === 'bare' && (o.speakerDrills ?? 0) > 0) {
-    throw new RangeError("signal: speakerDrills needs message 'answer' (a naming drill's message is the target's name, not one bare symbol)");
-  }
   return { objects, symbols, shuffle: o.shuffle ?? true, prompt, drills: o.drills ?? 0, speakerDrills: o.speakerDrills ?? 0, message };
 }
 
@@ -186,7 +184,7 @@ export function signalDemonstrations(n: number, rng: Rng, options: SignalOptions
     const seed = rng.nextU32();
     if (o.speakerDrills > 0 && i % 2 === 0 && rng.nextFloat() < o.speakerDrills) {
       const name = o.objects[signalGame(seed, o.objects.length, o.shuffle).target];
-      return { seed, actions: [formatAnswer(name), formatAnswer(name)], variant: 'drill' };
+      return { seed, actions: [say(name), formatAnswer(name)], variant: 'drill' };
     }
     if (o.drills > 0 && i % 2 === 1 && rng.nextFloat() < o.drills) {
       const name = o.objects[rng.nextInt(o.objects.length)];
@@ -199,8 +197,8 @@ export function signalDemonstrations(n: number, rng: Rng, options: SignalOptions
   });
 }
 
-/** The speaker's action sending `symbol`, in the message format `o` asks for. */
-const sayer = (o: Full) => (symbol: string) => (o.message === 'bare' ? symbol : formatAnswer(symbol));
+/** The speaker's action sending `text` (a symbol, or a naming drill's name), in the message format `o` asks for. */
+const sayer = (o: Full) => (text: string) => (o.message === 'bare' ? text : formatAnswer(text));
 
 /** Success: the listener picked the target (both seats' trajectories end with reward 1). */
 export const signalSuccess = (t: Trajectory): boolean => t.reward >= 1;
