@@ -10,7 +10,9 @@
  * supervised check that the model can learn the mapping with these prompts at all (use `--steps 1`).
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
  * rate's schedule ('constant' or 'cosine'); `--lr`, `--kl` and `--rank` (the seats' LoRA rank) take one value or two (speaker,listener).
- * Prints the per-step success and loss, the held-out success before and after, and the tables of the learner's choices over the held-out games before and after training:
+ * Prints the per-step success and loss, the held-out success before and after, the output ceilings of the
+ * warm-started base (how likely any adapter can make each of the speaker's letters against the others, and each
+ * of the listener's names by its first letter: src/model/output_ceiling.ts), and the tables of the learner's choices over the held-out games before and after training:
  * speaker rows = target, columns = message; listener rows = message, columns = pick (last column:
  * none / unparseable).
  *
@@ -23,6 +25,7 @@ import { parseArgs } from 'node:util';
 import { formatAnswer, openSafetensors, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SeatSettings, type SignalOptions, trainAgents } from '../src/mod.ts';
 import type { Demonstration } from '../src/env/types.ts';
 import { numberFlag, watchGames } from './probe_games.ts';
+import { outputCeiling } from '../src/model/output_ceiling.ts';
 import { resolveSignalOptions, signalGame, type SignalMessage, type SignalPrompt } from '../src/env/envs/signal.ts';
 
 const { values: v } = parseArgs({
@@ -90,4 +93,8 @@ const r = await trainAgents({
   },
 });
 console.log(`held out: ${r.before.together.toFixed(3)} → ${r.after.together.toFixed(3)}; swapped after ${JSON.stringify(r.after.swapped)}; ${r.wallSeconds.toFixed(0)} s`);
+// How sure an adapter can make the warm-started base of each choice at all (src/model/output_ceiling.ts):
+// the speaker's letters against each other, the listener's names by their first letter.
+const ceiling = (chars: string[]) => outputCeiling(r.base, r.cfg, chars.map((ch) => ch.charCodeAt(0))).map((x, i) => `${chars[i]} ${x.toFixed(3)}`).join(', ');
+console.log(`ceilings: letters ${ceiling([...symbols])}; names ${new Set(objects.map((x) => x[0])).size === k ? ceiling(objects.map((x) => x[0])) : '(first letters not distinct)'}`);
 console.log(`${v.learn === 'listener' ? 'message × pick' : 'target × message'} before: ${JSON.stringify(tables[0])}; after: ${JSON.stringify(tables[1])}`);

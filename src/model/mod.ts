@@ -12,6 +12,7 @@ export { LORA_TARGETS, loraScale, loraTargetDims, validateConfig, validateLora }
 export type { LayerType, ModelFamily, RopeScaling } from './config.ts';
 export { ARCHS, type ArchRecord, archOf } from './arch.ts';
 export { blockLinears, countLoraParameters, countParameters, loraSpecs, moduleName, parameterSpecs } from './params.ts';
+export { outputCeiling, type OutputCeilingOptions } from './output_ceiling.ts';
 export type { ParamKind, ParamOptions, ParamSpec } from './params.ts';
 export { adapterMemoryDevice, estimateTrainingMemory, largestBaseBuffer, trainingMemoryDevice } from './memory.ts';
 export type { BufferNeed, TrainingMemoryDevice, TrainingMemoryEstimate, TrainingMemoryOptions } from './memory.ts';
