@@ -26,7 +26,7 @@ import { formatAnswer, openSafetensors, signalCodeListener, signalCodeSpeaker, s
 import type { Demonstration } from '../src/env/types.ts';
 import { numberFlag, watchGames } from './probe_games.ts';
 import { outputCeiling } from '../src/model/output_ceiling.ts';
-import { resolveSignalOptions, signalGame, type SignalMessage, type SignalPrompt } from '../src/env/envs/signal.ts';
+import { resolveSignalOptions, signalGame, type SignalMessage, type SignalPrompt, signalSpeakerAction } from '../src/env/envs/signal.ts';
 
 const { values: v } = parseArgs({
   options: {
@@ -62,7 +62,7 @@ const taught = (d: Demonstration) => ((d.player ?? 0) === 1 ? v['teach-code'] : 
 const teach = (d: Demonstration) => {
   if (!taught(d)) return d;
   const t = signalGame(d.seed, k, shuffle).target;
-  return { ...d, actions: [v.message === 'bare' ? code[t] : formatAnswer(code[t]), formatAnswer(objects[t])] };
+  return { ...d, actions: [signalSpeakerAction(o, code[t]), formatAnswer(objects[t])] };
 };
 const env = watchGames(signalEnv(o), (game) => {
   if (!counting || counted++ >= evalGames) return;

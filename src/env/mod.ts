@@ -80,8 +80,9 @@ export {
   signalRandomListener,
   signalRandomSpeaker,
   signalSuccess,
+  signalSpeakerAction,
 } from './envs/signal.ts';
-export type { SignalOptions } from './envs/signal.ts';
+export type { SignalMessage, SignalOptions, SignalPrompt } from './envs/signal.ts';
 export {
   bargainBestBuyer,
   bargainBestPrice,

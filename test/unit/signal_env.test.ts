@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { groupEpisodes } from '../../src/env/batch.ts';
 import {
-  parsePick, parseSignal, signalCodeListener, signalCodeSpeaker, signalDemonstrations, signalEnv, signalGame, signalRandomListener, signalRandomSpeaker,
+  parsePick, parseSignal, signalCodeListener, signalCodeSpeaker, signalDemonstrations, signalEnv, signalGame, signalRandomListener, signalRandomSpeaker, signalSpeakerAction,
 } from '../../src/env/envs/signal.ts';
 import { replayTurnBasedDemonstrations } from '../../src/env/demos.ts';
 import { rolloutTurnBased, type Seat } from '../../src/env/multiagent.ts';
@@ -153,6 +153,7 @@ describe('signalling game', () => {
     const code = 'fjqv'[signalGame(11, 4).target];
     expect(signalCodeSpeaker(o).act((await env.reset(11)).observation, new Rng(1))).toBe(code);
     expect(signalRandomSpeaker(o).act('', new Rng(1))).toMatch(/^[fjqv]$/);
+    expect([signalSpeakerAction(o, 'q'), signalSpeakerAction({ ...o, message: 'answer' }, 'q')]).toEqual(['q', '<answer>q</answer>']);
     expect(await successRate([signalCodeSpeaker(o), signalCodeListener(o)], o)).toBe(1);
     // The demonstrations: the same draws as with answer tags, the speaker's message bare, the pick tagged.
     const tagged = signalDemonstrations(64, new Rng(5), { ...o, message: 'answer' });

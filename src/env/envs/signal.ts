@@ -200,6 +200,9 @@ export function signalDemonstrations(n: number, rng: Rng, options: SignalOptions
 /** The speaker's action sending `text` (a symbol, or a naming drill's name), in the message format `o` asks for. */
 const sayer = (o: Full) => (text: string) => (o.message === 'bare' ? text : formatAnswer(text));
 
+/** The speaker's action sending `text` under `options`' message format ('answer': in answer tags; 'bare': as it is). */
+export const signalSpeakerAction = (options: SignalOptions, text: string): string => sayer(resolveSignalOptions(options))(text);
+
 /** Success: the listener picked the target (both seats' trajectories end with reward 1). */
 export const signalSuccess = (t: Trajectory): boolean => t.reward >= 1;
 
