@@ -6,7 +6,8 @@
  * demos/src/lib/models/signal-gpt2-100k.safetensors, made for the default objects and letters a–d).
  * `--prompt short` (or one per seat: `--prompt full,short`), `--drills F`, `--speaker-drills F` and `--message bare` are signalEnv's options (short prompts;
  * reading drills in the listener's warm start, naming drills in the speaker's; the speaker's message as the bare symbol, which the
- * probe samples as one token: a learning speaker seat gets `maxNewTokens: 1`); `--teach-code` (`--teach-speaker`) makes the listener's (speaker's) demonstrations follow the code, a
+ * probe samples as one token: a learning speaker seat gets `maxNewTokens: 1`), `--pick initial` (the listener's pick as the candidate's
+ * first letter, likewise one token for a learning listener); `--teach-code` (`--teach-speaker`) makes the listener's (speaker's) demonstrations follow the code, a
  * supervised check that the model can learn the mapping with these prompts at all (use `--steps 1`).
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
  * rate's schedule ('constant' or 'cosine'); `--lr`, `--kl` and `--rank` (the seats' LoRA rank) take one value or two (speaker,listener).
@@ -22,16 +23,16 @@
  * What it measured is in README.md ("Several agents"); not a test and not part of the bench.
  */
 import { parseArgs } from 'node:util';
-import { formatAnswer, openSafetensors, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SeatSettings, type SignalOptions, trainAgents } from '../src/mod.ts';
+import { openSafetensors, signalCodeListener, signalCodeSpeaker, signalEnv, signalRandomListener, signalRandomSpeaker, type SeatSettings, type SignalOptions, trainAgents } from '../src/mod.ts';
 import type { Demonstration } from '../src/env/types.ts';
 import { numberFlag, watchGames } from './probe_games.ts';
 import { outputCeiling } from '../src/model/output_ceiling.ts';
-import { resolveSignalOptions, signalGame, type SignalMessage, type SignalPrompt, signalSpeakerAction } from '../src/env/envs/signal.ts';
+import { resolveSignalOptions, signalGame, signalListenerAction, type SignalMessage, type SignalPick, type SignalPrompt, signalSpeakerAction } from '../src/env/envs/signal.ts';
 
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
-    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false },
+    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, rank: { type: 'string', default: '8' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
@@ -41,7 +42,7 @@ if (!['speaker', 'listener', 'both'].includes(v.learn!)) throw new RangeError(`-
 const num = numberFlag(v);
 // `--prompt full|short`, or two: speaker,listener (e.g. full,short).
 const prompts = v.prompt!.split(',') as SignalPrompt[];
-const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', prompt: prompts.length === 2 ? { speaker: prompts[0], listener: prompts[1] } : prompts[0], drills: num('drills'), speakerDrills: num('speaker-drills'), message: v.message as SignalMessage, ...(v.objects ? { objects: v.objects.split(',') } : {}) };
+const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', prompt: prompts.length === 2 ? { speaker: prompts[0], listener: prompts[1] } : prompts[0], drills: num('drills'), speakerDrills: num('speaker-drills'), message: v.message as SignalMessage, pick: v.pick as SignalPick, ...(v.objects ? { objects: v.objects.split(',') } : {}) };
 const { objects, symbols, shuffle } = resolveSignalOptions(o);
 const k = objects.length;
 const steps = num('steps'), evalGames = num('eval');
@@ -62,7 +63,7 @@ const taught = (d: Demonstration) => ((d.player ?? 0) === 1 ? v['teach-code'] : 
 const teach = (d: Demonstration) => {
   if (!taught(d)) return d;
   const t = signalGame(d.seed, k, shuffle).target;
-  return { ...d, actions: [signalSpeakerAction(o, code[t]), formatAnswer(objects[t])] };
+  return { ...d, actions: [signalSpeakerAction(o, code[t]), signalListenerAction(o, objects[t])] };
 };
 const env = watchGames(signalEnv(o), (game) => {
   if (!counting || counted++ >= evalGames) return;
@@ -77,8 +78,10 @@ const perSeat = (k: 'kl' | 'lr' | 'rank', seat: number) => {
   if (xs.length > 2 || !Number.isFinite(x)) throw new RangeError(`--${k} must be a number or two (speaker,listener), got ${v[k]}`);
   return x;
 };
-// `--message bare`: the speaker's action is the symbol alone, one token (a byte).
-const learner = (name: string, seat: number) => ({ name, ...(seat === 0 && v.message === 'bare' ? { maxNewTokens: 1 } : {}), algo: v.algo as SeatSettings['algo'], lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}) });
+// `--message bare`: the speaker's action is the symbol alone, one token (a byte); `--pick initial`:
+// the listener's is the candidate's first letter alone.
+const oneToken = (seat: number) => (seat === 0 ? v.message === 'bare' : v.pick === 'initial');
+const learner = (name: string, seat: number) => ({ name, ...(oneToken(seat) ? { maxNewTokens: 1 } : {}), algo: v.algo as SeatSettings['algo'], lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}) });
 const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]
   : v.learn === 'speaker' ? [learner('speaker', 0), { name: 'listener', script: signalCodeListener(o) }]
   : [{ name: 'speaker', script: signalCodeSpeaker(o) }, learner('listener', 1)];

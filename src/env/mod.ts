@@ -80,9 +80,10 @@ export {
   signalRandomListener,
   signalRandomSpeaker,
   signalSuccess,
+  signalListenerAction,
   signalSpeakerAction,
 } from './envs/signal.ts';
-export type { SignalMessage, SignalOptions, SignalPrompt } from './envs/signal.ts';
+export type { SignalMessage, SignalOptions, SignalPick, SignalPrompt } from './envs/signal.ts';
 export {
   bargainBestBuyer,
   bargainBestPrice,

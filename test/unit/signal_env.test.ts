@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { groupEpisodes } from '../../src/env/batch.ts';
 import {
-  parsePick, parseSignal, signalCodeListener, signalCodeSpeaker, signalDemonstrations, signalEnv, signalGame, signalRandomListener, signalRandomSpeaker, signalSpeakerAction,
+  parsePick, parseSignal, signalCodeListener, signalCodeSpeaker, signalDemonstrations, signalEnv, signalGame, signalRandomListener, signalRandomSpeaker, signalListenerAction, signalSpeakerAction,
 } from '../../src/env/envs/signal.ts';
 import { replayTurnBasedDemonstrations } from '../../src/env/demos.ts';
 import { rolloutTurnBased, type Seat } from '../../src/env/multiagent.ts';
@@ -176,6 +176,41 @@ describe('signalling game', () => {
     for (const d of drills) expect(d.actions).toEqual([o.objects[signalGame(d.seed, 4).target], `<answer>${o.objects[signalGame(d.seed, 4).target]}</answer>`]);
     await env.reset(11, 'drill');
     expect((await env.step(name)).observation).toContain(`Message: ${name}.`);
+  });
+
+  it("initial picks: the listener's action is the candidate's first letter alone, one byte token, in its demonstrations, drills and scripts", async () => {
+    const o = { pick: 'initial' as const, message: 'bare' as const, drills: 0.5, symbols: 'aeio', objects: ['ring', 'box', 'star', 'cross'] };
+    const env = signalEnv(o).create();
+    const g = signalGame(11, 4);
+    await env.reset(11);
+    expect((await env.step('e')).observation).toBe(`Signalling game, you are the listener. Candidates: ${g.order.map((x) => o.objects[x]).join(', ')}. Message: e. Pick one by its first letter.`);
+    const right = o.objects[g.target][0];
+    expect((await env.step(right)).info).toMatchObject({ picked: g.target, won: true });
+    await env.reset(11);
+    await env.step('e');
+    // A whole name is not a pick in this format, nor a letter no candidate starts with.
+    expect((await env.step(o.objects[g.target])).info).toMatchObject({ picked: null, won: false });
+    expect([parsePick(' S', o.objects, 'initial'), parsePick('<answer>c</answer>', o.objects, 'initial'), parsePick('x', o.objects, 'initial'), parsePick('rb', o.objects, 'initial')]).toEqual([2, 3, null, null]);
+    expect(parsePick('r', o.objects)).toBeNull(); // the default format wants the name
+    expect([signalListenerAction(o, 'star'), signalListenerAction({}, 'star')]).toEqual(['s', '<answer>star</answer>']);
+    expect(await successRate([signalCodeSpeaker(o), signalCodeListener(o)], o)).toBe(1);
+    expect(Math.abs((await successRate([signalCodeSpeaker(o), signalRandomListener(o)], o)) - 0.25)).toBeLessThan(0.09);
+    expect(signalRandomListener(o).act('', new Rng(1))).toMatch(/^[rbsc]$/);
+    // The demonstrations: the same draws as with tagged names, every pick (drills too) the initial.
+    const tagged = signalDemonstrations(GAMES, new Rng(5), { ...o, pick: 'answer' });
+    const initial = signalDemonstrations(GAMES, new Rng(5), o);
+    expect(initial.map((d) => d.actions)).toEqual(tagged.map((d) => [d.actions[0], o.objects[parsePick(d.actions[1], o.objects)!][0]]));
+    const drills = initial.filter((d) => d.variant === 'drill');
+    expect(drills.length).toBeGreaterThan(0);
+    for (const d of drills) expect(d.actions[1]).toBe(o.objects[parsePick(d.actions[0], o.objects)!][0]);
+    // Replayed, the listener's action is one token in every game.
+    const tok = new ByteTokenizer();
+    const r = await replayTurnBasedDemonstrations(signalEnv(o), initial.slice(0, 8), { tokenizer: tok, maxNewTokens: 24, maxSequenceTokens: 256, format: JOB_FORMAT });
+    const listeners = r.trajectories.filter((t) => t.player === 1);
+    expect(listeners.length).toBe(8) // one per game, its seat demonstrated or not;
+    for (const t of listeners) expect(t.policyMaskT.filter((m) => m > 0)).toHaveLength(1);
+    expect(() => signalEnv({ pick: 'name' as 'initial' })).toThrow(/pick must be 'answer' or 'initial'/);
+    expect(() => signalEnv({ pick: 'initial', objects: ['star', 'square'] })).toThrow(/first letters differ, got star, square/);
   });
 
   it('reading drills: a name as the message in demonstrations only, no code taught, replayed as the variant', async () => {

@@ -24,6 +24,9 @@
  * (trainAgents' per-seat `maxNewTokens: 1`): its whole update then goes to the choice of symbol, and
  * no format can break however fast it moves (a naming drill's message is then the bare name: the
  * warm start's actions are not bound by the seat's limit, and drills are never played in rollouts).
+ * `pick: 'initial'` does the same for the listener: it names its pick by the candidate's first letter
+ * alone (one token; the objects' first letters must differ), so a fast-moving listener cannot break
+ * its format either.
  *
  * Departures from the textbook game: the symbol set may be larger than the objects (`symbols`),
  * so a code is not forced by the alphabet; an unparseable message scores 0 for both whatever the
@@ -52,10 +55,17 @@ export interface SignalOptions {
   readonly speakerDrills?: number;
   /** The speaker's action: 'answer' (default: `<answer>f</answer>`) or 'bare' (the symbol alone: a one-token action for a byte-level model). */
   readonly message?: SignalMessage;
+  /**
+   * The listener's action: 'answer' (default: `<answer>NAME</answer>`) or 'initial' (the candidate's
+   * first letter alone — one token for a byte-level model; the objects' first letters must differ).
+   */
+  readonly pick?: SignalPick;
 }
 
 /** How the speaker writes its message: in answer tags, or the symbol alone. */
 export type SignalMessage = 'answer' | 'bare';
+/** How the listener names its pick: the name in answer tags, or the name's first letter alone. */
+export type SignalPick = 'answer' | 'initial';
 
 /** 'full': instructions (and the listener's candidate list); 'short': the target, or the message, alone. */
 export type SignalPrompt = 'full' | 'short';
@@ -67,6 +77,7 @@ type Full = {
   readonly drills: number;
   readonly speakerDrills: number;
   readonly message: SignalMessage;
+  readonly pick: SignalPick;
 };
 const isPrompt = (x: unknown): x is SignalPrompt => x === 'full' || x === 'short';
 const GAME_STREAM = 0x516a;
@@ -95,7 +106,12 @@ export function resolveSignalOptions(o: SignalOptions = {}): Full {
   }
   const message = o.message ?? 'answer';
   if (message !== 'answer' && message !== 'bare') throw new RangeError(`signal: message must be 'answer' or 'bare', got ${JSON.stringify(o.message)}`);
-  return { objects, symbols, shuffle: o.shuffle ?? true, prompt, drills: o.drills ?? 0, speakerDrills: o.speakerDrills ?? 0, message };
+  const pick = o.pick ?? 'answer';
+  if (pick !== 'answer' && pick !== 'initial') throw new RangeError(`signal: pick must be 'answer' or 'initial', got ${JSON.stringify(o.pick)}`);
+  if (pick === 'initial' && new Set(objects.map((x) => x[0])).size !== objects.length) {
+    throw new RangeError(`signal: pick 'initial' needs objects whose first letters differ, got ${objects.join(', ')}`);
+  }
+  return { objects, symbols, shuffle: o.shuffle ?? true, prompt, drills: o.drills ?? 0, speakerDrills: o.speakerDrills ?? 0, message, pick };
 }
 
 /** A game's target (index into objects) and the order the listener sees the candidates in (`shuffle` false: objects order; the target is the same). */
@@ -116,9 +132,13 @@ export function parseSignal(action: string, symbols: string): string | null {
   return text.length === 1 && symbols.includes(text) ? text : null;
 }
 
-/** The listener's pick: the object it names (an index into objects); null when it names none of them. */
-export function parsePick(action: string, objects: readonly string[]): number | null {
-  const i = objects.indexOf((extractAnswer(action) ?? action).trim().toLowerCase());
+/**
+ * The listener's pick: the object it names (an index into objects); null when it names none of them.
+ * `pick` 'initial': the object whose first letter the action is (one letter, tags allowed).
+ */
+export function parsePick(action: string, objects: readonly string[], pick: SignalPick = 'answer'): number | null {
+  const text = (extractAnswer(action) ?? action).trim().toLowerCase();
+  const i = pick === 'initial' ? (text.length === 1 ? objects.findIndex((x) => x[0] === text) : -1) : objects.indexOf(text);
   return i < 0 ? null : i;
 }
 
@@ -131,7 +151,7 @@ function speakerText(o: Full, target: number, drill: boolean): string {
 const listenerText = (o: Full, order: readonly number[], message: string | null) =>
   o.prompt.listener === 'short' ? `Listener. Message: ${message ?? '(nothing)'}.` :
   `Signalling game, you are the listener. Candidates: ${order.map((x) => o.objects[x]).join(', ')}. ` +
-  `Message: ${message ?? '(nothing)'}. Pick one: <answer>NAME</answer>.`;
+  `Message: ${message ?? '(nothing)'}. ${o.pick === 'initial' ? 'Pick one by its first letter.' : 'Pick one: <answer>NAME</answer>.'}`;
 
 class SignalEnvironment implements TurnBasedEnvironment {
   readonly name = 'signal';
@@ -163,7 +183,7 @@ class SignalEnvironment implements TurnBasedEnvironment {
       this.#message = this.#drill ? (this.#o.objects[parsePick(action, this.#o.objects) ?? -1] ?? null) : parseSignal(action, this.#o.symbols);
       return { player: 1, observation: listenerText(this.#o, this.#game.order, this.#message), rewardsP: [0, 0], done: false, info: { message: this.#message } };
     }
-    const picked = parsePick(action, this.#o.objects);
+    const picked = parsePick(action, this.#o.objects, this.#o.pick);
     const won = picked === this.#game.target && this.#message !== null;
     const r = won ? 1 : 0;
     const outcome = picked === null ? 'The listener made no valid pick.' : `The listener picked the ${this.#o.objects[picked]}: ${won ? 'right' : 'wrong'}.`;
@@ -179,26 +199,32 @@ class SignalEnvironment implements TurnBasedEnvironment {
  */
 export function signalDemonstrations(n: number, rng: Rng, options: SignalOptions = {}): Demonstration[] {
   const o = resolveSignalOptions(options);
-  const say = sayer(o);
+  const say = sayer(o), name = picker(o);
   return Array.from({ length: n }, (_, i) => {
     const seed = rng.nextU32();
     if (o.speakerDrills > 0 && i % 2 === 0 && rng.nextFloat() < o.speakerDrills) {
-      const name = o.objects[signalGame(seed, o.objects.length, o.shuffle).target];
-      return { seed, actions: [say(name), formatAnswer(name)], variant: 'drill' };
+      const target = o.objects[signalGame(seed, o.objects.length, o.shuffle).target];
+      return { seed, actions: [say(target), name(target)], variant: 'drill' };
     }
     if (o.drills > 0 && i % 2 === 1 && rng.nextFloat() < o.drills) {
-      const name = o.objects[rng.nextInt(o.objects.length)];
-      return { seed, actions: [formatAnswer(name), formatAnswer(name)], player: 1, variant: 'drill' };
+      const read = o.objects[rng.nextInt(o.objects.length)];
+      return { seed, actions: [formatAnswer(read), name(read)], player: 1, variant: 'drill' };
     }
     const symbol = o.symbols[rng.nextInt(o.symbols.length)];
     const pick = o.objects[rng.nextInt(o.objects.length)];
     const player = i % 2;
-    return { seed, actions: [say(symbol), formatAnswer(pick)], ...(player === 0 ? {} : { player }) };
+    return { seed, actions: [say(symbol), name(pick)], ...(player === 0 ? {} : { player }) };
   });
 }
 
 /** The speaker's action sending `text` (a symbol, or a naming drill's name), in the message format `o` asks for. */
 const sayer = (o: Full) => (text: string) => (o.message === 'bare' ? text : formatAnswer(text));
+
+/** The listener's action picking the object `object`, in the pick format `o` asks for. */
+const picker = (o: Full) => (object: string) => (o.pick === 'initial' ? object[0] : formatAnswer(object));
+
+/** The listener's action picking `object` under `options`' pick format ('answer': the name in answer tags; 'initial': its first letter). */
+export const signalListenerAction = (options: SignalOptions, object: string): string => picker(resolveSignalOptions(options))(object);
 
 /** The speaker's action sending `text` under `options`' message format ('answer': in answer tags; 'bare': as it is). */
 export const signalSpeakerAction = (options: SignalOptions, text: string): string => sayer(resolveSignalOptions(options))(text);
@@ -239,7 +265,8 @@ export function signalRandomSpeaker(options: SignalOptions = {}, id = 'signal-ra
 /** A listener without a code: a uniformly random candidate. */
 export function signalRandomListener(options: SignalOptions = {}, id = 'signal-random-listener'): ScriptedPolicy {
   const o = resolveSignalOptions(options);
-  return { kind: 'scripted', id, act: (_obs, rng) => formatAnswer(o.objects[rng.nextInt(o.objects.length)]) };
+  const name = picker(o);
+  return { kind: 'scripted', id, act: (_obs, rng) => name(o.objects[rng.nextInt(o.objects.length)]) };
 }
 
 /** A speaker that sends `code[target]` (default: object i → the i-th symbol). */
@@ -254,12 +281,13 @@ export function signalCodeSpeaker(options: SignalOptions = {}, code?: string, id
 export function signalCodeListener(options: SignalOptions = {}, code?: string, id = 'signal-code-listener'): ScriptedPolicy {
   const o = resolveSignalOptions(options);
   const c = code ?? o.symbols.slice(0, o.objects.length);
+  const name = picker(o);
   return {
     kind: 'scripted',
     id,
     act: (obs) => {
       const m = heard(obs);
-      return formatAnswer(o.objects[Math.max(0, m === null ? 0 : c.indexOf(m))]);
+      return name(o.objects[Math.max(0, m === null ? 0 : c.indexOf(m))]);
     },
   };
 }
