@@ -128,6 +128,14 @@ export interface TurnBasedEnvSpec {
    * success is, e.g. `(t) => t.reward >= 1` or from its turns' `info`.
    */
   readonly success?: (t: Trajectory) => boolean;
+  /**
+   * What a seat should have done in a game it played, once the game is over and has revealed what
+   * was hidden from it (e.g. the signalling game's target, told to the listener after its pick): a
+   * demonstration of the whole game (every seat's actions; `player` the seat taught), or null where
+   * the game reveals nothing to learn from. A seat with trainAgents' `hindsight` learns from these,
+   * supervised, instead of from its reward.
+   */
+  readonly hindsight?: (t: Trajectory) => Demonstration | null;
 }
 
 /** One sampling request: the whole context so far and how to sample the continuation. */

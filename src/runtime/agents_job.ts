@@ -22,11 +22,14 @@
  * Everything is seeded (the step's games, each seat's sampler streams, each adapter's init, the
  * pool's draws): the same settings on the same adapter give the same bytes.
  */
-import { type AlgoStepContext, JOB_ALGORITHMS, type RlAlgo } from './job_algorithms.ts';
+import { type AlgoStep, type AlgoStepContext, JOB_ALGORITHMS, type RlAlgo } from './job_algorithms.ts';
+import { crossEntropyLoss } from '../algorithms/loss_spec.ts';
+import { sftDatums } from '../algorithms/sft.ts';
+import { replayTurnBasedDemonstrations, type ReplayAgentOptions } from '../env/demos.ts';
 import { Agent } from '../env/agent.ts';
 import { groupEpisodes } from '../env/batch.ts';
 import { rolloutTurnBased, type ScriptedPolicy, type Seat, type TurnBasedBatch } from '../env/multiagent.ts';
-import type { TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
+import type { Demonstration, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
 import { isSuccess } from './evaluate.ts';
 import { ConfigError } from '../errors.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
@@ -39,7 +42,7 @@ import type { HostParams, SamplingClient, ServiceClient, TrainingClient } from '
 import { JOB_FORMAT, type JobEnv } from './job_envs.ts';
 import { runTraining, stepSeed } from './rl_job.ts';
 import { int, jobOptions, pos, TRAIN_DEFAULTS } from './train.ts';
-import { trainStep } from './train_step.ts';
+import { fitting, packForTraining, type PackSettings, trainStep } from './train_step.ts';
 import { LR_SCHEDULES, type LrSchedule, scheduledLr } from './sft_job.ts';
 import { oneOf } from './job_config.ts';
 import { checkPoolSettings, OpponentPool, playPoolGames, poolGroups, type PoolSettings } from './agents_pool.ts';
@@ -78,6 +81,14 @@ export interface SeatSettings {
    * tokens whose log-probabilities the update also moves: the whole step goes to the choice.
    */
   readonly maxNewTokens?: number;
+  /**
+   * Learn from hindsight instead of the reward: after each step's games the environment's
+   * `hindsight` says what this seat should have done in each (the signalling game's listener is told
+   * the target once it has picked), and the seat trains on those games supervised — cross-entropy on
+   * its own tokens, at its `lr` and `schedule` — so every game teaches it, won or lost. Needs an
+   * environment with `hindsight`; not with `algo`, `klBeta` or `entropyCoef`. Default false.
+   */
+  readonly hindsight?: boolean;
   /**
    * A seat that does not learn: a scripted policy plays it in training and evaluation (e.g. a fixed
    * partner that knows a code, or a fixed opponent), so the other seats learn against it.
@@ -173,7 +184,7 @@ export interface AgentsResult {
 const GAME_STREAM = 0x5ea7;
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'script'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'script'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -198,8 +209,14 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function') {
         throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
       }
-      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens'] as const).find((x) => seat[x] !== undefined);
+      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight'] as const).find((x) => seat[x] !== undefined);
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn or sample`);
+    }
+    if (seat.hindsight !== undefined) {
+      if (typeof seat.hindsight !== 'boolean') throw new ConfigError(`seats[${k}].hindsight`, `expected true or false, got ${String(seat.hindsight)}`);
+      if (seat.hindsight && typeof s.env.hindsight !== 'function') throw new ConfigError(`seats[${k}].hindsight`, `${s.env.name} says nothing in hindsight (its spec has no hindsight())`);
+      const rl = seat.hindsight ? (['algo', 'klBeta', 'entropyCoef'] as const).find((x) => seat[x] !== undefined) : undefined;
+      if (rl) throw new ConfigError(`seats[${k}].${rl}`, `seat ${k} (${seat.name}) learns from hindsight, supervised: it has no RL algorithm`);
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.schedule !== undefined) oneOf(`seats[${k}].schedule`, seat.schedule, LR_SCHEDULES);
@@ -217,7 +234,7 @@ export function checkAgentsSettings(s: AgentsSettings): void {
   }
   const gs = s.groupSize ?? 8;
   (s.seats as readonly SeatSettings[]).forEach((seat, k) => {
-    if (seat.script) return;
+    if (seat.script || seat.hindsight) return;
     const need = JOB_ALGORITHMS[seat.algo ?? 'grpo'].minGroupSize;
     if (gs < need) throw new ConfigError('groupSize', `seat ${k} (${seat.name}) learns with ${seat.algo ?? 'grpo'}, which compares at least ${need} attempts per game`);
   });
@@ -230,6 +247,20 @@ export function checkAgentsSettings(s: AgentsSettings): void {
     if (k >= 0) throw new ConfigError('pool', `seat ${k} (${s.seats[k].name}) is scripted: a pool keeps earlier versions of learners, so every seat must learn`);
   }
   if (s.seats.every((x) => x.script !== undefined)) throw new ConfigError('seats', 'every seat is scripted: at least one must learn');
+}
+
+/**
+ * A hindsight seat's step: the environment's account of what seat `k` should have done in each of
+ * its games, replayed through the protocol (the tokens it would have sampled), as SFT batches. The
+ * replay is bound by the context alone, not the seats' tokens per action: a demonstration's text
+ * (an action as the game recorded it) may take more tokens than were sampled for it.
+ */
+async function hindsightStep(spec: TurnBasedEnvSpec, k: number, groups: readonly TrajectoryGroup[], replay: ReplayAgentOptions, pack: PackSettings, seed: number): Promise<AlgoStep> {
+  const demos = groups.flatMap((g) => g.trajectories).map((t) => spec.hindsight!(t)).filter((d): d is Demonstration => d !== null);
+  const trajs = demos.length === 0 ? [] : (await replayTurnBasedDemonstrations(spec, demos, replay)).trajectories.filter((t) => t.player === k);
+  const datums = fitting(sftDatums(trajs), pack.maxSeqLen);
+  const loss = crossEntropyLoss();
+  return { batches: datums.length === 0 ? [] : [...packForTraining(datums, pack, seed, 'token_mean').batches], loss, datums: datums.length };
 }
 
 /** Each seat's mean return over `batch`'s games. */
@@ -380,7 +411,8 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         const rs = groups.flatMap((g) => g.trajectories.map((t) => t.reward));
         reward.push(rs.length === 0 ? 0 : rs.reduce((a, b) => a + b, 0) / rs.length);
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
-        const st = await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, groups, gameSeed + k);
+        const st = seat.hindsight ? await hindsightStep(s.env, k, groups, { tokenizer: tok, maxNewTokens: cfg.maxSeqLen, maxSequenceTokens: cfg.maxSeqLen, format: JOB_FORMAT }, pack, gameSeed + k)
+          : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, groups, gameSeed + k);
         datums.push(st.datums);
         if (st.batches.length === 0) {
           loss.push(0);

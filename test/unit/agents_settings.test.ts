@@ -1,6 +1,7 @@
 // trainAgents' settings (src/runtime/agents_job.ts) are checked before any GPU work: each mistake a
 // ConfigError naming the field.
 import { describe, expect, it } from 'vitest';
+import { bargainEnv } from '../../src/env/envs/bargain.ts';
 import { signalCodeListener, signalEnv, signalRandomSpeaker } from '../../src/env/envs/signal.ts';
 import { type AgentsSettings, checkAgentsSettings, trainAgents } from '../../src/runtime/agents_job.ts';
 import { poolGroups } from '../../src/runtime/agents_pool.ts';
@@ -24,6 +25,9 @@ describe('trainAgents settings', () => {
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', klBeta: 0.05, entropyCoef: 0.01 }, { name: 'listener', algo: 'rloo', klBeta: 0, entropyCoef: 0 }] })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', schedule: 'cosine' }, { name: 'listener', schedule: 'constant' }] })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', maxNewTokens: 1 }, { name: 'listener' }], maxNewTokens: 24 })).not.toThrow();
+    // A hindsight seat learns supervised: no RL algorithm, so no group size binds it either.
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', script: signalRandomSpeaker() }, { name: 'listener', hindsight: true, lr: 0.01, schedule: 'cosine' }], groupSize: 1 })).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', algo: 'rloo' }, { name: 'listener', hindsight: false, klBeta: 0.1 }] })).not.toThrow();
     // A scripted seat (a fixed partner) does not learn, so GRPO's group size does not bind it.
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', algo: 'rloo' }, { name: 'listener', script: signalCodeListener() }], groupSize: 2 })).not.toThrow();
   });
@@ -62,6 +66,13 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, schedule: 'cosine' }] })).toBe('seats[1].schedule');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, maxNewTokens: 1 }] })).toBe('seats[1].maxNewTokens'); // a script does not sample
     expect(fieldOf({ seats: [{ name: 'a', script }, { name: 'b', script }] })).toBe('seats');
+    // Hindsight: a boolean, an environment that gives it, no RL algorithm beside it, not on a script.
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: 'yes' }] })).toBe('seats[1].hindsight');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, klBeta: 0.1 }] })).toBe('seats[1].klBeta');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, algo: 'grpo' }] })).toBe('seats[1].algo');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, hindsight: true }] })).toBe('seats[1].hindsight');
+    const e = configError(() => checkAgentsSettings({ env: bargainEnv(), seats: [{ name: 'seller' }, { name: 'buyer', hindsight: true }] }));
+    expect([e.field, e.message]).toEqual(['seats[1].hindsight', expect.stringMatching(/bargain says nothing in hindsight/)]);
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script }], pool: { every: 2, size: 2 } })).toBe('pool');
   });
 

@@ -213,6 +213,38 @@ describe('signalling game', () => {
     expect(() => signalEnv({ pick: 'initial', objects: ['star', 'square'] })).toThrow(/first letters differ, got star, square/);
   });
 
+  it("hindsight: the listener's game as it should have gone once the target is told — the message it heard, the target's pick; nothing for the speaker", async () => {
+    for (const o of [{ symbols: 'aeio', objects: ['ring', 'box', 'star', 'cross'] }, { symbols: 'aeio', objects: ['ring', 'box', 'star', 'cross'], message: 'bare' as const, pick: 'initial' as const }]) {
+      const spec = signalEnv(o);
+      const listen = (x: string) => signalListenerAction(o, x);
+      // Games as they went: every message, each picked wrong (the next object) or unparseable.
+      const played = [0, 1, 2, 3].map((i) => {
+        const seed = 100 + i;
+        const t = signalGame(seed, 4).target;
+        return { seed, actions: [signalSpeakerAction(o, 'aeio'[i]), i === 3 ? 'nothing' : listen(o.objects[(t + 1) % 4])], player: 1 };
+      });
+      const tok = new ByteTokenizer();
+      const replay = { tokenizer: tok, maxNewTokens: 24, maxSequenceTokens: 256, format: JOB_FORMAT };
+      const r = await replayTurnBasedDemonstrations(spec, played, replay);
+      expect(r.trajectories.filter((t) => t.player === 1).map((t) => t.reward)).toEqual([0, 0, 0, 0]);
+      for (const t of r.trajectories) {
+        const d = spec.hindsight!(t);
+        if (t.player === 0) {
+          expect(d).toBeNull();
+          continue;
+        }
+        const target = signalGame(t.seed, 4).target;
+        expect(d).toEqual({ seed: t.seed, actions: [played[t.episodeId].actions[0], listen(o.objects[target])], player: 1 });
+        // Replayed, the game as it should have gone wins.
+        const again = await replayTurnBasedDemonstrations(spec, [d!], replay);
+        expect(again.trajectories.find((x) => x.player === 1)!.reward).toBe(1);
+      }
+      // A message that did not come through teaches nothing.
+      const lost = await replayTurnBasedDemonstrations(spec, [{ seed: 7, actions: ['zz', listen('box')], player: 1 }], replay);
+      expect(spec.hindsight!(lost.trajectories.find((t) => t.player === 1)!)).toBeNull();
+    }
+  });
+
   it('reading drills: a name as the message in demonstrations only, no code taught, replayed as the variant', async () => {
     const o = { drills: 0.5, symbols: 'fjqv', objects: ['ring', 'box', 'star', 'cross'] };
     // The drill variant carries a candidate's name; a real game hears no name, and no other variant exists.

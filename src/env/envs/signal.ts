@@ -187,6 +187,7 @@ class SignalEnvironment implements TurnBasedEnvironment {
     const won = picked === this.#game.target && this.#message !== null;
     const r = won ? 1 : 0;
     const outcome = picked === null ? 'The listener made no valid pick.' : `The listener picked the ${this.#o.objects[picked]}: ${won ? 'right' : 'wrong'}.`;
+    // The target is revealed in the game's info once it is over (a hindsight learner reads it there).
     return { player: 1, observation: outcome, rewardsP: [r, r], done: true, info: { target: this.#game.target, picked, message: this.#message, won } };
   }
 }
@@ -240,7 +241,19 @@ export function signalEnv(options: SignalOptions = {}): TurnBasedEnvSpec {
     create: () => new SignalEnvironment(o),
     demonstrations: (n, rng) => signalDemonstrations(n, rng, o),
     success: signalSuccess,
+    hindsight: (t) => signalHindsight(t, o),
   };
+}
+
+/**
+ * The listener's game as it should have gone, once the game has told it the target: the message it
+ * heard, then the target's pick (null for the speaker's trajectories — what the listener would have
+ * made of another letter is not revealed — and for games whose message did not come through).
+ */
+function signalHindsight(t: Trajectory, o: Full): Demonstration | null {
+  const info = t.turns.at(-1)?.info;
+  if (t.player !== 1 || !info || typeof info.target !== 'number' || typeof info.message !== 'string') return null;
+  return { seed: t.seed, actions: [sayer(o)(info.message), picker(o)(o.objects[info.target])], player: 1 };
 }
 
 /** The target's name read back from a speaker's observation. */

@@ -260,4 +260,50 @@ export const agentsJobCases: GpuCase[] = [
       }
     },
   },
+  {
+    name: 'trainAgents with a hindsight seat: it trains supervised on every game as the environment says it should have gone; the loss falls; same seed → same bytes',
+    async fn(ctx) {
+      // The replier should always have answered in capitals (its full share); the caller gets no
+      // hindsight. The game's end says what the caller said, for the replay of the game as it should have gone.
+      const relay = relayEnv();
+      const env: TurnBasedEnvSpec = {
+        ...relay,
+        create: () => {
+          const game = relay.create();
+          let [turn, said] = [0, ''];
+          return {
+            name: game.name, numPlayers: game.numPlayers,
+            reset: (seed, variant) => {
+              turn = 0;
+              return game.reset(seed, variant);
+            },
+            step: async (action) => {
+              if (turn++ === 0) said = action;
+              const r = await game.step(action);
+              return r.done ? { ...r, info: { said } } : r;
+            },
+          };
+        },
+        hindsight: (t) => (t.player === 1 ? { seed: t.seed, actions: [String(t.turns.at(-1)!.info.said), 'ABC'], player: 1 } : null),
+      };
+      const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+      try {
+        const go = () => trainAgents({ ...settings(), env, steps: 4, seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2, klBeta: 0.1 }, { name: 'replier', hindsight: true, lr: 3e-2, loraRank: 2 }], service });
+        const r = await go();
+        for (const m of r.steps) {
+          assert.strictEqual(m.datums[1], 6, 'every game of the step (2 groups × 3) teaches the hindsight seat');
+          assert.isAbove(m.loss[1], 0);
+          assert.isAbove(m.datums[0], 0, 'the caller learns from its reward beside it');
+        }
+        const ce = r.steps.map((m) => m.loss[1]);
+        assert.isBelow(ce.at(-1)!, ce[0], `the supervised loss falls over the steps: ${ce.map((x) => x.toFixed(3))}`);
+        const again = await go();
+        for (const k of [0, 1]) {
+          for (const [name, v] of Object.entries(r.adapters[k]!)) assert.deepEqual(Array.from(again.adapters[k]![name]), Array.from(v), `${name} of seat ${k}`);
+        }
+      } finally {
+        await service.close();
+      }
+    },
+  },
 ];
