@@ -90,6 +90,12 @@ export interface SeatSettings {
    */
   readonly hindsight?: boolean;
   /**
+   * A hindsight seat's sampling temperature in the games it plays (default the run's; 0: greedy —
+   * it answers with its best guess, as a decoder should). Hindsight seats alone: an RL seat's update
+   * weighs its tokens by the log-probabilities it sampled them with, at the run's temperature.
+   */
+  readonly temperature?: number;
+  /**
    * A seat that does not learn: a scripted policy plays it in training and evaluation (e.g. a fixed
    * partner that knows a code, or a fixed opponent), so the other seats learn against it.
    */
@@ -184,7 +190,7 @@ export interface AgentsResult {
 const GAME_STREAM = 0x5ea7;
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'script'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature', 'script'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -209,7 +215,7 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function') {
         throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
       }
-      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight'] as const).find((x) => seat[x] !== undefined);
+      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature'] as const).find((x) => seat[x] !== undefined);
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn or sample`);
     }
     if (seat.hindsight !== undefined) {
@@ -217,6 +223,10 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (seat.hindsight && typeof s.env.hindsight !== 'function') throw new ConfigError(`seats[${k}].hindsight`, `${s.env.name} says nothing in hindsight (its spec has no hindsight())`);
       const rl = seat.hindsight ? (['algo', 'klBeta', 'entropyCoef'] as const).find((x) => seat[x] !== undefined) : undefined;
       if (rl) throw new ConfigError(`seats[${k}].${rl}`, `seat ${k} (${seat.name}) learns from hindsight, supervised: it has no RL algorithm`);
+    }
+    if (seat.temperature !== undefined) {
+      if (typeof seat.temperature !== 'number' || !Number.isFinite(seat.temperature) || seat.temperature < 0) throw new ConfigError(`seats[${k}].temperature`, `expected a finite number ≥ 0 (0: greedy), got ${String(seat.temperature)}`);
+      if (!seat.hindsight && !seat.script) throw new ConfigError(`seats[${k}].temperature`, `seat ${k} (${seat.name}) learns from its reward, which weighs its tokens by the log-probabilities sampled at the run's temperature: only a hindsight seat samples at its own`);
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.schedule !== undefined) oneOf(`seats[${k}].schedule`, seat.schedule, LR_SCHEDULES);
@@ -354,7 +364,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
     // Seat k's agent on `sampler` (its own adapter, or a pool copy of it): the seat's tokens per action.
     const agentOn = (k: number, sampler: SamplingClient, id: string) => new Agent({
       sample: sampler.sample, id, tokenizer: tok, maxTurns: env.maxTurns, maxNewTokens: s.seats[k].maxNewTokens ?? env.maxNewTokens,
-      maxSequenceTokens: cfg.maxSeqLen, temperature: job.temperature, format: JOB_FORMAT,
+      maxSequenceTokens: cfg.maxSeqLen, temperature: s.seats[k].temperature ?? job.temperature, format: JOB_FORMAT,
     });
     const agent = (k: number): Seat => s.seats[k].script ?? agentOn(k, samplers[k]!, s.seats[k].name);
     const play = (seats: Seat[], games: number, gameSeed: number) =>

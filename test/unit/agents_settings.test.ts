@@ -26,7 +26,7 @@ describe('trainAgents settings', () => {
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', schedule: 'cosine' }, { name: 'listener', schedule: 'constant' }] })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', maxNewTokens: 1 }, { name: 'listener' }], maxNewTokens: 24 })).not.toThrow();
     // A hindsight seat learns supervised: no RL algorithm, so no group size binds it either.
-    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', script: signalRandomSpeaker() }, { name: 'listener', hindsight: true, lr: 0.01, schedule: 'cosine' }], groupSize: 1 })).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', script: signalRandomSpeaker() }, { name: 'listener', hindsight: true, lr: 0.01, schedule: 'cosine', temperature: 0 }], groupSize: 1 })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', algo: 'rloo' }, { name: 'listener', hindsight: false, klBeta: 0.1 }] })).not.toThrow();
     // A scripted seat (a fixed partner) does not learn, so GRPO's group size does not bind it.
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', algo: 'rloo' }, { name: 'listener', script: signalCodeListener() }], groupSize: 2 })).not.toThrow();
@@ -71,6 +71,11 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, klBeta: 0.1 }] })).toBe('seats[1].klBeta');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, algo: 'grpo' }] })).toBe('seats[1].algo');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, hindsight: true }] })).toBe('seats[1].hindsight');
+    // A seat's own temperature: a hindsight seat's alone (an RL seat's update uses the run's), ≥ 0.
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, temperature: -1 }] })).toBe('seats[1].temperature');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, temperature: '0' }] })).toBe('seats[1].temperature');
+    expect(fieldOf({ seats: [{ name: 'a', temperature: 0.5 }, { name: 'b' }] })).toBe('seats[0].temperature');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, temperature: 0 }] })).toBe('seats[1].temperature');
     const e = configError(() => checkAgentsSettings({ env: bargainEnv(), seats: [{ name: 'seller' }, { name: 'buyer', hindsight: true }] }));
     expect([e.field, e.message]).toEqual(['seats[1].hindsight', expect.stringMatching(/bargain says nothing in hindsight/)]);
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script }], pool: { every: 2, size: 2 } })).toBe('pool');

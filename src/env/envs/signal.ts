@@ -28,6 +28,11 @@
  * alone (one token; the objects' first letters must differ), so a fast-moving listener cannot break
  * its format either.
  *
+ * `hindsight` (the spec's): once a game is over it reveals the target, so the listener can learn
+ * what it should have picked for the message it heard, from every game, won or lost (trainAgents'
+ * seat `hindsight`); the speaker gets no such account — what the listener would have made of
+ * another letter is not revealed — and learns from the reward alone.
+ *
  * Departures from the textbook game: the symbol set may be larger than the objects (`symbols`),
  * so a code is not forced by the alphabet; an unparseable message scores 0 for both whatever the
  * listener picks (it sees "(nothing)"), and so does an unparseable pick. Scripted seats for

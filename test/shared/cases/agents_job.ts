@@ -301,6 +301,17 @@ export const agentsJobCases: GpuCase[] = [
         for (const k of [0, 1]) {
           for (const [name, v] of Object.entries(r.adapters[k]!)) assert.deepEqual(Array.from(again.adapters[k]![name]), Array.from(v), `${name} of seat ${k}`);
         }
+        // Its own temperature: greedy (0), the replier answers a step's games — all the same prompt
+        // after a scripted caller — with one reply, so its mean reward is that reply's share; at the
+        // run's temperature its replies differ.
+        const hello: ScriptedPolicy = { kind: 'scripted', id: 'hello', act: () => 'hello' };
+        const upper = (a: string) => (a.length === 0 ? 0 : [...a].filter((ch) => ch.charCodeAt(0) < 97).length / a.length);
+        const byTemperature = async (temperature?: number) => {
+          const x = await trainAgents({ ...settings(), env, steps: 3, seats: [{ name: 'caller', script: hello }, { name: 'replier', hindsight: true, lr: 3e-2, loraRank: 2, ...(temperature === undefined ? {} : { temperature }) }], service });
+          return x.steps.map((m) => [m.reward[1], upper(m.transcript[1][0])]);
+        };
+        for (const [mean, first] of await byTemperature(0)) assert.closeTo(mean, first, 1e-9);
+        assert.isTrue((await byTemperature()).some(([mean, first]) => Math.abs(mean - first) > 1e-9), 'sampled replies differ within a step');
       } finally {
         await service.close();
       }
