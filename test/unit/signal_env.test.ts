@@ -122,6 +122,21 @@ describe('signalling game', () => {
     expect(Math.abs((await successRate([signalCodeSpeaker(o), signalRandomListener(o)], o)) - 0.25)).toBeLessThan(0.09);
   });
 
+  it('minimal prompts: the target, a drill\'s name, or the message as the last word; the scripted seats read them', async () => {
+    const o = { prompt: 'minimal' as const, symbols: 'aeio', objects: ['ring', 'box', 'star', 'cross'], message: 'bare' as const, speakerDrills: 0.5 };
+    const env = signalEnv(o).create();
+    const name = o.objects[signalGame(11, 4).target];
+    expect((await env.reset(11)).observation).toBe(`Target: ${name}`);
+    expect((await env.step('e')).observation).toBe('Heard: e');
+    expect((await env.reset(11, 'drill')).observation).toBe(`Name: ${name}`);
+    expect((await env.step(name)).observation).toBe(`Heard: ${name}`);
+    await env.reset(11);
+    expect((await env.step('x')).observation).toBe('Heard: (nothing)');
+    expect(signalCodeSpeaker(o).act(`Target: ${name}`, new Rng(1))).toBe('aeio'[o.objects.indexOf(name)]);
+    expect(await successRate([signalCodeSpeaker(o), signalCodeListener(o)], o)).toBe(1);
+    expect(Math.abs((await successRate([signalCodeSpeaker(o), signalRandomListener(o)], o)) - 0.25)).toBeLessThan(0.09);
+  });
+
   it('prompts chosen per seat: a full speaker prompt beside a short listener one', async () => {
     const o = { prompt: { speaker: 'full', listener: 'short' } as const };
     const env = signalEnv(o).create();
@@ -138,7 +153,7 @@ describe('signalling game', () => {
     })()).observation).toMatch(/^Signalling game, you are the listener\. Candidates: /);
     expect(await successRate([signalCodeSpeaker(o), signalCodeListener(o)], o)).toBe(1);
     for (const prompt of [{ speaker: 'long' }, { listener: 3 }, 'tiny']) {
-      expect(() => signalEnv({ prompt: prompt as 'full' })).toThrow(/prompt must be 'full' or 'short', or \{ speaker, listener \}/);
+      expect(() => signalEnv({ prompt: prompt as 'full' })).toThrow(/prompt must be 'full', 'short' or 'minimal', or \{ speaker, listener \}/);
     }
   });
 

@@ -52,7 +52,7 @@ export interface SignalOptions {
   readonly symbols?: string;
   /** Show the listener the candidates in a seeded order per game (default true) or always in `objects` order. */
   readonly shuffle?: boolean;
-  /** 'full' (default): instructions and the candidate list; 'short': the target, or the message, alone; or one per seat ({ speaker, listener }, each 'full' unless given). */
+  /** 'full' (default): instructions and the candidate list; 'short': the target, or the message, alone; 'minimal': it as the prompt's last word; or one per seat ({ speaker, listener }, each 'full' unless given). */
   readonly prompt?: SignalPrompt | { readonly speaker?: SignalPrompt; readonly listener?: SignalPrompt };
   /** The share of the listener's demonstrations that are reading drills, in [0, 1] (default 0; 1: the listener never sees a symbol in its demonstrations). */
   readonly drills?: number;
@@ -72,8 +72,12 @@ export type SignalMessage = 'answer' | 'bare';
 /** How the listener names its pick: the name in answer tags, or the name's first letter alone. */
 export type SignalPick = 'answer' | 'initial';
 
-/** 'full': instructions (and the listener's candidate list); 'short': the target, or the message, alone. */
-export type SignalPrompt = 'full' | 'short';
+/**
+ * 'full': instructions (and the listener's candidate list); 'short': the target, or the message, in
+ * one sentence; 'minimal': the target ("Target: ring"; a naming drill "Name: ring"), or the message
+ * ("Heard: a"), as the prompt's last word — so the state the answer is read from differs most between games.
+ */
+export type SignalPrompt = 'full' | 'short' | 'minimal';
 type Full = {
   readonly objects: readonly string[];
   readonly symbols: string;
@@ -84,7 +88,7 @@ type Full = {
   readonly message: SignalMessage;
   readonly pick: SignalPick;
 };
-const isPrompt = (x: unknown): x is SignalPrompt => x === 'full' || x === 'short';
+const isPrompt = (x: unknown): x is SignalPrompt => x === 'full' || x === 'short' || x === 'minimal';
 const GAME_STREAM = 0x516a;
 
 /** Every option filled in and checked (RangeError naming the option). */
@@ -103,7 +107,7 @@ export function resolveSignalOptions(o: SignalOptions = {}): Full {
   const p = o.prompt ?? 'full';
   const prompt = typeof p === 'object' && p !== null ? { speaker: p.speaker ?? 'full', listener: p.listener ?? 'full' } : { speaker: p, listener: p };
   if (!isPrompt(prompt.speaker) || !isPrompt(prompt.listener)) {
-    throw new RangeError(`signal: prompt must be 'full' or 'short', or { speaker, listener } of those, got ${JSON.stringify(o.prompt)}`);
+    throw new RangeError(`signal: prompt must be 'full', 'short' or 'minimal', or { speaker, listener } of those, got ${JSON.stringify(o.prompt)}`);
   }
   for (const k of ['drills', 'speakerDrills'] as const) {
     const x = o[k];
@@ -149,11 +153,13 @@ export function parsePick(action: string, objects: readonly string[], pick: Sign
 
 function speakerText(o: Full, target: number, drill: boolean): string {
   const t = o.objects[target];
+  if (o.prompt.speaker === 'minimal') return `${drill ? 'Name' : 'Target'}: ${t}`;
   if (o.prompt.speaker === 'short') return `Speaker${drill ? ', drill' : ''}. The listener must pick the ${t}.`;
   return drill ? `Signalling game drill, you are the speaker. The listener must pick the ${t}. Send its name: <answer>NAME</answer>.` :
     `Signalling game, you are the speaker. The listener must pick the ${t}. Send one letter of ${o.symbols}${o.message === 'bare' ? '.' : ': <answer>LETTER</answer>.'}`;
 }
 const listenerText = (o: Full, order: readonly number[], message: string | null) =>
+  o.prompt.listener === 'minimal' ? `Heard: ${message ?? '(nothing)'}` :
   o.prompt.listener === 'short' ? `Listener. Message: ${message ?? '(nothing)'}.` :
   `Signalling game, you are the listener. Candidates: ${order.map((x) => o.objects[x]).join(', ')}. ` +
   `Message: ${message ?? '(nothing)'}. ${o.pick === 'initial' ? 'Pick one by its first letter.' : 'Pick one: <answer>NAME</answer>.'}`;
@@ -263,13 +269,13 @@ function signalHindsight(t: Trajectory, o: Full): Demonstration | null {
 
 /** The target's name read back from a speaker's observation. */
 function targetOf(observation: string, o: Full): number {
-  const m = /must pick the ([a-z]+)\./.exec(observation);
+  const m = /must pick the ([a-z]+)\./.exec(observation) ?? /^(?:Target|Name): ([a-z]+)$/.exec(observation.trim());
   return m === null ? -1 : o.objects.indexOf(m[1]);
 }
 
 /** The message read back from a listener's observation (null: none came through). */
 function heard(observation: string): string | null {
-  const m = /Message: ([a-z])\./.exec(observation);
+  const m = /Message: ([a-z])\./.exec(observation) ?? /^Heard: ([a-z])$/.exec(observation.trim());
   return m === null ? null : m[1];
 }
 
