@@ -24,6 +24,7 @@
  */
 import { type AlgoStep, type AlgoStepContext, JOB_ALGORITHMS, type RlAlgo } from './job_algorithms.ts';
 import { crossEntropyLoss } from '../algorithms/loss_spec.ts';
+import { informationBonus } from '../algorithms/information_bonus.ts';
 import { sftDatums } from '../algorithms/sft.ts';
 import { replayTurnBasedDemonstrations, type ReplayAgentOptions } from '../env/demos.ts';
 import { Agent } from '../env/agent.ts';
@@ -69,6 +70,14 @@ export interface SeatSettings {
    * bonus, tied games train too (for the bonus alone).
    */
   readonly entropyCoef?: number;
+  /**
+   * Information bonus (default 0: none): each of this seat's trajectories is paid, on top of its
+   * reward, coef · (log π(action | what it saw) − log of the action's share of the step's actions) —
+   * a positive-signalling bias (src/algorithms/information_bonus.ts): saying different things in
+   * different situations pays, whatever the mapping, and one message for everything earns nothing.
+   * For a seat learning from its reward (not hindsight); the step's metrics report the game's reward alone.
+   */
+  readonly informationBonus?: number;
   /**
    * The learning rate over the run's steps: 'constant' (`lr` throughout, the default) or 'cosine'
    * (a linear warm-up over the first 5% of the steps, then a cosine decay to a tenth of `lr`, as the
@@ -190,7 +199,7 @@ export interface AgentsResult {
 const GAME_STREAM = 0x5ea7;
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature', 'script'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature', 'informationBonus', 'script'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -215,18 +224,21 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function') {
         throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
       }
-      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature'] as const).find((x) => seat[x] !== undefined);
+      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature', 'informationBonus'] as const).find((x) => seat[x] !== undefined);
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn or sample`);
     }
     if (seat.hindsight !== undefined) {
       if (typeof seat.hindsight !== 'boolean') throw new ConfigError(`seats[${k}].hindsight`, `expected true or false, got ${String(seat.hindsight)}`);
       if (seat.hindsight && typeof s.env.hindsight !== 'function') throw new ConfigError(`seats[${k}].hindsight`, `${s.env.name} says nothing in hindsight (its spec has no hindsight())`);
-      const rl = seat.hindsight ? (['algo', 'klBeta', 'entropyCoef'] as const).find((x) => seat[x] !== undefined) : undefined;
+      const rl = seat.hindsight ? (['algo', 'klBeta', 'entropyCoef', 'informationBonus'] as const).find((x) => seat[x] !== undefined) : undefined;
       if (rl) throw new ConfigError(`seats[${k}].${rl}`, `seat ${k} (${seat.name}) learns from hindsight, supervised: it has no RL algorithm`);
     }
     if (seat.temperature !== undefined) {
       if (typeof seat.temperature !== 'number' || !Number.isFinite(seat.temperature) || seat.temperature < 0) throw new ConfigError(`seats[${k}].temperature`, `expected a finite number ≥ 0 (0: greedy), got ${String(seat.temperature)}`);
       if (!seat.hindsight && !seat.script) throw new ConfigError(`seats[${k}].temperature`, `seat ${k} (${seat.name}) learns from its reward, which weighs its tokens by the log-probabilities sampled at the run's temperature: only a hindsight seat samples at its own`);
+    }
+    if (seat.informationBonus !== undefined && !(typeof seat.informationBonus === 'number' && Number.isFinite(seat.informationBonus) && seat.informationBonus >= 0)) {
+      throw new ConfigError(`seats[${k}].informationBonus`, `expected a finite number ≥ 0, got ${String(seat.informationBonus)}`);
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.schedule !== undefined) oneOf(`seats[${k}].schedule`, seat.schedule, LR_SCHEDULES);
@@ -422,7 +434,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         reward.push(rs.length === 0 ? 0 : rs.reduce((a, b) => a + b, 0) / rs.length);
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
         const st = seat.hindsight ? await hindsightStep(s.env, k, groups, { tokenizer: tok, maxNewTokens: cfg.maxSeqLen, maxSequenceTokens: cfg.maxSeqLen, format: JOB_FORMAT }, pack, gameSeed + k)
-          : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, groups, gameSeed + k);
+          : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, seat.informationBonus ? informationBonus(groups, seat.informationBonus) : groups, gameSeed + k);
         datums.push(st.datums);
         if (st.batches.length === 0) {
           loss.push(0);

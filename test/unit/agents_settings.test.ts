@@ -71,6 +71,12 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, klBeta: 0.1 }] })).toBe('seats[1].klBeta');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, algo: 'grpo' }] })).toBe('seats[1].algo');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, hindsight: true }] })).toBe('seats[1].hindsight');
+    // An information bonus: a finite number ≥ 0, for a seat that learns from its reward.
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', informationBonus: 0.3 }, { name: 'b', algo: 'rloo', informationBonus: 0 }] })).not.toThrow();
+    expect(fieldOf({ seats: [{ name: 'a', informationBonus: -0.1 }, { name: 'b' }] })).toBe('seats[0].informationBonus');
+    expect(fieldOf({ seats: [{ name: 'a', informationBonus: Number.POSITIVE_INFINITY }, { name: 'b' }] })).toBe('seats[0].informationBonus');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, informationBonus: 0.3 }] })).toBe('seats[1].informationBonus');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, informationBonus: 0.3 }] })).toBe('seats[1].informationBonus');
     // A seat's own temperature: a hindsight seat's alone (an RL seat's update uses the run's), ≥ 0.
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, temperature: -1 }] })).toBe('seats[1].temperature');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, temperature: '0' }] })).toBe('seats[1].temperature');

@@ -182,7 +182,7 @@ export const agentsJobCases: GpuCase[] = [
     },
   },
   {
-    name: 'trainAgents: with klBeta a seat trains on tied games too (the penalty alone, and an entropy bonus); without, tied games are left out',
+    name: 'trainAgents: with klBeta a seat trains on tied games too (the penalty alone, an entropy bonus, an information bonus); without, tied games are left out',
     async fn(ctx) {
       // Every attempt scores 0: every group ties.
       const flat: TurnBasedEnvSpec = {
@@ -222,6 +222,16 @@ export const agentsJobCases: GpuCase[] = [
           assert.isAbove(e.steps[0].loss[k], -0.05 * Math.log(e.cfg.vocabSize) - 1e-6, `seat ${k}`);
           const moved = Object.entries(e.adapters[k]!).some(([name, v]) => v.some((x, i) => x !== r.adapters[k]![name][i]));
           assert.isTrue(moved, `the entropy bonus changed nothing for seat ${k}`);
+        }
+        // An information bonus pays attempts by how specific their action is: tied games train too,
+        // while the metrics keep the game's reward (0 here).
+        const ib = await trainAgents({
+          ...settings(), env: flat, partners: undefined, evalGames: 0, service,
+          seats: [{ name: 'informed', algo: 'grpo', lr: 2e-2, loraRank: 2, informationBonus: 0.5 }, { name: 'skipped', algo: 'grpo', lr: 2e-2, loraRank: 2 }],
+        });
+        for (const m of ib.steps) {
+          assert.deepEqual(m.datums, [6, 0]);
+          assert.deepEqual(m.reward, [0, 0]);
         }
       } finally {
         await service.close();

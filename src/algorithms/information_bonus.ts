@@ -1,0 +1,39 @@
+/**
+ * The information bonus: a positive-signalling bias (Eccles et al. 2019, "Biases for Emergent
+ * Communication in Multi-agent Reinforcement Learning") as a pure function over one seat's groups.
+ * Each trajectory's reward gains coef · (log π(a | s) − log p̂(a)): its actions' sampled
+ * log-probability under the seat's policy (the sum over its policy tokens), less the log of their
+ * share among all the step's trajectories of the seat (the same action texts, in order). Its mean
+ * over a step estimates coef · I(observation; action) — the actions' mutual information with what
+ * the seat saw — so an agent is paid for saying different things in different situations and for
+ * being sure of what it says in each, whichever mapping that is: no code is favoured, and a speaker
+ * that sends one message whatever it sees (pooling) earns nothing. Within a group (one game, so one
+ * observation) it ranks the attempts by how specific their action is to that observation.
+ */
+import { InvalidInputError } from '../env/errors.ts';
+import type { Trajectory, TrajectoryGroup } from '../env/types.ts';
+
+/** Sum of a trajectory's sampled log-probs over its policy tokens: log π(actions | observations). */
+export function actionLogprob(t: Trajectory): number {
+  let s = 0;
+  for (let i = 0; i < t.tokensT.length; i++) if (t.policyMaskT[i] > 0) s += t.logprobsT[i];
+  return s;
+}
+
+/** The groups with each trajectory's reward raised by coef · (log π(a | s) − log p̂(a)); the rest unchanged. */
+export function informationBonus(groups: readonly TrajectoryGroup[], coef: number): TrajectoryGroup[] {
+  if (!Number.isFinite(coef) || coef < 0) throw new InvalidInputError('informationBonus', `coef must be a finite number ≥ 0, got ${coef}`);
+  const key = (t: Trajectory) => JSON.stringify(t.turns.map((x) => x.action));
+  const counts = new Map<string, number>();
+  let n = 0;
+  for (const g of groups) {
+    for (const t of g.trajectories) {
+      counts.set(key(t), (counts.get(key(t)) ?? 0) + 1);
+      n++;
+    }
+  }
+  return groups.map((g) => ({
+    ...g,
+    trajectories: g.trajectories.map((t) => ({ ...t, reward: t.reward + coef * (actionLogprob(t) - Math.log(counts.get(key(t))! / n)) })),
+  }));
+}

@@ -1,0 +1,65 @@
+// The information bonus (src/algorithms/information_bonus.ts): coef · (log π(a | s) − log p̂(a)) on
+// top of each trajectory's reward, p̂ the action's share of the step; against values worked by hand,
+// its batch mean against the plug-in mutual information of what the seat saw and said.
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { actionLogprob, informationBonus } from '../../src/algorithms/information_bonus.ts';
+import type { Trajectory, TrajectoryGroup } from '../../src/env/types.ts';
+import { InvalidInputError } from '../../src/env/errors.ts';
+
+/** A one-action trajectory: prompt token, then the action's tokens with their log-probs. */
+function traj(seed: number, action: string, logprobs: number[], reward: number): Trajectory {
+  return {
+    envName: 'x', agentId: 'a', seed, groupId: 0, episodeId: 0, player: 0, promptLength: 1, reward, endReason: 'done',
+    tokensT: [0, ...logprobs.map(() => 1)], policyMaskT: [0, ...logprobs.map(() => 1)], logprobsT: [0, ...logprobs],
+    turns: [{ kind: 'env', actionStart: 1, actionEnd: 1 + logprobs.length, action, observation: '', reward, info: {} }],
+  };
+}
+
+describe('information bonus', () => {
+  it('adds coef · (log π(a|s) − log share(a)) to each reward and keeps everything else', () => {
+    const groups: TrajectoryGroup[] = [
+      { groupId: 0, seed: 1, trajectories: [traj(1, 'a', [-0.5], 1), traj(1, 'a', [-0.5], 0), traj(1, 'b', [-1.5], 0)] },
+      { groupId: 1, seed: 2, trajectories: [traj(2, 'b', [-0.25, -0.25], 1)] },
+    ];
+    const out = informationBonus(groups, 0.5);
+    // Shares: a 2/4, b 2/4.
+    const want = [1 + 0.5 * (-0.5 - Math.log(0.5)), 0.5 * (-0.5 - Math.log(0.5)), 0.5 * (-1.5 - Math.log(0.5)), 1 + 0.5 * (-0.5 - Math.log(0.5))];
+    expect(out.flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual(want.map((x) => expect.closeTo(x, 12)));
+    expect(out.map((g) => [g.groupId, g.seed, g.trajectories.length])).toEqual([[0, 1, 3], [1, 2, 1]]);
+    expect(out[1].trajectories[0].tokensT).toEqual(groups[1].trajectories[0].tokensT);
+    expect(actionLogprob(groups[1].trajectories[0])).toBeCloseTo(-0.5, 12);
+    // The input is left as it was; coef 0 changes nothing.
+    expect(groups[0].trajectories[0].reward).toBe(1);
+    expect(informationBonus(groups, 0).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual([1, 0, 0, 1]);
+    expect(() => informationBonus(groups, -1)).toThrow(InvalidInputError);
+    expect(() => informationBonus(groups, Number.NaN)).toThrow(/coef must be a finite number/);
+  });
+
+  it('pays a pooling speaker nothing and a separating one log k on average: its mean is the plug-in mutual information', () => {
+    fc.assert(fc.property(fc.array(fc.array(fc.integer({ min: 0, max: 6 }), { minLength: 3, maxLength: 3 }), { minLength: 2, maxLength: 4 }), (counts) => {
+      // A batch with counts[s][m] games of observation s that sent message m, each sampled with the
+      // empirical conditional log n(s,m)/n(s) as its log-prob: the bonus's mean is then the plug-in
+      // mutual information Σ n(s,m)/N · log(n(s,m)·N / (n(s)·n(m))), in [0, log 3].
+      const N = counts.flat().reduce((a, b) => a + b, 0);
+      if (N === 0) return;
+      const ns = counts.map((r) => r.reduce((a, b) => a + b, 0));
+      const nm = [0, 1, 2].map((m) => counts.reduce((a, r) => a + r[m], 0));
+      const groups: TrajectoryGroup[] = counts.map((r, s) => ({
+        groupId: s, seed: s,
+        trajectories: r.flatMap((c, m) => Array.from({ length: c }, () => traj(s, 'xyz'[m], [Math.log(c / ns[s])], 0))),
+      }));
+      const mean = informationBonus(groups, 1).flatMap((g) => g.trajectories).reduce((a, t) => a + t.reward, 0) / N;
+      let mi = 0;
+      counts.forEach((r, s) => r.forEach((c, m) => { if (c > 0) mi += (c / N) * Math.log((c * N) / (ns[s] * nm[m])); }));
+      expect(mean).toBeCloseTo(mi, 9);
+      expect(mean).toBeGreaterThan(-1e-9);
+      expect(mean).toBeLessThan(Math.log(3) + 1e-9);
+    }));
+    // Pooling: every observation sends "x" for sure — nothing. Separating over 4: log 4 each.
+    const pool = [0, 1, 2, 3].map((s) => ({ groupId: s, seed: s, trajectories: [traj(s, 'x', [0], 0)] }));
+    expect(informationBonus(pool, 1).map((g) => g.trajectories[0].reward)).toEqual([0, 0, 0, 0]);
+    const sep = [0, 1, 2, 3].map((s) => ({ groupId: s, seed: s, trajectories: [traj(s, 'wxyz'[s], [0], 0)] }));
+    for (const g of informationBonus(sep, 1)) expect(g.trajectories[0].reward).toBeCloseTo(Math.log(4), 12);
+  });
+});
