@@ -20,20 +20,33 @@ export function actionLogprob(t: Trajectory): number {
   return s;
 }
 
-/** The groups with each trajectory's reward raised by coef · (log π(a | s) − log p̂(a)); the rest unchanged. */
-export function informationBonus(groups: readonly TrajectoryGroup[], coef: number): TrajectoryGroup[] {
+/**
+ * The groups with each trajectory's reward raised by coef · (log π(a | s) − log p̂(a)); the rest
+ * unchanged. `message` (an environment's `TurnBasedEnvSpec.message`) says what a trajectory's actions
+ * told the others — actions are then the same when their messages are, and one whose message did
+ * not come through (null) gets no bonus and is not counted: an unreadable action is not paid for
+ * being specific. Without it, actions are compared by their text.
+ */
+export function informationBonus(groups: readonly TrajectoryGroup[], coef: number, message?: (t: Trajectory) => string | null): TrajectoryGroup[] {
   if (!Number.isFinite(coef) || coef < 0) throw new InvalidInputError('informationBonus', `coef must be a finite number ≥ 0, got ${coef}`);
-  const key = (t: Trajectory) => JSON.stringify(t.turns.map((x) => x.action));
+  const key = message ?? ((t: Trajectory) => JSON.stringify(t.turns.map((x) => x.action)));
+  const keys = new Map<Trajectory, string | null>();
   const counts = new Map<string, number>();
   let n = 0;
   for (const g of groups) {
     for (const t of g.trajectories) {
-      counts.set(key(t), (counts.get(key(t)) ?? 0) + 1);
+      const k = key(t);
+      keys.set(t, k);
+      if (k === null) continue;
+      counts.set(k, (counts.get(k) ?? 0) + 1);
       n++;
     }
   }
   return groups.map((g) => ({
     ...g,
-    trajectories: g.trajectories.map((t) => ({ ...t, reward: t.reward + coef * (actionLogprob(t) - Math.log(counts.get(key(t))! / n)) })),
+    trajectories: g.trajectories.map((t) => {
+      const k = keys.get(t)!;
+      return k === null ? t : { ...t, reward: t.reward + coef * (actionLogprob(t) - Math.log(counts.get(k)! / n)) };
+    }),
   }));
 }

@@ -136,6 +136,12 @@ export interface TurnBasedEnvSpec {
    * supervised, instead of from its reward.
    */
   readonly hindsight?: (t: Trajectory) => Demonstration | null;
+  /**
+   * What a trajectory's actions told the other seats, as they received it (e.g. the signalling
+   * game's parsed symbol), or null when nothing came through: trainAgents' `informationBonus`
+   * compares messages by it rather than by their text.
+   */
+  readonly message?: (t: Trajectory) => string | null;
 }
 
 /** One sampling request: the whole context so far and how to sample the continuation. */

@@ -75,6 +75,8 @@ export interface SeatSettings {
    * reward, coef · (log π(action | what it saw) − log of the action's share of the step's actions) —
    * a positive-signalling bias (src/algorithms/information_bonus.ts): saying different things in
    * different situations pays, whatever the mapping, and one message for everything earns nothing.
+   * Messages are compared as the others received them where the environment says so
+   * (`TurnBasedEnvSpec.message`; one that did not come through is not paid), else by their text.
    * For a seat learning from its reward (not hindsight); the step's metrics report the game's reward alone.
    */
   readonly informationBonus?: number;
@@ -434,7 +436,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         reward.push(rs.length === 0 ? 0 : rs.reduce((a, b) => a + b, 0) / rs.length);
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
         const st = seat.hindsight ? await hindsightStep(s.env, k, groups, { tokenizer: tok, maxNewTokens: cfg.maxSeqLen, maxSequenceTokens: cfg.maxSeqLen, format: JOB_FORMAT }, pack, gameSeed + k)
-          : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, seat.informationBonus ? informationBonus(groups, seat.informationBonus) : groups, gameSeed + k);
+          : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, seat.informationBonus ? informationBonus(groups, seat.informationBonus, s.env.message) : groups, gameSeed + k);
         datums.push(st.datums);
         if (st.batches.length === 0) {
           loss.push(0);

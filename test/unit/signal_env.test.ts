@@ -228,7 +228,7 @@ describe('signalling game', () => {
     expect(() => signalEnv({ pick: 'initial', objects: ['star', 'square'] })).toThrow(/first letters differ, got star, square/);
   });
 
-  it("hindsight: the listener's game as it should have gone once the target is told — the message it heard, the target's pick; nothing for the speaker", async () => {
+  it("hindsight and message: the listener's game as it should have gone once the target is told; the speaker's symbol as received", async () => {
     for (const o of [{ symbols: 'aeio', objects: ['ring', 'box', 'star', 'cross'] }, { symbols: 'aeio', objects: ['ring', 'box', 'star', 'cross'], message: 'bare' as const, pick: 'initial' as const }]) {
       const spec = signalEnv(o);
       const listen = (x: string) => signalListenerAction(o, x);
@@ -257,6 +257,9 @@ describe('signalling game', () => {
       // A message that did not come through teaches nothing.
       const lost = await replayTurnBasedDemonstrations(spec, [{ seed: 7, actions: ['zz', listen('box')], player: 1 }], replay);
       expect(spec.hindsight!(lost.trajectories.find((t) => t.player === 1)!)).toBeNull();
+      // The message as the listener got it: the speaker's symbol (null when unreadable); the listener tells nobody.
+      expect(r.trajectories.map((t) => spec.message!(t))).toEqual(r.trajectories.map((t) => (t.player === 0 ? 'aeio'[t.episodeId] : null)));
+      expect(lost.trajectories.map((t) => spec.message!(t))).toEqual([null, null]);
     }
   });
 

@@ -253,6 +253,8 @@ export function signalEnv(options: SignalOptions = {}): TurnBasedEnvSpec {
     demonstrations: (n, rng) => signalDemonstrations(n, rng, o),
     success: signalSuccess,
     hindsight: (t) => signalHindsight(t, o),
+    // The speaker's message as the listener received it (null: an unreadable one); the listener tells nobody anything.
+    message: (t) => (t.player === 0 && typeof t.turns[0]?.info.message === 'string' ? t.turns[0].info.message : null),
   };
 }
 
