@@ -24,8 +24,10 @@ export function actionLogprob(t: Trajectory): number {
  * The groups with each trajectory's reward raised by coef · (log π(a | s) − log p̂(a)); the rest
  * unchanged. `message` (an environment's `TurnBasedEnvSpec.message`) says what a trajectory's actions
  * told the others — actions are then the same when their messages are, and one whose message did
- * not come through (null) gets no bonus and is not counted: an unreadable action is not paid for
- * being specific. Without it, actions are compared by their text.
+ * not come through (null) gets no bonus: an unreadable action is not paid for being specific. It
+ * still counts in the shares (a message's share is of all the step's actions, as π̄(m) is of all the
+ * policy's outputs), so readable messages are not marked down for the policy's unreadable ones.
+ * Without it, actions are compared by their text.
  */
 export function informationBonus(groups: readonly TrajectoryGroup[], coef: number, message?: (t: Trajectory) => string | null): TrajectoryGroup[] {
   if (!Number.isFinite(coef) || coef < 0) throw new InvalidInputError('informationBonus', `coef must be a finite number ≥ 0, got ${coef}`);
@@ -37,9 +39,8 @@ export function informationBonus(groups: readonly TrajectoryGroup[], coef: numbe
     for (const t of g.trajectories) {
       const k = key(t);
       keys.set(t, k);
-      if (k === null) continue;
-      counts.set(k, (counts.get(k) ?? 0) + 1);
       n++;
+      if (k !== null) counts.set(k, (counts.get(k) ?? 0) + 1);
     }
   }
   return groups.map((g) => ({

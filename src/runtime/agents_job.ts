@@ -76,7 +76,7 @@ export interface SeatSettings {
    * a positive-signalling bias (src/algorithms/information_bonus.ts): saying different things in
    * different situations pays, whatever the mapping, and one message for everything earns nothing.
    * Messages are compared as the others received them where the environment says so
-   * (`TurnBasedEnvSpec.message`; one that did not come through is not paid), else by their text.
+   * (`TurnBasedEnvSpec.message`; one that did not come through is not paid, and counts in the shares), else by their text.
    * For a seat learning from its reward (not hindsight); the step's metrics report the game's reward alone.
    */
   readonly informationBonus?: number;

@@ -32,10 +32,11 @@ describe('information bonus', () => {
     // The input is left as it was; coef 0 changes nothing.
     expect(groups[0].trajectories[0].reward).toBe(1);
     expect(informationBonus(groups, 0).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual([1, 0, 0, 1]);
-    // Compared by what got through: "<x>a" and "a" are one message; an unreadable one is neither paid nor counted.
+    // Compared by what got through: "<x>a" and "a" are one message; an unreadable one is not paid, and
+    // counts in the shares (of all 4 actions).
     const said = (t: Trajectory) => (t.turns[0].action === '??' ? null : t.turns[0].action.replace(/[<>x]/g, ''));
     const msgs = informationBonus([{ groupId: 0, seed: 1, trajectories: [traj(1, '<x>a', [-1], 0), traj(1, 'a', [-1], 0), traj(1, 'b', [-2], 0), traj(1, '??', [-3], 0)] }], 1, said);
-    expect(msgs[0].trajectories.map((t) => t.reward)).toEqual([-1 - Math.log(2 / 3), -1 - Math.log(2 / 3), -2 - Math.log(1 / 3), 0].map((x) => expect.closeTo(x, 12)));
+    expect(msgs[0].trajectories.map((t) => t.reward)).toEqual([-1 - Math.log(2 / 4), -1 - Math.log(2 / 4), -2 - Math.log(1 / 4), 0].map((x) => expect.closeTo(x, 12)));
     expect(() => informationBonus(groups, -1)).toThrow(InvalidInputError);
     expect(() => informationBonus(groups, Number.NaN)).toThrow(/coef must be a finite number/);
   });
