@@ -32,22 +32,15 @@ export function actionLogprob(t: Trajectory): number {
 export function informationBonus(groups: readonly TrajectoryGroup[], coef: number, message?: (t: Trajectory) => string | null): TrajectoryGroup[] {
   if (!Number.isFinite(coef) || coef < 0) throw new InvalidInputError('informationBonus', `coef must be a finite number ≥ 0, got ${coef}`);
   const key = message ?? ((t: Trajectory) => JSON.stringify(t.turns.map((x) => x.action)));
-  const keys = new Map<Trajectory, string | null>();
+  const keysG = groups.map((g) => g.trajectories.map(key));
+  const all = keysG.flat();
   const counts = new Map<string, number>();
-  let n = 0;
-  for (const g of groups) {
-    for (const t of g.trajectories) {
-      const k = key(t);
-      keys.set(t, k);
-      n++;
-      if (k !== null) counts.set(k, (counts.get(k) ?? 0) + 1);
-    }
-  }
-  return groups.map((g) => ({
+  for (const k of all) if (k !== null) counts.set(k, (counts.get(k) ?? 0) + 1);
+  return groups.map((g, i) => ({
     ...g,
-    trajectories: g.trajectories.map((t) => {
-      const k = keys.get(t)!;
-      return k === null ? t : { ...t, reward: t.reward + coef * (actionLogprob(t) - Math.log(counts.get(k)! / n)) };
+    trajectories: g.trajectories.map((t, j) => {
+      const k = keysG[i][j];
+      return k === null ? t : { ...t, reward: t.reward + coef * (actionLogprob(t) - Math.log(counts.get(k)! / all.length)) };
     }),
   }));
 }

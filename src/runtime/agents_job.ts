@@ -22,7 +22,7 @@
  * Everything is seeded (the step's games, each seat's sampler streams, each adapter's init, the
  * pool's draws): the same settings on the same adapter give the same bytes.
  */
-import { type AlgoStep, type AlgoStepContext, JOB_ALGORITHMS, type RlAlgo } from './job_algorithms.ts';
+import { type AlgoStep, type AlgoStepContext, JOB_ALGORITHMS, packedStep, type RlAlgo } from './job_algorithms.ts';
 import { crossEntropyLoss } from '../algorithms/loss_spec.ts';
 import { informationBonus } from '../algorithms/information_bonus.ts';
 import { sftDatums } from '../algorithms/sft.ts';
@@ -43,7 +43,7 @@ import type { HostParams, SamplingClient, ServiceClient, TrainingClient } from '
 import { JOB_FORMAT, type JobEnv } from './job_envs.ts';
 import { runTraining, stepSeed } from './rl_job.ts';
 import { int, jobOptions, pos, TRAIN_DEFAULTS } from './train.ts';
-import { fitting, packForTraining, type PackSettings, trainStep } from './train_step.ts';
+import { type PackSettings, trainStep } from './train_step.ts';
 import { LR_SCHEDULES, type LrSchedule, scheduledLr } from './sft_job.ts';
 import { oneOf } from './job_config.ts';
 import { checkPoolSettings, OpponentPool, playPoolGames, poolGroups, type PoolSettings } from './agents_pool.ts';
@@ -232,25 +232,23 @@ export function checkAgentsSettings(s: AgentsSettings): void {
     if (seat.hindsight !== undefined) {
       if (typeof seat.hindsight !== 'boolean') throw new ConfigError(`seats[${k}].hindsight`, `expected true or false, got ${String(seat.hindsight)}`);
       if (seat.hindsight && typeof s.env.hindsight !== 'function') throw new ConfigError(`seats[${k}].hindsight`, `${s.env.name} says nothing in hindsight (its spec has no hindsight())`);
-      const rl = seat.hindsight ? (['algo', 'klBeta', 'entropyCoef', 'informationBonus'] as const).find((x) => seat[x] !== undefined) : undefined;
-      if (rl) throw new ConfigError(`seats[${k}].${rl}`, `seat ${k} (${seat.name}) learns from hindsight, supervised: it has no RL algorithm`);
+      const rl = (['algo', 'klBeta', 'entropyCoef', 'informationBonus'] as const).find((x) => seat[x] !== undefined);
+      if (seat.hindsight && rl) throw new ConfigError(`seats[${k}].${rl}`, `seat ${k} (${seat.name}) learns from hindsight, supervised: it has no RL algorithm`);
     }
     if (seat.temperature !== undefined) {
       if (typeof seat.temperature !== 'number' || !Number.isFinite(seat.temperature) || seat.temperature < 0) throw new ConfigError(`seats[${k}].temperature`, `expected a finite number ≥ 0 (0: greedy), got ${String(seat.temperature)}`);
       if (!seat.hindsight && !seat.script) throw new ConfigError(`seats[${k}].temperature`, `seat ${k} (${seat.name}) learns from its reward, which weighs its tokens by the log-probabilities sampled at the run's temperature: only a hindsight seat samples at its own`);
     }
-    if (seat.informationBonus !== undefined && !(typeof seat.informationBonus === 'number' && Number.isFinite(seat.informationBonus) && seat.informationBonus >= 0)) {
-      throw new ConfigError(`seats[${k}].informationBonus`, `expected a finite number ≥ 0, got ${String(seat.informationBonus)}`);
-    }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.schedule !== undefined) oneOf(`seats[${k}].schedule`, seat.schedule, LR_SCHEDULES);
     if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);
     if (seat.maxNewTokens !== undefined) int(`seats[${k}].maxNewTokens`, seat.maxNewTokens, 1);
-    for (const [key, what] of [['klBeta', 'a KL penalty'], ['entropyCoef', 'an entropy bonus']] as const) {
+    // Non-negative coefficients; a KL penalty and an entropy bonus are GRPO's (null: any reward-based algorithm).
+    for (const [key, what] of [['klBeta', 'a KL penalty'], ['entropyCoef', 'an entropy bonus'], ['informationBonus', null]] as const) {
       const x = seat[key];
       if (x === undefined) continue;
       if (typeof x !== 'number' || !Number.isFinite(x) || x < 0) throw new ConfigError(`seats[${k}].${key}`, `expected a finite number ≥ 0, got ${x}`);
-      if (x > 0 && (seat.algo ?? 'grpo') !== 'grpo') throw new ConfigError(`seats[${k}].${key}`, `${what} is GRPO's here; seat ${k} (${seat.name}) learns with ${seat.algo}`);
+      if (what && x > 0 && (seat.algo ?? 'grpo') !== 'grpo') throw new ConfigError(`seats[${k}].${key}`, `${what} is GRPO's here; seat ${k} (${seat.name}) learns with ${seat.algo}`);
     }
   });
   for (const [k, min] of [['steps', 0], ['groups', 1], ['groupSize', 1], ['seed', 0], ['evalGames', 0], ['maxNewTokens', 1], ['context', 8], ['maxTurns', 1]] as const) {
@@ -282,9 +280,7 @@ export function checkAgentsSettings(s: AgentsSettings): void {
 async function hindsightStep(spec: TurnBasedEnvSpec, k: number, groups: readonly TrajectoryGroup[], replay: ReplayAgentOptions, pack: PackSettings, seed: number): Promise<AlgoStep> {
   const demos = groups.flatMap((g) => g.trajectories).map((t) => spec.hindsight!(t)).filter((d): d is Demonstration => d !== null);
   const trajs = demos.length === 0 ? [] : (await replayTurnBasedDemonstrations(spec, demos, replay)).trajectories.filter((t) => t.player === k);
-  const datums = fitting(sftDatums(trajs), pack.maxSeqLen);
-  const loss = crossEntropyLoss();
-  return { batches: datums.length === 0 ? [] : [...packForTraining(datums, pack, seed, 'token_mean').batches], loss, datums: datums.length };
+  return packedStep(pack, sftDatums(trajs), crossEntropyLoss(), seed);
 }
 
 /** Each seat's mean return over `batch`'s games. */
@@ -381,6 +377,8 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       maxSequenceTokens: cfg.maxSeqLen, temperature: s.seats[k].temperature ?? job.temperature, format: JOB_FORMAT,
     });
     const agent = (k: number): Seat => s.seats[k].script ?? agentOn(k, samplers[k]!, s.seats[k].name);
+    // A hindsight seat's games as they should have gone, replayed bound by the context alone (hindsightStep).
+    const hindsightReplay: ReplayAgentOptions = { tokenizer: tok, maxNewTokens: cfg.maxSeqLen, maxSequenceTokens: cfg.maxSeqLen, format: JOB_FORMAT };
     const play = (seats: Seat[], games: number, gameSeed: number) =>
       rolloutTurnBased(s.env, seats, groupEpisodes(games, 1, gameSeed), { seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers });
     const evaluateAll = async (): Promise<AgentsEvaluation> => {
@@ -435,7 +433,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         const rs = groups.flatMap((g) => g.trajectories.map((t) => t.reward));
         reward.push(rs.length === 0 ? 0 : rs.reduce((a, b) => a + b, 0) / rs.length);
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
-        const st = seat.hindsight ? await hindsightStep(s.env, k, groups, { tokenizer: tok, maxNewTokens: cfg.maxSeqLen, maxSequenceTokens: cfg.maxSeqLen, format: JOB_FORMAT }, pack, gameSeed + k)
+        const st = seat.hindsight ? await hindsightStep(s.env, k, groups, hindsightReplay, pack, gameSeed + k)
           : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, seat.informationBonus ? informationBonus(groups, seat.informationBonus, s.env.message) : groups, gameSeed + k);
         datums.push(st.datums);
         if (st.batches.length === 0) {

@@ -63,11 +63,11 @@ export interface JobAlgorithm {
   step(c: AlgoStepContext, groups: readonly TrajectoryGroup[], seed: number): Promise<AlgoStep>;
 }
 
-/** Datums and loss → packed batches of the job's micro-batch shape. */
-function packed(c: AlgoStepContext, datums: Datum[], loss: LossSpec, seed: number): AlgoStep {
-  const fit = fitting(datums, c.pack.maxSeqLen);
+/** Datums and loss → packed batches of the job's micro-batch shape (datums too long for it left out). */
+export function packedStep(pack: PackSettings, datums: Datum[], loss: LossSpec, seed: number): AlgoStep {
+  const fit = fitting(datums, pack.maxSeqLen);
   const aggregation = loss.kind === 'dpo' ? 'token_mean' : loss.aggregation;
-  return { batches: fit.length === 0 ? [] : [...packForTraining(fit, c.pack, seed, aggregation).batches], loss, datums: fit.length };
+  return { batches: fit.length === 0 ? [] : [...packForTraining(fit, pack, seed, aggregation).batches], loss, datums: fit.length };
 }
 
 export const JOB_ALGORITHMS = {
@@ -76,26 +76,26 @@ export const JOB_ALGORITHMS = {
     step: async (c, groups, seed) => {
       const [klBeta, entropyCoef] = [c.klBeta ?? 0, c.entropyCoef ?? 0];
       // Tied groups carry no advantage: left out, unless an entropy bonus trains on them.
-      if (klBeta === 0) return packed(c, grpoDatums(groups, { skipUniformGroups: entropyCoef === 0 }), grpoLoss({ klBeta: 0, entropyCoef }), seed);
+      if (klBeta === 0) return packedStep(c.pack, grpoDatums(groups, { skipUniformGroups: entropyCoef === 0 }), grpoLoss({ klBeta: 0, entropyCoef }), seed);
       if (c.reference === null) throw new Error('grpo: klBeta > 0 needs the frozen reference client');
       // Every group trains, tied ones too: their advantages are 0, but the KL term still pulls a
       // policy that drifted (a broken format, where every attempt fails alike) back to its start.
       const trajs = groups.flatMap((g) => g.trajectories);
       const ref = trajs.length === 0 ? null : await forwardTrajectories(c.reference, trajs, c.pack);
       const refOf = new Map(trajs.map((t, i) => [t, ref!.logprobsNT[i]] as const));
-      return packed(c, grpoDatums(groups, { refLogprobs: (t) => refOf.get(t)! }), grpoLoss({ klBeta, entropyCoef }), seed);
+      return packedStep(c.pack, grpoDatums(groups, { refLogprobs: (t) => refOf.get(t)! }), grpoLoss({ klBeta, entropyCoef }), seed);
     },
   },
   rloo: {
     valueHead: false, reference: false, minGroupSize: 2,
-    step: async (c, groups, seed) => packed(c, rlooDatums(groups, { skipUniformGroups: true }), importanceSamplingLoss(), seed),
+    step: async (c, groups, seed) => packedStep(c.pack, rlooDatums(groups, { skipUniformGroups: true }), importanceSamplingLoss(), seed),
   },
   reinforce: {
     valueHead: false, reference: false, minGroupSize: 1,
     step: async (c, groups, seed) => {
       const r = reinforceDatums(groups, c.baseline);
       c.baseline = r.baseline;
-      return packed(c, r.datums, importanceSamplingLoss(), seed);
+      return packedStep(c.pack, r.datums, importanceSamplingLoss(), seed);
     },
   },
   ppo: {
@@ -104,7 +104,7 @@ export const JOB_ALGORITHMS = {
       const trajs = groups.flatMap((g) => g.trajectories);
       const { valuesNT } = await forwardTrajectories(c.policy, trajs, c.pack);
       if (valuesNT === null) throw new Error('ppo: the policy client has no value head');
-      return packed(c, ppoDatums(trajs, valuesNT, { lambda: PPO_LAMBDA }), ppoLoss({ value: valueLossSpec() }), seed);
+      return packedStep(c.pack, ppoDatums(trajs, valuesNT, { lambda: PPO_LAMBDA }), ppoLoss({ value: valueLossSpec() }), seed);
     },
   },
   dpo: {
