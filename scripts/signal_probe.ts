@@ -12,7 +12,9 @@
  * `--hindsight` makes a learning listener learn from the target each game reveals after its pick (trainAgents' seat
  * `hindsight`: supervised on what it should have picked) instead of from the reward; the speaker still learns from the reward alone;
  * `--listener-temperature T` is that listener's sampling temperature (0: greedy, its best guess); `--info-bonus C` gives a learning
- * speaker trainAgents' `informationBonus` (paid for messages that differ between targets, whatever the mapping).
+ * speaker trainAgents' `informationBonus` (paid for messages that differ between targets, whatever the mapping); `--expected-reward`
+ * pays a learning speaker the listener's probability of picking the target on its message (trainAgents' `expectedReward`) rather than
+ * whether the listener's one sample did (with `--learn both`).
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
  * rate's schedule ('constant' or 'cosine'); `--lr`, `--kl` and `--rank` (the seats' LoRA rank) take one value or two (speaker,listener).
  * Prints the per-step success and loss, the held-out success before and after, the output ceilings of the
@@ -36,7 +38,7 @@ import { resolveSignalOptions, signalGame, signalListenerAction, type SignalMess
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
-    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'info-bonus': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' },
+    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'listener-temperature': { type: 'string' },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, rank: { type: 'string', default: '8' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
@@ -88,7 +90,7 @@ const oneToken = (seat: number) => (seat === 0 ? v.message === 'bare' : v.pick =
 // `--hindsight`: the listener learns from the target the game reveals after its pick (supervised) instead of the reward.
 const learner = (name: string, seat: number): SeatSettings => ({
   name, ...(oneToken(seat) ? { maxNewTokens: 1 } : {}), lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'],
-  ...(seat === 1 && v.hindsight ? { hindsight: true, ...(v['listener-temperature'] ? { temperature: num('listener-temperature') } : {}) } : { algo: v.algo as SeatSettings['algo'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}), ...(seat === 0 && num('info-bonus') > 0 ? { informationBonus: num('info-bonus') } : {}) }),
+  ...(seat === 1 && v.hindsight ? { hindsight: true, ...(v['listener-temperature'] ? { temperature: num('listener-temperature') } : {}) } : { algo: v.algo as SeatSettings['algo'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}), ...(seat === 0 && num('info-bonus') > 0 ? { informationBonus: num('info-bonus') } : {}), ...(seat === 0 && v['expected-reward'] ? { expectedReward: true } : {}) }),
 });
 const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]
   : v.learn === 'speaker' ? [learner('speaker', 0), { name: 'listener', script: signalCodeListener(o) }]
@@ -100,7 +102,8 @@ const r = await trainAgents({
   onStep: (m) => {
     if (m.step === 0) counting = null;
     if (m.step === steps - 1) [counting, counted] = [tables[1], 0];
-    console.log(`step ${m.step} success ${m.success.toFixed(3)} loss ${m.loss.map((x) => x.toFixed(4)).join(',')} ${m.seconds.toFixed(1)} s ${JSON.stringify(m.transcript)}`);
+    const expected = m.expected[0] === null ? '' : ` expected ${m.expected[0].toFixed(3)}`;
+    console.log(`step ${m.step} success ${m.success.toFixed(3)}${expected} loss ${m.loss.map((x) => x.toFixed(4)).join(',')} ${m.seconds.toFixed(1)} s ${JSON.stringify(m.transcript)}`);
   },
 });
 console.log(`held out: ${r.before.together.toFixed(3)} → ${r.after.together.toFixed(3)}; swapped after ${JSON.stringify(r.after.swapped)}; ${r.wallSeconds.toFixed(0)} s`);

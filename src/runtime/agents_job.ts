@@ -26,6 +26,7 @@ import { type AlgoStep, type AlgoStepContext, JOB_ALGORITHMS, packedStep, type R
 import { crossEntropyLoss } from '../algorithms/loss_spec.ts';
 import { informationBonus } from '../algorithms/information_bonus.ts';
 import { sftDatums } from '../algorithms/sft.ts';
+import { targetMaskT } from '../algorithms/datum.ts';
 import { replayTurnBasedDemonstrations, type ReplayAgentOptions } from '../env/demos.ts';
 import { Agent } from '../env/agent.ts';
 import { groupEpisodes } from '../env/batch.ts';
@@ -43,7 +44,7 @@ import type { HostParams, SamplingClient, ServiceClient, TrainingClient } from '
 import { JOB_FORMAT, type JobEnv } from './job_envs.ts';
 import { runTraining, stepSeed } from './rl_job.ts';
 import { int, jobOptions, pos, TRAIN_DEFAULTS } from './train.ts';
-import { type PackSettings, trainStep } from './train_step.ts';
+import { forwardTrajectories, type PackSettings, trainStep } from './train_step.ts';
 import { LR_SCHEDULES, type LrSchedule, scheduledLr } from './sft_job.ts';
 import { oneOf } from './job_config.ts';
 import { checkPoolSettings, OpponentPool, playPoolGames, poolGroups, type PoolSettings } from './agents_pool.ts';
@@ -80,6 +81,21 @@ export interface SeatSettings {
    * For a seat learning from its reward (not hindsight); the step's metrics report the game's reward alone.
    */
   readonly informationBonus?: number;
+  /**
+   * Credit this seat with each game's expected reward under its partners' current policies instead
+   * of the reward their sampled actions gave it (default false): for every other seat j, the
+   * environment's `hindsight` says what j should have played in that game once it is over, and the
+   * game's reward for this seat becomes the product over the partners of the probability their
+   * policies (at temperature 1, before the step's update) give that play; a game for whose partner
+   * hindsight has nothing (null) keeps its sampled reward. Exact for cooperative games won exactly
+   * when every partner plays its hindsight play (the signalling game: the speaker is paid the
+   * listener's probability of picking the target on the message it sent, not whether its one
+   * sample did) — it takes the partner's sampling noise out of this seat's credit, which compares
+   * attempts at one game by what they said alone. Needs an environment with `hindsight` and
+   * learning partners (a script has no probabilities); not with `pool`, nor on a hindsight seat.
+   * The step's metrics report the game's sampled reward.
+   */
+  readonly expectedReward?: boolean;
   /**
    * The learning rate over the run's steps: 'constant' (`lr` throughout, the default) or 'cosine'
    * (a linear warm-up over the first 5% of the steps, then a cosine decay to a tenth of `lr`, as the
@@ -163,6 +179,12 @@ export interface AgentsStepMetrics {
   /** Per seat: what its agent said in the step's first game (its actions in order; empty for a seat it did not reach). */
   readonly transcript: readonly (readonly string[])[];
   /**
+   * Per seat with `expectedReward`: the mean reward it was credited with — the games' expected
+   * reward under its partners' policies (the signalling game's speaker: the listener's mean
+   * probability of picking the target), a smoother measure than `success`; null for other seats.
+   */
+  readonly expected: readonly (number | null)[];
+  /**
    * With a pool: per seat, the steps its copies in the pool were taken at (after this step's
    * copy, before its games), and per learner its games against copies and its mean reward in them.
    * (`reward` and `datums` above count a learner's pool games too; `success` and `transcript` the
@@ -201,7 +223,7 @@ export interface AgentsResult {
 const GAME_STREAM = 0x5ea7;
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature', 'informationBonus', 'script'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature', 'informationBonus', 'expectedReward', 'script'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -226,18 +248,25 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function') {
         throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
       }
-      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature', 'informationBonus'] as const).find((x) => seat[x] !== undefined);
+      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature', 'informationBonus', 'expectedReward'] as const).find((x) => seat[x] !== undefined);
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn or sample`);
     }
     if (seat.hindsight !== undefined) {
       if (typeof seat.hindsight !== 'boolean') throw new ConfigError(`seats[${k}].hindsight`, `expected true or false, got ${String(seat.hindsight)}`);
       if (seat.hindsight && typeof s.env.hindsight !== 'function') throw new ConfigError(`seats[${k}].hindsight`, `${s.env.name} says nothing in hindsight (its spec has no hindsight())`);
-      const rl = (['algo', 'klBeta', 'entropyCoef', 'informationBonus'] as const).find((x) => seat[x] !== undefined);
+      const rl = (['algo', 'klBeta', 'entropyCoef', 'informationBonus', 'expectedReward'] as const).find((x) => seat[x] !== undefined);
       if (seat.hindsight && rl) throw new ConfigError(`seats[${k}].${rl}`, `seat ${k} (${seat.name}) learns from hindsight, supervised: it has no RL algorithm`);
     }
     if (seat.temperature !== undefined) {
       if (typeof seat.temperature !== 'number' || !Number.isFinite(seat.temperature) || seat.temperature < 0) throw new ConfigError(`seats[${k}].temperature`, `expected a finite number ≥ 0 (0: greedy), got ${String(seat.temperature)}`);
       if (!seat.hindsight && !seat.script) throw new ConfigError(`seats[${k}].temperature`, `seat ${k} (${seat.name}) learns from its reward, which weighs its tokens by the log-probabilities sampled at the run's temperature: only a hindsight seat samples at its own`);
+    }
+    if (seat.expectedReward !== undefined) {
+      if (typeof seat.expectedReward !== 'boolean') throw new ConfigError(`seats[${k}].expectedReward`, `expected true or false, got ${String(seat.expectedReward)}`);
+      if (seat.expectedReward && typeof s.env.hindsight !== 'function') throw new ConfigError(`seats[${k}].expectedReward`, `${s.env.name} says nothing in hindsight (its spec has no hindsight()): the partners' winning plays are unknown`);
+      const j = (s.seats as readonly SeatSettings[]).findIndex((x, i) => i !== k && x?.script !== undefined);
+      if (seat.expectedReward && j >= 0) throw new ConfigError(`seats[${k}].expectedReward`, `seat ${j} (${s.seats[j].name}) is scripted: a script gives no probabilities to expect a reward under`);
+      if (seat.expectedReward && s.pool !== undefined) throw new ConfigError(`seats[${k}].expectedReward`, 'not with pool: pool games are played against frozen copies, not the partners whose probabilities it reads');
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.schedule !== undefined) oneOf(`seats[${k}].schedule`, seat.schedule, LR_SCHEDULES);
@@ -281,6 +310,46 @@ async function hindsightStep(spec: TurnBasedEnvSpec, k: number, groups: readonly
   const demos = groups.flatMap((g) => g.trajectories).map((t) => spec.hindsight!(t)).filter((d): d is Demonstration => d !== null);
   const trajs = demos.length === 0 ? [] : (await replayTurnBasedDemonstrations(spec, demos, replay)).trajectories.filter((t) => t.player === k);
   return packedStep(pack, sftDatums(trajs), crossEntropyLoss(), seed);
+}
+
+/**
+ * Seat k's groups with each trajectory's reward replaced by the game's expected reward under the
+ * other seats' policies (SeatSettings.expectedReward): per partner j, the probability j's policy
+ * (`clients[j]`, forward only) gives the play the environment's hindsight names for it in that game
+ * — the demonstrations replayed as j's tokens, their log-probabilities summed over j's policy tokens
+ * — multiplied over the partners. A game where some partner's hindsight is null keeps its reward.
+ */
+export async function expectedRewards(
+  spec: TurnBasedEnvSpec, k: number, batch: TurnBasedBatch, clients: readonly (TrainingClient | null)[], replay: ReplayAgentOptions, pack: PackSettings,
+): Promise<TrajectoryGroup[]> {
+  const groups = batch.seats[k]?.groups ?? [];
+  // Per game (episodeId): the product of the partners' probabilities so far; absent: some hindsight was null.
+  let expected: Map<number, number> | null = null;
+  for (const [j, client] of clients.entries()) {
+    if (j === k || !client) continue;
+    const plays = (batch.seats[j]?.groups ?? []).flatMap((g) => g.trajectories).flatMap((t) => {
+      const d = spec.hindsight!(t);
+      return d === null ? [] : [{ episode: t.episodeId, demo: d }];
+    });
+    const replayed = plays.length === 0 ? [] : (await replayTurnBasedDemonstrations(spec, plays.map((p) => p.demo), replay)).trajectories.filter((t) => t.player === j);
+    const { logprobsNT } = await forwardTrajectories(client, replayed, pack);
+    const next = new Map<number, number>();
+    replayed.forEach((t, i) => {
+      const mask = targetMaskT(t);
+      const lp = logprobsNT[i].reduce((sum, x, n) => sum + (mask[n] ? x : 0), 0);
+      const e = plays[t.episodeId].episode;
+      if (expected === null || expected.has(e)) next.set(e, (expected?.get(e) ?? 1) * Math.exp(lp));
+    });
+    expected = next;
+  }
+  const got = expected ?? new Map<number, number>();
+  return groups.map((g) => ({ ...g, trajectories: g.trajectories.map((t) => (got.has(t.episodeId) ? { ...t, reward: got.get(t.episodeId)! } : t)) }));
+}
+
+/** Mean reward of the groups' trajectories (0 when there are none). */
+function meanReward(groups: readonly TrajectoryGroup[]): number {
+  const rs = groups.flatMap((g) => g.trajectories.map((t) => t.reward));
+  return rs.length === 0 ? 0 : rs.reduce((a, b) => a + b, 0) / rs.length;
 }
 
 /** Each seat's mean return over `batch`'s games. */
@@ -417,6 +486,10 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         spec: s.env, pool, rotate: s.pool!.rotate ?? false, learner: (k) => agentOn(k, samplers[k]!, s.seats[k].name), copy: (k, c) => agentOn(k, c, `${s.seats[k].name}-copy`), step,
         groups: nPool, groupSize: gs, firstGroupId: G - nPool, firstEpisode: (G - nPool) * gs, seed: gameSeed, maxSteps: env.maxTurns * s.env.numPlayers,
       }) : null;
+      // Expected rewards read every partner's policy before any seat's update (SeatSettings.expectedReward).
+      const policies = ctxs.map((c) => c?.policy ?? null);
+      const expected: (TrajectoryGroup[] | null)[] = [];
+      for (const [k, seat] of s.seats.entries()) expected.push(seat.expectedReward ? await expectedRewards(s.env, k, batch, policies, hindsightReplay, pack) : null);
       const reward: number[] = [], datums: number[] = [], loss: number[] = [];
       const lr = s.seats.map((x) => (x.script ? 0 : scheduledLr(x.lr ?? TRAIN_DEFAULTS.lr, step, totalSteps, x.schedule)));
       for (const [k, seat] of s.seats.entries()) {
@@ -430,11 +503,11 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
           continue;
         }
         const groups: TrajectoryGroup[] = [...(batch.seats[k]?.groups ?? []), ...(poolPlay?.groupsP[k] ?? [])];
-        const rs = groups.flatMap((g) => g.trajectories.map((t) => t.reward));
-        reward.push(rs.length === 0 ? 0 : rs.reduce((a, b) => a + b, 0) / rs.length);
+        reward.push(meanReward(groups));
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
+        const credited = expected[k] ?? groups;
         const st = seat.hindsight ? await hindsightStep(s.env, k, groups, hindsightReplay, pack, gameSeed + k)
-          : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, seat.informationBonus ? informationBonus(groups, seat.informationBonus, s.env.message) : groups, gameSeed + k);
+          : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, seat.informationBonus ? informationBonus(credited, seat.informationBonus, s.env.message) : credited, gameSeed + k);
         datums.push(st.datums);
         if (st.batches.length === 0) {
           loss.push(0);
@@ -449,6 +522,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       const transcript = batch.seats.map((b) => b?.groups.flatMap((g) => g.trajectories).find((t) => t.episodeId === first)?.turns.map((t) => t.action) ?? []);
       const m: AgentsStepMetrics = {
         step, success: successShare(s.env, batch) ?? 0, reward, datums, loss, lr, transcript,
+        expected: expected.map((gs) => (gs === null ? null : meanReward(gs))),
         ...(pool && poolPlay ? { pool: { copies: pool.steps(), games: poolPlay.games, reward: poolPlay.reward } } : {}), seconds: (performance.now() - ts) / 1000,
       };
       steps.push(m);

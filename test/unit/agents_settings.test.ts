@@ -82,6 +82,15 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, temperature: '0' }] })).toBe('seats[1].temperature');
     expect(fieldOf({ seats: [{ name: 'a', temperature: 0.5 }, { name: 'b' }] })).toBe('seats[0].temperature');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, temperature: 0 }] })).toBe('seats[1].temperature');
+    // Expected rewards: a boolean, an environment with hindsight, learning partners, no pool, a seat that learns from its reward.
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', expectedReward: true, informationBonus: 0.3 }, { name: 'b', hindsight: true }] })).not.toThrow();
+    expect(fieldOf({ seats: [{ name: 'a', expectedReward: 1 }, { name: 'b' }] })).toBe('seats[0].expectedReward');
+    expect(fieldOf({ seats: [{ name: 'a', expectedReward: true }, { name: 'b', script }] })).toBe('seats[0].expectedReward');
+    expect(fieldOf({ seats: [{ name: 'a', expectedReward: true }, { name: 'b' }], pool: { every: 2, size: 2 } })).toBe('seats[0].expectedReward');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, expectedReward: true }] })).toBe('seats[1].expectedReward');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, expectedReward: true }] })).toBe('seats[1].expectedReward');
+    const noHindsight = configError(() => checkAgentsSettings({ env: bargainEnv(), seats: [{ name: 'seller', expectedReward: true }, { name: 'buyer' }] }));
+    expect([noHindsight.field, noHindsight.message]).toEqual(['seats[0].expectedReward', expect.stringMatching(/bargain says nothing in hindsight/)]);
     const e = configError(() => checkAgentsSettings({ env: bargainEnv(), seats: [{ name: 'seller' }, { name: 'buyer', hindsight: true }] }));
     expect([e.field, e.message]).toEqual(['seats[1].hindsight', expect.stringMatching(/bargain says nothing in hindsight/)]);
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script }], pool: { every: 2, size: 2 } })).toBe('pool');

@@ -12,7 +12,13 @@ import { assert } from 'chai';
 import type { ScriptedPolicy } from '../../../src/env/multiagent.ts';
 import type { TurnBasedEnvSpec, TurnBasedEnvironment } from '../../../src/env/types.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
-import { agentsModelConfig, type AgentsSettings, trainAgents } from '../../../src/runtime/agents_job.ts';
+import { agentsModelConfig, type AgentsSettings, expectedRewards, trainAgents } from '../../../src/runtime/agents_job.ts';
+import { actionLogprob } from '../../../src/algorithms/information_bonus.ts';
+import { Agent } from '../../../src/env/agent.ts';
+import { groupEpisodes } from '../../../src/env/batch.ts';
+import { rolloutTurnBased } from '../../../src/env/multiagent.ts';
+import { JOB_FORMAT } from '../../../src/runtime/job_envs.ts';
+import type { Trajectory } from '../../../src/env/types.ts';
 import { LocalService } from '../../../src/runtime/local_service.ts';
 import type { LrSchedule } from '../../../src/runtime/sft_job.ts';
 import type { GpuCase } from '../register.ts';
@@ -47,6 +53,44 @@ function relayEnv(): TurnBasedEnvSpec {
   };
   return { name: 'relay', numPlayers: 2, create, demonstrations: (n, rng) => Array.from({ length: n }, (_, i) => ({ seed: rng.nextU32(), actions: ['hello', '42'], ...(i % 2 ? { player: 1 } : {}) })) };
 }
+
+/**
+ * The relay game with hindsight for the replier: the game as it was played — the caller's words and
+ * the replier's own reply — when the reply's text re-encodes to the tokens sampled for it (a reply
+ * cut before a stop token, with no byte the decoder replaced), else null. The expected reward of a
+ * game is then the replier's probability of its own sampled reply: the sampler's log-probabilities
+ * are the oracle.
+ */
+function replayableRelay(): TurnBasedEnvSpec {
+  const relay = relayEnv();
+  return {
+    ...relay,
+    create: () => {
+      const game = relay.create();
+      let [turn, said] = [0, ''];
+      return {
+        name: game.name, numPlayers: game.numPlayers,
+        reset: (seed, variant) => {
+          turn = 0;
+          return game.reset(seed, variant);
+        },
+        step: async (action) => {
+          if (turn++ === 0) said = action;
+          const r = await game.step(action);
+          return r.done ? { ...r, info: { said } } : r;
+        },
+      };
+    },
+    hindsight: (t) => (t.player === 1 && reencodes(t) ? { seed: t.seed, actions: [String(t.turns[0].info.said), t.turns[0].action], player: 1 } : null),
+  };
+}
+
+/** Whether a trajectory's first action text encodes to exactly the tokens sampled for it. */
+const reencodes = (t: Trajectory) => {
+  const turn = t.turns[0];
+  const ids = tok.encode(turn.action);
+  return ids.length > 0 && ids.length === turn.actionEnd - turn.actionStart && ids.every((x, i) => x === t.tokensT[turn.actionStart + i]);
+};
 
 const quiet: ScriptedPolicy = { kind: 'scripted', id: 'quiet', act: () => 'zzz' };
 
@@ -322,6 +366,64 @@ export const agentsJobCases: GpuCase[] = [
         };
         for (const [mean, first] of await byTemperature(0)) assert.closeTo(mean, first, 1e-9);
         assert.isTrue((await byTemperature()).some(([mean, first]) => Math.abs(mean - first) > 1e-9), 'sampled replies differ within a step');
+      } finally {
+        await service.close();
+      }
+    },
+  },
+  {
+    name: 'expectedRewards: a game is credited its partner\'s probability of the hindsight play (oracle: the sampler\'s log-probabilities of the same play); a null hindsight keeps the sampled reward; trainAgents with it is seeded',
+    async fn(ctx) {
+      const env = replayableRelay();
+      const cfg = agentsModelConfig({ ...settings(), env });
+      const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+      try {
+        const modelId = await service.createModel(cfg, { seed: 3, id: 'expected-base' });
+        const policies = [];
+        for (const k of [0, 1]) policies.push(await service.createTrainingClient({ modelId, trainable: 'lora', lora: { rank: 2, alpha: 4, targets: ['q', 'v', 'up'] }, seed: 11 + k, id: `expected/${k}` }));
+        const replay = { tokenizer: tok, maxNewTokens: cfg.maxSeqLen, maxSequenceTokens: cfg.maxSeqLen, format: JOB_FORMAT };
+        const samplers = await Promise.all(policies.map((p) => p.samplingClient()));
+        const seats = samplers.map((sm, k) => new Agent({ sample: sm.sample, id: `seat${k}`, tokenizer: tok, maxTurns: 1, maxNewTokens: k === 1 ? 1 : 4, maxSequenceTokens: cfg.maxSeqLen, temperature: 1, format: JOB_FORMAT }));
+        const batch = await rolloutTurnBased(env, seats, groupEpisodes(6, 3, 77), { seed: 9, maxSteps: 2 });
+        const pack = { rows: 4, maxSeqLen: cfg.maxSeqLen, padId: tok.padId };
+        const credited = await expectedRewards(env, 0, batch, policies, replay, pack);
+        const callers = batch.seats[0]!.groups.flatMap((g) => g.trajectories);
+        const repliers = new Map(batch.seats[1]!.groups.flatMap((g) => g.trajectories).map((t) => [t.episodeId, t]));
+        const out = credited.flatMap((g) => g.trajectories);
+        assert.strictEqual(out.length, callers.length);
+        let [exact, kept] = [0, 0];
+        for (const [i, t] of out.entries()) {
+          const partner = repliers.get(t.episodeId)!;
+          assert.strictEqual(t.episodeId, callers[i].episodeId);
+          if (reencodes(partner)) {
+            exact++;
+            const p = Math.exp(actionLogprob(partner));
+            assert.closeTo(t.reward, p, 2e-3 * Math.max(p, 1e-3), `game ${t.episodeId}: credited ${t.reward}, the replier sampled its reply with probability ${p}`);
+            assert.isAtMost(t.reward, 1);
+          } else {
+            kept++;
+            assert.strictEqual(t.reward, callers[i].reward, 'no hindsight play: the sampled reward stays');
+          }
+        }
+        assert.isAtLeast(exact, 3, 'games are credited their expected reward');
+        assert.isAbove(kept, 0, 'and some keep their reward');
+        // The replier's own groups are untouched (it is seat 1's credit that was asked for seat 0).
+        assert.deepEqual(credited.map((g) => g.groupId), batch.seats[0]!.groups.map((g) => g.groupId));
+        for (const sm of samplers) await sm.close();
+        for (const p of policies) await p.close();
+        await service.releaseModel(modelId);
+        console.log(`expectedRewards: ${exact} games credited, ${kept} kept their reward`);
+
+        // Through trainAgents: the caller's metric is the mean credited reward, a probability; the same seed → the same bytes.
+        const go = () => trainAgents({ ...settings(), env, steps: 2, seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2, expectedReward: true }, { name: 'replier', algo: 'rloo', lr: 1e-2, loraRank: 2, maxNewTokens: 2 }], service });
+        const r = await go();
+        for (const m of r.steps) {
+          assert.isNull(m.expected[1]);
+          assert.isTrue(m.expected[0] !== null && m.expected[0] >= 0 && m.expected[0] <= 1, `expected ${m.expected[0]}`);
+          assert.isAbove(m.datums[0], 0);
+        }
+        const again = await go();
+        for (const [name, v] of Object.entries(r.adapters[0]!)) assert.deepEqual(Array.from(again.adapters[0]![name]), Array.from(v), name);
       } finally {
         await service.close();
       }
