@@ -50,10 +50,10 @@ export interface AgentsBenchReport {
 }
 
 /** Each game's environment, seat names and scripted stand-ins (the partner-swap test's fixed partners and opponents). */
-export function gameSpec(game: GameName): Pick<AgentsSettings, 'env' | 'partners' | 'context'> & { seats: readonly [string, string] } {
+export function gameSpec(game: GameName, run?: GameRun): Pick<AgentsSettings, 'env' | 'partners' | 'context'> & { seats: readonly [string, string] } {
   switch (game) {
     case 'signal': {
-      const o = { symbols: 'abcd' };
+      const o = run?.signal ?? { symbols: 'abcd' };
       return { env: signalEnv(o), seats: ['speaker', 'listener'], partners: [signalRandomSpeaker(o), signalRandomListener(o)] };
     }
     case 'bargain':
@@ -66,10 +66,10 @@ export function gameSpec(game: GameName): Pick<AgentsSettings, 'env' | 'partners
 /** The trainAgents settings of one game and seed (weights aside). */
 export function gameSettings(s: AgentsBenchSettings, game: GameName, seed: number): AgentsSettings {
   const g = s.games[game];
-  const spec = gameSpec(game);
+  const spec = gameSpec(game, g);
   return {
     env: spec.env, partners: spec.partners, ...(spec.context ? { context: spec.context } : {}), model: s.model, seed,
-    seats: spec.seats.map((name, k) => ({ name, lr: g.lr[k], ...(g.klBeta[k] > 0 ? { klBeta: g.klBeta[k] } : {}) })),
+    seats: spec.seats.map((name, k) => ({ name, lr: g.lr[k], ...(g.klBeta[k] > 0 ? { klBeta: g.klBeta[k] } : {}), ...(g.seats?.[k] ?? {}) })),
     steps: g.steps, groups: g.groups, groupSize: g.groupSize, evalGames: g.evalGames, ...(g.pool ? { pool: g.pool } : {}),
   };
 }
@@ -77,10 +77,14 @@ export function gameSettings(s: AgentsBenchSettings, game: GameName, seed: numbe
 /** The file scripts/demo_models.ts writes for a game's shared warm start. */
 export const shippedFile = (game: GameName, model: string) => new URL(`../../demos/src/lib/models/${game}-${model}.safetensors`, import.meta.url);
 
+/** Where a game's shared warm start comes from: its own run here, else the settings' ('shipped', or a run here). */
+export const gameWarmStart = (s: AgentsBenchSettings, game: GameName) => s.games[game].warmStart ?? s.warmStart;
+
 /** A game's shared warm start: the shipped one (its config checked against what trainAgents builds) or one run here. */
 async function warmWeights(ctx: GpuContext, s: AgentsBenchSettings, game: GameName, log: (l: string) => void): Promise<{ weights: HostParams; source: string }> {
   const settings = gameSettings(s, game, s.seeds[0]);
-  if (s.warmStart === 'shipped') {
+  const w = gameWarmStart(s, game);
+  if (w === 'shipped') {
     const file = shippedFile(game, s.model);
     const f = await openSafetensors(new Uint8Array(await readFile(file)));
     const want = JSON.stringify(agentsModelConfig(settings));
@@ -91,9 +95,9 @@ async function warmWeights(ctx: GpuContext, s: AgentsBenchSettings, game: GameNa
     const made = JSON.parse(f.metadata['webtinker.made'] ?? '{}') as { warmStart?: { steps?: number }; seconds?: number };
     return { weights, source: `the shipped warm start (demos/src/lib/models/${game}-${s.model}.safetensors, ${made.warmStart?.steps ?? 200} SFT steps, written by scripts/demo_models.ts)` };
   }
-  const r = await run(ctx, { ...settings, steps: 0, evalGames: 0, warmStart: s.warmStart });
-  log(`agents ${game}: warm start of ${s.warmStart.steps} steps in ${r.wallSeconds.toFixed(0)} s`);
-  return { weights: r.base, source: `a ${s.warmStart.steps}-step warm start run here` };
+  const r = await run(ctx, { ...settings, steps: 0, evalGames: 0, warmStart: w });
+  log(`agents ${game}: warm start of ${w.steps} steps in ${r.wallSeconds.toFixed(0)} s`);
+  return { weights: r.base, source: `a ${w.steps}-step warm start run here (seed ${s.seeds[0]}'s settings, shared by every seed)` };
 }
 
 async function run(ctx: GpuContext, settings: AgentsSettings) {
@@ -132,7 +136,7 @@ export async function runAgentsBench(s: AgentsBenchSettings, log: (line: string)
         });
         log(`agents ${game} seed ${seed}: together ${r.before.together.toFixed(3)} → ${r.after.together.toFixed(3)}, returns ${r.before.returns.map((x) => x.toFixed(3))} → ${r.after.returns.map((x) => x.toFixed(3))} (${r.wallSeconds.toFixed(0)} s)`);
       }
-      games.push({ game, run: s.games[game], seats: gameSpec(game).seats, warmStart: source, runs });
+      games.push({ game, run: s.games[game], seats: gameSpec(game, s.games[game]).seats, warmStart: source, runs });
     }
   } finally {
     if (!given) ctx.destroy();

@@ -11,9 +11,10 @@ import { curvesSvg } from '../../src/cli/report.ts';
 import { bargainReferences } from '../../src/env/envs/bargain.ts';
 import { type NimOptions, resolveNimOptions } from '../../src/env/envs/nim.ts';
 import { NIM_JOB } from '../../src/runtime/job_envs.ts';
-import { resolveSignalOptions } from '../../src/env/envs/signal.ts';
+import { resolveSignalOptions, type SignalOptions } from '../../src/env/envs/signal.ts';
 import type { AgentsEvaluation } from '../../src/runtime/agents_job.ts';
 import type { AgentsBenchReport, GameReport } from './agents.ts';
+import type { SeatExtras } from './agents_settings.ts';
 import { fmtNum } from './harness.ts';
 import { f3, markdownTable, yes } from './markdown.ts';
 import { meanCurve } from './paper_report.ts';
@@ -93,7 +94,7 @@ export interface SignalFigures {
 }
 
 export function signalFigures(g: GameReport): SignalFigures {
-  const chance = 1 / resolveSignalOptions().objects.length;
+  const chance = 1 / resolveSignalOptions(g.run.signal).objects.length;
   const n = g.run.evalGames;
   const { before, after } = beforeAfter(g, (e) => e.together);
   const speakerSwapped = g.runs.map((r) => r.after.swapped[0] ?? NaN);
@@ -187,11 +188,41 @@ export function agentsJson(rep: AgentsBenchReport): Record<string, unknown> {
   return { agents: out };
 }
 
+/** A seat's settings beyond its rate and KL penalty, in words (empty when it has none). */
+export function seatExtrasText(x: SeatExtras | undefined): string {
+  if (!x) return '';
+  const parts = [
+    x.hindsight ? `learning from hindsight (supervised${x.temperature === 0 ? ', greedy' : x.temperature !== undefined ? `, temperature ${x.temperature}` : ''})` : x.algo ? x.algo : '',
+    x.expectedReward ? 'credited the expected reward under its partner\'s policy' : '',
+    x.informationBonus ? `information bonus ${x.informationBonus}` : '',
+    x.entropyCoef ? `entropy bonus ${x.entropyCoef}` : '',
+    x.maxNewTokens !== undefined ? `${x.maxNewTokens} token${x.maxNewTokens === 1 ? '' : 's'} per action` : '',
+    x.schedule && x.schedule !== 'constant' ? `${x.schedule} schedule` : '',
+    x.loraRank !== undefined ? `LoRA rank ${x.loraRank}` : '',
+  ].filter((t) => t !== '');
+  return parts.join(', ');
+}
+
 function runLine(g: GameReport, quick: boolean): string {
   const r = g.run;
-  const seats = g.seats.map((name, k) => `${name} lr ${r.lr[k]}${r.klBeta[k] > 0 ? ` with klBeta ${r.klBeta[k]}` : ''}`).join(', ');
+  const seats = g.seats.map((name, k) => {
+    const extras = seatExtrasText(r.seats?.[k]);
+    return `${name} lr ${r.lr[k]}${r.klBeta[k] > 0 ? ` with klBeta ${r.klBeta[k]}` : ''}${extras ? `, ${extras}` : ''}`;
+  }).join('; ');
   const pool = r.pool ? `; opponent pool every ${r.pool.every} steps, ${r.pool.size} kept per seat, share ${r.pool.share ?? 0.5} of the groups against copies${r.pool.rotate ? ', the learner rotated through the seats' : ''}` : '';
-  return `From ${quick ? 'a warm start run here' : g.warmStart}: per seed ${r.steps} GRPO steps of ${r.groups} games × ${r.groupSize} (${seats}${pool}); ${r.evalGames} held-out games per evaluation, the same games before and after and for each stand-in.`;
+  const rl = g.seats.every((_, k) => r.seats?.[k]?.hindsight !== true) ? 'GRPO steps' : 'steps';
+  return `From ${quick ? 'a warm start run here' : g.warmStart}: per seed ${r.steps} ${rl} of ${r.groups} games × ${r.groupSize} (${seats}${pool}); ${r.evalGames} held-out games per evaluation, the same games before and after and for each stand-in.`;
+}
+
+/** The signalling game as the run sets it, in words. */
+export function signalGameText(options: SignalOptions | undefined): string {
+  const o = resolveSignalOptions(options);
+  const letters = [...o.symbols].join(', ');
+  const prompts = o.prompt.speaker === o.prompt.listener ? `${o.prompt.speaker} prompts` : `${o.prompt.speaker} prompts for the speaker, ${o.prompt.listener} for the listener`;
+  const msg = o.message === 'bare' ? 'the letter alone' : 'the letter in answer tags';
+  const pick = o.pick === 'initial' ? 'by its first letter' : 'by name in answer tags';
+  const drills = [o.drills > 0 ? `${o.drills} of the listener's are reading drills (a name as the message, copied)` : '', o.speakerDrills > 0 ? `${o.speakerDrills} of the speaker's naming drills (the target's own name as the message)` : ''].filter((t) => t !== '');
+  return `the speaker sees one of ${o.objects.length} objects (${o.objects.join(', ')}) and sends one of the letters ${letters} (${msg}); the listener sees the letter and picks an object (${pick}); ${prompts}. Both get 1 for the target, so success is the same for both (chance ${f3(1 / o.objects.length)}). The warm start's demonstrations are random letters and picks: formats, no code${drills.length ? `; ${drills.join(', ')} — no drill pairs a letter with an object` : ''}.`;
 }
 
 function signalSection(g: GameReport, quick: boolean): string[] {
@@ -199,7 +230,7 @@ function signalSection(g: GameReport, quick: boolean): string[] {
   return [
     '### Signalling game (cooperative, a code from scratch)',
     '',
-    `Lewis's game: the speaker sees one of ${Math.round(1 / f.chance)} shapes and sends one letter of a–d; the listener sees the candidates and the letter and picks. Both get 1 for the target, so success is the same for both (chance ${f3(f.chance)}). The warm start's demonstrations are random letters and picks: formats, no code. ${runLine(g, quick)}`,
+    `Lewis's game: ${signalGameText(g.run.signal)} ${runLine(g, quick)}`,
     '',
     markdownTable(['seed', 'success before', 'success after', 'speaker swapped for a random one', 'listener swapped for a random one', 's'], g.runs.map((r, i) => [
       String(r.seed), f3(f.before[i]), f3(f.after[i]), f3(f.speakerSwapped[i]), f3(f.listenerSwapped[i]), fmtNum(r.seconds),

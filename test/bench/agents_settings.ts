@@ -3,6 +3,19 @@
  * once — on the three games trainAgents ships, each over three seeds from one shared warm start.
  */
 import type { PoolSettings } from '../../src/runtime/agents_pool.ts';
+import type { SeatSettings } from '../../src/runtime/agents_job.ts';
+import type { SignalOptions } from '../../src/env/envs/signal.ts';
+
+/** A warm start run here: SFT steps, and the job runner's defaults for what is not given. */
+export interface WarmStartRun {
+  readonly steps: number;
+  readonly demos?: number;
+  readonly batchSize?: number;
+  readonly lr?: number;
+}
+
+/** A seat's settings beyond its rate and KL penalty (trainAgents' SeatSettings, name aside). */
+export type SeatExtras = Omit<SeatSettings, 'name' | 'lr' | 'klBeta' | 'script'>;
 
 export type GameName = 'signal' | 'bargain' | 'nim';
 export const GAMES: readonly GameName[] = ['signal', 'bargain', 'nim'];
@@ -12,9 +25,15 @@ export interface GameRun {
   readonly steps: number;
   readonly groups: number;
   readonly groupSize: number;
-  /** Per seat: learning rate and GRPO's KL penalty to the start. */
+  /** Per seat: learning rate and GRPO's KL penalty to the start (0: none). */
   readonly lr: readonly [number, number];
   readonly klBeta: readonly [number, number];
+  /** Per seat: its further settings (e.g. the signalling game's speaker credited expected rewards, its listener learning from hindsight). */
+  readonly seats?: readonly [SeatExtras, SeatExtras];
+  /** The signalling game's options (signalEnv); default letters a–d and the default shapes. */
+  readonly signal?: SignalOptions;
+  /** This game's warm start when it is not the settings' (e.g. run here, for options no shipped warm start was made for). */
+  readonly warmStart?: WarmStartRun;
   /** Held-out games per evaluation (before and after; each partner swap the same games). */
   readonly evalGames: number;
   readonly pool?: PoolSettings;
@@ -28,7 +47,7 @@ export interface AgentsBenchSettings {
    * (demos/src/lib/models/<game>-<model>.safetensors; its config must be the one trainAgents builds),
    * or a short one run here (quick runs, on a model nothing ships for).
    */
-  readonly warmStart: 'shipped' | { readonly steps: number; readonly demos: number; readonly batchSize: number; readonly lr: number };
+  readonly warmStart: 'shipped' | WarmStartRun;
   /** Steps per window of the settling test (two windows at the end of each run). */
   readonly window: number;
   readonly games: Readonly<Record<GameName, GameRun>>;

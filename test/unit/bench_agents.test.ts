@@ -7,9 +7,9 @@ import { openSafetensors } from '../../src/model/safetensors.ts';
 import type { AgentsEvaluation } from '../../src/runtime/agents_job.ts';
 import { agentsModelConfig } from '../../src/runtime/agents_job.ts';
 import type { AgentsBenchReport, GameReport, GameSeedRun } from '../../test/bench/agents.ts';
-import { gameSettings, shippedFile } from '../../test/bench/agents.ts';
+import { gameSettings, gameWarmStart, shippedFile } from '../../test/bench/agents.ts';
 import {
-  agentsFigures, agentsJson, agentsMarkdown, bargainFigures, meanRewardCurves, nimDemosText, nimFigures, nimScore, printable, signalFigures, steadiness,
+  agentsFigures, agentsJson, agentsMarkdown, bargainFigures, meanRewardCurves, nimDemosText, nimFigures, nimScore, printable, seatExtrasText, signalFigures, signalGameText, steadiness,
 } from '../../test/bench/agents_report.ts';
 import { AGENTS_QUICK, AGENTS_RUN, GAMES } from '../../test/bench/agents_settings.ts';
 
@@ -58,6 +58,10 @@ describe('agents part: figures and verdicts', () => {
     const far = signalFigures(game('signal', [seedRun({ after: evaluation({ together: 0.95, swapped: [0.5, 0.25] }) })]));
     expect(far.swapsAtChance).toBe(false);
     expect(signalFigures(game('signal', [seedRun({ after: evaluation({ together: 0.85, swapped: [0.25, 0.25] }) })])).successMet).toBe(false);
+    // Chance is 1/k of the run's own objects.
+    const three = { ...game('signal', [seedRun({ after: evaluation({ together: 0.95, swapped: [0.34, 0.3] }) })]), run: { ...AGENTS_RUN.games.signal, evalGames: 100, signal: { objects: ['ring', 'box', 'star'] } } };
+    expect(signalFigures(three).chance).toBeCloseTo(1 / 3, 12);
+    expect(signalFigures(three).swapsAtChance).toBe(true);
   });
 
   it('bargain: each learner against its fixed opponent (seller: swappedReturns[1][0]; buyer: swappedReturns[0][1]) and the settling of both curves', () => {
@@ -116,6 +120,19 @@ describe('agents part: nim in words', () => {
   });
 });
 
+describe('agents part: the signalling game and the seats in words', () => {
+  it('describes the game from its options (defaults filled in) and a seat from its extras', () => {
+    expect(signalGameText(undefined)).toBe("the speaker sees one of 4 objects (circle, square, star, cross) and sends one of the letters a, b, c, d, e, f, g, h (the letter in answer tags); the listener sees the letter and picks an object (by name in answer tags); full prompts. Both get 1 for the target, so success is the same for both (chance 0.250). The warm start's demonstrations are random letters and picks: formats, no code.");
+    const t = signalGameText({ objects: ['ring', 'box', 'star'], symbols: 'aeio', prompt: { speaker: 'short', listener: 'minimal' }, message: 'bare', pick: 'initial', drills: 0.5, speakerDrills: 0.25 });
+    for (const part of ['one of 3 objects (ring, box, star)', 'letters a, e, i, o (the letter alone)', '(by its first letter)', 'short prompts for the speaker, minimal for the listener', 'chance 0.333', "0.5 of the listener's are reading drills", "0.25 of the speaker's naming drills"]) expect(t).toContain(part);
+    expect(() => signalGameText({ symbols: 'a' })).toThrow(RangeError);
+    expect(seatExtrasText(undefined)).toBe('');
+    expect(seatExtrasText({ expectedReward: true, informationBonus: 0.3, maxNewTokens: 1 })).toBe("credited the expected reward under its partner's policy, information bonus 0.3, 1 token per action");
+    expect(seatExtrasText({ hindsight: true, temperature: 0, schedule: 'cosine' })).toBe('learning from hindsight (supervised, greedy), cosine schedule');
+    expect(seatExtrasText({ algo: 'rloo', entropyCoef: 0.01, maxNewTokens: 4, loraRank: 4 })).toBe('rloo, entropy bonus 0.01, 4 tokens per action, LoRA rank 4');
+  });
+});
+
 describe('agents part: settings', () => {
   it('builds valid trainAgents settings for every game, three seeds in the measured run', () => {
     expect(AGENTS_RUN.seeds).toHaveLength(3);
@@ -135,8 +152,8 @@ describe('agents part: settings', () => {
 });
 
 describe('agents part: the shipped warm starts', () => {
-  it('has one per game, written for the config trainAgents builds for the measured run', async () => {
-    for (const g of GAMES) {
+  it('has one per game that the measured run reads one for, written for the config trainAgents builds', async () => {
+    for (const g of GAMES.filter((x) => gameWarmStart(AGENTS_RUN, x) === 'shipped')) {
       const f = await openSafetensors(new Uint8Array(readFileSync(shippedFile(g, AGENTS_RUN.model))));
       expect(f.metadata['webtinker.model'], g).toBe(JSON.stringify(agentsModelConfig(gameSettings(AGENTS_RUN, g, 0))));
       expect(JSON.parse(f.metadata['webtinker.made']).trainAgents, g).toBe(true);
