@@ -12,9 +12,11 @@
  * `--hindsight` makes a learning listener learn from the target each game reveals after its pick (trainAgents' seat
  * `hindsight`: supervised on what it should have picked) instead of from the reward; the speaker still learns from the reward alone;
  * `--listener-temperature T` is that listener's sampling temperature (0: greedy, its best guess); `--info-bonus C` gives a learning
- * speaker trainAgents' `informationBonus` (paid for messages that differ between targets, whatever the mapping); `--expected-reward`
+ * speaker trainAgents' `informationBonus` (paid for messages that differ between targets, whatever the mapping; `M,C` weighs its
+ * rarity and sureness parts apart); `--expected-reward`
  * pays a learning speaker the listener's probability of picking the target on its message (trainAgents' `expectedReward`) rather than
- * whether the listener's one sample did (with `--learn both`).
+ * whether the listener's one sample did (with `--learn both`). `--table-every N` prints the training games' target × message
+ * shares every N steps.
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
  * rate's schedule ('constant' or 'cosine'); `--lr`, `--kl` and `--rank` (the seats' LoRA rank) take one value or two (speaker,listener).
  * Prints the per-step success and loss, the held-out success before and after, the output ceilings of the
@@ -38,7 +40,7 @@ import { resolveSignalOptions, signalGame, signalListenerAction, type SignalMess
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
-    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'listener-temperature': { type: 'string' },
+    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'table-every': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, rank: { type: 'string', default: '8' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
@@ -71,7 +73,14 @@ const teach = (d: Demonstration) => {
   const t = signalGame(d.seed, k, shuffle).target;
   return { ...d, actions: [signalSpeakerAction(o, code[t]), signalListenerAction(o, objects[t])] };
 };
+// The training games' target × message counts (the replays of hindsight and expected rewards repeat
+// each game's target and message, so the shares are the games'), printed and reset every `--table-every` steps.
+const trainTable = Array.from({ length: k }, () => new Array<number>(symbols.length + 1).fill(0));
 const env = watchGames(signalEnv(o), (game) => {
+  if (!counting) {
+    const { message, target } = game as { message: string | null; target: number };
+    if (target >= 0 && target < k) trainTable[target][message === null ? symbols.length : symbols.indexOf(message)]++;
+  }
   if (!counting || counted++ >= evalGames) return;
   const { message, target, picked } = game as { message: string | null; target: number; picked: number | null };
   if (v.learn === 'listener') { if (message !== null) counting[symbols.indexOf(message)][picked ?? cols]++; }
@@ -87,10 +96,14 @@ const perSeat = (k: 'kl' | 'lr' | 'rank', seat: number) => {
 // `--message bare`: the speaker's action is the symbol alone, one token (a byte); `--pick initial`:
 // the listener's is the candidate's first letter alone.
 const oneToken = (seat: number) => (seat === 0 ? v.message === 'bare' : v.pick === 'initial');
+// `--info-bonus C` (both parts alike) or `--info-bonus M,C` (the rarity and sureness parts apart).
+const bonusParts = v['info-bonus']!.split(',').map(Number);
+if (bonusParts.length > 2 || bonusParts.some((x) => !Number.isFinite(x))) throw new RangeError(`--info-bonus must be a number or two (marginal,conditional), got ${v['info-bonus']}`);
+const infoBonus = bonusParts.length === 2 ? { marginal: bonusParts[0], conditional: bonusParts[1] } : bonusParts[0] > 0 ? bonusParts[0] : null;
 // `--hindsight`: the listener learns from the target the game reveals after its pick (supervised) instead of the reward.
 const learner = (name: string, seat: number): SeatSettings => ({
   name, ...(oneToken(seat) ? { maxNewTokens: 1 } : {}), lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'],
-  ...(seat === 1 && v.hindsight ? { hindsight: true, ...(v['listener-temperature'] ? { temperature: num('listener-temperature') } : {}) } : { algo: v.algo as SeatSettings['algo'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}), ...(seat === 0 && num('info-bonus') > 0 ? { informationBonus: num('info-bonus') } : {}), ...(seat === 0 && v['expected-reward'] ? { expectedReward: true } : {}) }),
+  ...(seat === 1 && v.hindsight ? { hindsight: true, ...(v['listener-temperature'] ? { temperature: num('listener-temperature') } : {}) } : { algo: v.algo as SeatSettings['algo'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}), ...(seat === 0 && infoBonus !== null ? { informationBonus: infoBonus } : {}), ...(seat === 0 && v['expected-reward'] ? { expectedReward: true } : {}) }),
 });
 const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]
   : v.learn === 'speaker' ? [learner('speaker', 0), { name: 'listener', script: signalCodeListener(o) }]
@@ -103,6 +116,12 @@ const r = await trainAgents({
     if (m.step === 0) counting = null;
     if (m.step === steps - 1) [counting, counted] = [tables[1], 0];
     const expected = m.expected[0] === null ? '' : ` expected ${m.expected[0].toFixed(3)}`;
+    const every = num('table-every');
+    if (every > 0 && m.step % every === every - 1) {
+      const shares = trainTable.map((row) => row.map((x) => (x / Math.max(1, row.reduce((a, b) => a + b, 0))).toFixed(2)).join(' '));
+      console.log(`steps ${m.step + 1 - every}–${m.step} target × message shares (${[...symbols].join(' ')} none): ${objects.map((x, i) => `${x} [${shares[i]}]`).join(', ')}`);
+      for (const row of trainTable) row.fill(0);
+    }
     console.log(`step ${m.step} success ${m.success.toFixed(3)}${expected} loss ${m.loss.map((x) => x.toFixed(4)).join(',')} ${m.seconds.toFixed(1)} s ${JSON.stringify(m.transcript)}`);
   },
 });

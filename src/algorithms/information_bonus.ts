@@ -21,7 +21,38 @@ export function actionLogprob(t: Trajectory): number {
 }
 
 /**
- * The groups with each trajectory's reward raised by coef · (log π(a | s) − log p̂(a)); the rest
+ * The bonus's two parts' weights: `marginal` pays an action's rarity, −log p̂(a) (its batch mean is
+ * the entropy of the actions over all observations, H(A)); `conditional` pays the seat's sureness
+ * of it, log π(a | s) (its mean is −H(A | S)). A number c weighs both alike: c · the pointwise
+ * mutual information. Apart they are Eccles et al.'s two terms: a speaker pooling two targets on one
+ * message earns log 2 from the rarity part, and one of them moving to a letter nobody sends earns
+ * more, whatever it is sure of yet — the push out of a partial pooling that the sureness part, which
+ * pays only messages already specific, does not give.
+ */
+export type InformationBonus = number | { readonly marginal: number; readonly conditional: number };
+
+/** What is wrong with an `InformationBonus` (null: nothing). */
+export function bonusProblem(coef: InformationBonus): string | null {
+  if (typeof coef === 'number') return Number.isFinite(coef) && coef >= 0 ? null : `coef must be a finite number ≥ 0, got ${coef}`;
+  if (typeof coef !== 'object' || coef === null) return `expected a number or { marginal, conditional }, got ${String(coef)}`;
+  for (const k of Object.keys(coef)) if (k !== 'marginal' && k !== 'conditional') return `unknown part "${k}" (known: marginal, conditional)`;
+  for (const k of ['marginal', 'conditional'] as const) {
+    const x = coef[k];
+    if (typeof x !== 'number' || !Number.isFinite(x) || x < 0) return `${k} must be a finite number ≥ 0, got ${String(x)}`;
+  }
+  return null;
+}
+
+/** The two weights of an `InformationBonus` (InvalidInputError when it is not one). */
+export function bonusWeights(coef: InformationBonus): { marginal: number; conditional: number } {
+  const problem = bonusProblem(coef);
+  if (problem) throw new InvalidInputError('informationBonus', problem);
+  return typeof coef === 'number' ? { marginal: coef, conditional: coef } : { marginal: coef.marginal, conditional: coef.conditional };
+}
+
+/**
+ * The groups with each trajectory's reward raised by coef · (log π(a | s) − log p̂(a)) (or, with
+ * the parts weighed apart, conditional · log π(a | s) − marginal · log p̂(a)); the rest
  * unchanged. `message` (an environment's `TurnBasedEnvSpec.message`) says what a trajectory's actions
  * told the others — actions are then the same when their messages are, and one whose message did
  * not come through (null) gets no bonus: an unreadable action is not paid for being specific. It
@@ -29,8 +60,8 @@ export function actionLogprob(t: Trajectory): number {
  * policy's outputs), so readable messages are not marked down for the policy's unreadable ones.
  * Without it, actions are compared by their text.
  */
-export function informationBonus(groups: readonly TrajectoryGroup[], coef: number, message?: (t: Trajectory) => string | null): TrajectoryGroup[] {
-  if (!Number.isFinite(coef) || coef < 0) throw new InvalidInputError('informationBonus', `coef must be a finite number ≥ 0, got ${coef}`);
+export function informationBonus(groups: readonly TrajectoryGroup[], coef: InformationBonus, message?: (t: Trajectory) => string | null): TrajectoryGroup[] {
+  const w = bonusWeights(coef);
   const key = message ?? ((t: Trajectory) => JSON.stringify(t.turns.map((x) => x.action)));
   const keysG = groups.map((g) => g.trajectories.map(key));
   const all = keysG.flat();
@@ -40,7 +71,7 @@ export function informationBonus(groups: readonly TrajectoryGroup[], coef: numbe
     ...g,
     trajectories: g.trajectories.map((t, j) => {
       const k = keysG[i][j];
-      return k === null ? t : { ...t, reward: t.reward + coef * (actionLogprob(t) - Math.log(counts.get(k)! / all.length)) };
+      return k === null ? t : { ...t, reward: t.reward + w.conditional * actionLogprob(t) - w.marginal * Math.log(counts.get(k)! / all.length) };
     }),
   }));
 }

@@ -24,7 +24,7 @@
  */
 import { type AlgoStep, type AlgoStepContext, JOB_ALGORITHMS, packedStep, type RlAlgo } from './job_algorithms.ts';
 import { crossEntropyLoss } from '../algorithms/loss_spec.ts';
-import { informationBonus } from '../algorithms/information_bonus.ts';
+import { bonusProblem, type InformationBonus, informationBonus } from '../algorithms/information_bonus.ts';
 import { sftDatums } from '../algorithms/sft.ts';
 import { targetMaskT } from '../algorithms/datum.ts';
 import { replayTurnBasedDemonstrations, type ReplayAgentOptions } from '../env/demos.ts';
@@ -78,9 +78,12 @@ export interface SeatSettings {
    * different situations pays, whatever the mapping, and one message for everything earns nothing.
    * Messages are compared as the others received them where the environment says so
    * (`TurnBasedEnvSpec.message`; one that did not come through is not paid, and counts in the shares), else by their text.
+   * `{ marginal, conditional }` weighs the two parts apart: the message's rarity (−log share) and the
+   * seat's sureness of it (log π) — the rarity part alone pushes a target that shares its message
+   * with another to one nobody sends.
    * For a seat learning from its reward (not hindsight); the step's metrics report the game's reward alone.
    */
-  readonly informationBonus?: number;
+  readonly informationBonus?: InformationBonus;
   /**
    * Credit this seat with each game's expected reward under its partners' current policies instead
    * of the reward their sampled actions gave it (default false): for every other seat j, the
@@ -272,12 +275,14 @@ export function checkAgentsSettings(s: AgentsSettings): void {
     if (seat.schedule !== undefined) oneOf(`seats[${k}].schedule`, seat.schedule, LR_SCHEDULES);
     if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);
     if (seat.maxNewTokens !== undefined) int(`seats[${k}].maxNewTokens`, seat.maxNewTokens, 1);
-    // Non-negative coefficients; a KL penalty and an entropy bonus are GRPO's (null: any reward-based algorithm).
-    for (const [key, what] of [['klBeta', 'a KL penalty'], ['entropyCoef', 'an entropy bonus'], ['informationBonus', null]] as const) {
+    const bonus = seat.informationBonus === undefined ? null : bonusProblem(seat.informationBonus);
+    if (bonus) throw new ConfigError(`seats[${k}].informationBonus`, bonus);
+    // Non-negative coefficients; a KL penalty and an entropy bonus are GRPO's.
+    for (const [key, what] of [['klBeta', 'a KL penalty'], ['entropyCoef', 'an entropy bonus']] as const) {
       const x = seat[key];
       if (x === undefined) continue;
       if (typeof x !== 'number' || !Number.isFinite(x) || x < 0) throw new ConfigError(`seats[${k}].${key}`, `expected a finite number ≥ 0, got ${x}`);
-      if (what && x > 0 && (seat.algo ?? 'grpo') !== 'grpo') throw new ConfigError(`seats[${k}].${key}`, `${what} is GRPO's here; seat ${k} (${seat.name}) learns with ${seat.algo}`);
+      if (x > 0 && (seat.algo ?? 'grpo') !== 'grpo') throw new ConfigError(`seats[${k}].${key}`, `${what} is GRPO's here; seat ${k} (${seat.name}) learns with ${seat.algo}`);
     }
   });
   for (const [k, min] of [['steps', 0], ['groups', 1], ['groupSize', 1], ['seed', 0], ['evalGames', 0], ['maxNewTokens', 1], ['context', 8], ['maxTurns', 1]] as const) {

@@ -37,6 +37,15 @@ describe('information bonus', () => {
     const said = (t: Trajectory) => (t.turns[0].action === '??' ? null : t.turns[0].action.replace(/[<>x]/g, ''));
     const msgs = informationBonus([{ groupId: 0, seed: 1, trajectories: [traj(1, '<x>a', [-1], 0), traj(1, 'a', [-1], 0), traj(1, 'b', [-2], 0), traj(1, '??', [-3], 0)] }], 1, said);
     expect(msgs[0].trajectories.map((t) => t.reward)).toEqual([-1 - Math.log(2 / 4), -1 - Math.log(2 / 4), -2 - Math.log(1 / 4), 0].map((x) => expect.closeTo(x, 12)));
+    // The parts apart: rarity −log share, sureness log π — { 1, 1 } is coef 1; { marginal: 1, conditional: 0 } pays rarity alone.
+    const whole = informationBonus(groups, 1).flatMap((g) => g.trajectories.map((t) => t.reward));
+    expect(informationBonus(groups, { marginal: 1, conditional: 1 }).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual(whole);
+    const rare = [{ groupId: 0, seed: 1, trajectories: [traj(1, 'a', [-0.1], 0), traj(1, 'a', [-0.1], 0), traj(1, 'a', [-0.1], 0), traj(1, 'b', [-3], 1)] }];
+    expect(informationBonus(rare, { marginal: 0.5, conditional: 0 })[0].trajectories.map((t) => t.reward)).toEqual([-0.5 * Math.log(3 / 4), -0.5 * Math.log(3 / 4), -0.5 * Math.log(3 / 4), 1 - 0.5 * Math.log(1 / 4)].map((x) => expect.closeTo(x, 12)));
+    expect(informationBonus(rare, { marginal: 0, conditional: 2 })[0].trajectories.map((t) => t.reward)).toEqual([-0.2, -0.2, -0.2, 1 - 6].map((x) => expect.closeTo(x, 12)));
+    expect(() => informationBonus(groups, { marginal: -1, conditional: 0 })).toThrow(/marginal must be a finite number/);
+    expect(() => informationBonus(groups, { marginal: 1 } as never)).toThrow(/conditional must be/);
+    expect(() => informationBonus(groups, { marginal: 1, conditional: 1, rare: 1 } as never)).toThrow(/unknown part "rare"/);
     expect(() => informationBonus(groups, -1)).toThrow(InvalidInputError);
     expect(() => informationBonus(groups, Number.NaN)).toThrow(/coef must be a finite number/);
   });
