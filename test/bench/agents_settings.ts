@@ -54,9 +54,21 @@ export interface AgentsBenchSettings {
 }
 
 /**
- * The measured run. Signal: the arena's two-agent warm start (formats only), both seats at lr 0.01
- * with klBeta 0.3 (issue 25's notes: at 0.02 the format breaks within 7 steps; without the penalty
- * at 0.01 after 42). Bargain: the arena page's rates, twice its steps, to see whether the returns
+ * The signalling game as issue 25's probes left it (README "Several agents"): objects whose initials
+ * differ, letters the prompts use (a, e, i, o), short prompts, drills on both sides, one-token
+ * messages and picks — from a formats-only warm start run here (nothing ships for these options).
+ */
+const SIGNAL_OPTIONS = { objects: ['ring', 'box', 'star', 'cross'], symbols: 'aeio', prompt: 'short', drills: 0.5, speakerDrills: 0.5, message: 'bare', pick: 'initial' } as const;
+
+/**
+ * The signalling game's seats: the speaker (GRPO, klBeta 0.05) credited the listener's probability
+ * of the target on its letter (`expectedReward`); the listener learning greedy from hindsight.
+ */
+const SIGNAL_SEATS: readonly [SeatExtras, SeatExtras] = [{ maxNewTokens: 1, expectedReward: true }, { maxNewTokens: 1, hindsight: true, temperature: 0 }];
+
+/**
+ * The measured run. Signal: SIGNAL_OPTIONS and SIGNAL_SEATS, 150 steps of 32 games × 4 at lr 0.01 (the probe's
+ * runs of these settings left chance by step 40). Bargain: the arena page's rates, twice its steps, to see whether the returns
  * settle. Nim: the jobs' nim from a 1400-step warm start, with the opponent pool.
  */
 export const AGENTS_RUN: AgentsBenchSettings = Object.freeze<AgentsBenchSettings>({
@@ -65,7 +77,7 @@ export const AGENTS_RUN: AgentsBenchSettings = Object.freeze<AgentsBenchSettings
   warmStart: 'shipped',
   window: 8,
   games: {
-    signal: { steps: 30, groups: 8, groupSize: 8, lr: [0.01, 0.01], klBeta: [0.3, 0.3], evalGames: 128 },
+    signal: { steps: 150, groups: 32, groupSize: 4, lr: [0.01, 0.01], klBeta: [0.05, 0], evalGames: 128, signal: SIGNAL_OPTIONS, seats: SIGNAL_SEATS, warmStart: { steps: 200 } },
     bargain: { steps: 24, groups: 8, groupSize: 4, lr: [0.006, 0.006], klBeta: [0.3, 0.3], evalGames: 128 },
     nim: { steps: 24, groups: 8, groupSize: 4, lr: [0.005, 0.005], klBeta: [0, 0], evalGames: 100, pool: { every: 4, size: 4, share: 0.5, rotate: true } },
   },
@@ -78,7 +90,7 @@ export const AGENTS_QUICK: AgentsBenchSettings = Object.freeze<AgentsBenchSettin
   warmStart: { steps: 3, demos: 16, batchSize: 4, lr: 1e-2 },
   window: 2,
   games: {
-    signal: { steps: 4, groups: 2, groupSize: 2, lr: [0.01, 0.01], klBeta: [0.3, 0.3], evalGames: 4 },
+    signal: { steps: 4, groups: 2, groupSize: 2, lr: [0.01, 0.01], klBeta: [0.3, 0], evalGames: 4, signal: SIGNAL_OPTIONS, seats: SIGNAL_SEATS },
     bargain: { steps: 4, groups: 2, groupSize: 2, lr: [0.01, 0.01], klBeta: [0.3, 0.3], evalGames: 4 },
     nim: { steps: 4, groups: 2, groupSize: 2, lr: [0.01, 0.01], klBeta: [0, 0], evalGames: 4, pool: { every: 2, size: 2, share: 0.5, rotate: true } },
   },
