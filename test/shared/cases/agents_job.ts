@@ -55,13 +55,10 @@ function relayEnv(): TurnBasedEnvSpec {
 }
 
 /**
- * The relay game with hindsight for the replier: the game as it was played — the caller's words and
- * the replier's own reply — when the reply's text re-encodes to the tokens sampled for it (a reply
- * cut before a stop token, with no byte the decoder replaced), else null. The expected reward of a
- * game is then the replier's probability of its own sampled reply: the sampler's log-probabilities
- * are the oracle.
+ * The relay game whose end says what the caller said (info.said), with `hindsight` — for the replay
+ * of a game as it should have gone.
  */
-function replayableRelay(): TurnBasedEnvSpec {
+function hindsightRelay(hindsight: TurnBasedEnvSpec['hindsight']): TurnBasedEnvSpec {
   const relay = relayEnv();
   return {
     ...relay,
@@ -81,9 +78,18 @@ function replayableRelay(): TurnBasedEnvSpec {
         },
       };
     },
-    hindsight: (t) => (t.player === 1 && reencodes(t) ? { seed: t.seed, actions: [String(t.turns[0].info.said), t.turns[0].action], player: 1 } : null),
+    hindsight,
   };
 }
+
+/**
+ * The relay game with hindsight for the replier: the game as it was played — the caller's words and
+ * the replier's own reply — when the reply's text re-encodes to the tokens sampled for it (a reply
+ * cut before a stop token, with no byte the decoder replaced), else null. The expected reward of a
+ * game is then the replier's probability of its own sampled reply: the sampler's log-probabilities
+ * are the oracle.
+ */
+const replayableRelay = () => hindsightRelay((t) => (t.player === 1 && reencodes(t) ? { seed: t.seed, actions: [String(t.turns[0].info.said), t.turns[0].action], player: 1 } : null));
 
 /** Whether a trajectory's first action text encodes to exactly the tokens sampled for it. */
 const reencodes = (t: Trajectory) => {
@@ -319,27 +325,7 @@ export const agentsJobCases: GpuCase[] = [
     async fn(ctx) {
       // The replier should always have answered in capitals (its full share); the caller gets no
       // hindsight. The game's end says what the caller said, for the replay of the game as it should have gone.
-      const relay = relayEnv();
-      const env: TurnBasedEnvSpec = {
-        ...relay,
-        create: () => {
-          const game = relay.create();
-          let [turn, said] = [0, ''];
-          return {
-            name: game.name, numPlayers: game.numPlayers,
-            reset: (seed, variant) => {
-              turn = 0;
-              return game.reset(seed, variant);
-            },
-            step: async (action) => {
-              if (turn++ === 0) said = action;
-              const r = await game.step(action);
-              return r.done ? { ...r, info: { said } } : r;
-            },
-          };
-        },
-        hindsight: (t) => (t.player === 1 ? { seed: t.seed, actions: [String(t.turns.at(-1)!.info.said), 'ABC'], player: 1 } : null),
-      };
+      const env = hindsightRelay((t) => (t.player === 1 ? { seed: t.seed, actions: [String(t.turns.at(-1)!.info.said), 'ABC'], player: 1 } : null));
       const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
       try {
         const go = () => trainAgents({ ...settings(), env, steps: 4, seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2, klBeta: 0.1 }, { name: 'replier', hindsight: true, lr: 3e-2, loraRank: 2 }], service });
