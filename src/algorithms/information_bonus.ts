@@ -25,9 +25,10 @@ export function actionLogprob(t: Trajectory): number {
  * the entropy of the actions over all observations, H(A)); `conditional` pays the seat's sureness
  * of it, log π(a | s) (its mean is −H(A | S)). A number c weighs both alike: c · the pointwise
  * mutual information. Apart they are Eccles et al.'s two terms: a speaker pooling two targets on one
- * message earns log 2 from the rarity part, and one of them moving to a letter nobody sends earns
- * more, whatever it is sure of yet — the push out of a partial pooling that the sureness part, which
- * pays only messages already specific, does not give.
+ * message earns log 2 from the rarity part, and one of them moving to a letter nobody sends would earn
+ * more, whatever it is sure of yet — a push out of a partial pooling that the sureness part, which pays
+ * only messages already specific, does not give; but from a start without a code the rarity part also
+ * holds every letter equally rare (README "Several agents": the signalling speaker stayed uniform).
  */
 export type InformationBonus = number | { readonly marginal: number; readonly conditional: number };
 

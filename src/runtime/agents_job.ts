@@ -22,16 +22,14 @@
  * Everything is seeded (the step's games, each seat's sampler streams, each adapter's init, the
  * pool's draws): the same settings on the same adapter give the same bytes.
  */
-import { type AlgoStep, type AlgoStepContext, JOB_ALGORITHMS, packedStep, type RlAlgo } from './job_algorithms.ts';
-import { crossEntropyLoss } from '../algorithms/loss_spec.ts';
+import { type AlgoStepContext, JOB_ALGORITHMS, type RlAlgo } from './job_algorithms.ts';
+import { expectedRewards, type HindsightPlays, hindsightStep, replayHindsight } from './agents_hindsight.ts';
 import { bonusProblem, type InformationBonus, informationBonus } from '../algorithms/information_bonus.ts';
-import { sftDatums } from '../algorithms/sft.ts';
-import { targetMaskT } from '../algorithms/datum.ts';
-import { replayTurnBasedDemonstrations, type ReplayAgentOptions } from '../env/demos.ts';
+import type { ReplayAgentOptions } from '../env/demos.ts';
 import { Agent } from '../env/agent.ts';
 import { groupEpisodes } from '../env/batch.ts';
 import { rolloutTurnBased, type ScriptedPolicy, type Seat, type TurnBasedBatch } from '../env/multiagent.ts';
-import type { Demonstration, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
+import type { TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
 import { isSuccess } from './evaluate.ts';
 import { ConfigError } from '../errors.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
@@ -44,7 +42,7 @@ import type { HostParams, SamplingClient, ServiceClient, TrainingClient } from '
 import { JOB_FORMAT, type JobEnv } from './job_envs.ts';
 import { runTraining, stepSeed } from './rl_job.ts';
 import { int, jobOptions, pos, TRAIN_DEFAULTS } from './train.ts';
-import { forwardTrajectories, type PackSettings, trainStep } from './train_step.ts';
+import { trainStep } from './train_step.ts';
 import { LR_SCHEDULES, type LrSchedule, scheduledLr } from './sft_job.ts';
 import { oneOf } from './job_config.ts';
 import { checkPoolSettings, OpponentPool, playPoolGames, poolGroups, type PoolSettings } from './agents_pool.ts';
@@ -79,8 +77,7 @@ export interface SeatSettings {
    * Messages are compared as the others received them where the environment says so
    * (`TurnBasedEnvSpec.message`; one that did not come through is not paid, and counts in the shares), else by their text.
    * `{ marginal, conditional }` weighs the two parts apart: the message's rarity (−log share) and the
-   * seat's sureness of it (log π) — the rarity part alone pushes a target that shares its message
-   * with another to one nobody sends.
+   * seat's sureness of it (log π).
    * For a seat learning from its reward (not hindsight); the step's metrics report the game's reward alone.
    */
   readonly informationBonus?: InformationBonus;
@@ -266,10 +263,13 @@ export function checkAgentsSettings(s: AgentsSettings): void {
     }
     if (seat.expectedReward !== undefined) {
       if (typeof seat.expectedReward !== 'boolean') throw new ConfigError(`seats[${k}].expectedReward`, `expected true or false, got ${String(seat.expectedReward)}`);
-      if (seat.expectedReward && typeof s.env.hindsight !== 'function') throw new ConfigError(`seats[${k}].expectedReward`, `${s.env.name} says nothing in hindsight (its spec has no hindsight()): the partners' winning plays are unknown`);
+    }
+    if (seat.expectedReward === true) {
+      const field = `seats[${k}].expectedReward`;
+      if (typeof s.env.hindsight !== 'function') throw new ConfigError(field, `${s.env.name} says nothing in hindsight (its spec has no hindsight()): the partners' winning plays are unknown`);
       const j = (s.seats as readonly SeatSettings[]).findIndex((x, i) => i !== k && x?.script !== undefined);
-      if (seat.expectedReward && j >= 0) throw new ConfigError(`seats[${k}].expectedReward`, `seat ${j} (${s.seats[j].name}) is scripted: a script gives no probabilities to expect a reward under`);
-      if (seat.expectedReward && s.pool !== undefined) throw new ConfigError(`seats[${k}].expectedReward`, 'not with pool: pool games are played against frozen copies, not the partners whose probabilities it reads');
+      if (j >= 0) throw new ConfigError(field, `seat ${j} (${s.seats[j].name}) is scripted: a script gives no probabilities to expect a reward under`);
+      if (s.pool !== undefined) throw new ConfigError(field, 'not with pool: pool games are played against frozen copies, not the partners whose probabilities it reads');
     }
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.schedule !== undefined) oneOf(`seats[${k}].schedule`, seat.schedule, LR_SCHEDULES);
@@ -303,52 +303,6 @@ export function checkAgentsSettings(s: AgentsSettings): void {
     if (k >= 0) throw new ConfigError('pool', `seat ${k} (${s.seats[k].name}) is scripted: a pool keeps earlier versions of learners, so every seat must learn`);
   }
   if (s.seats.every((x) => x.script !== undefined)) throw new ConfigError('seats', 'every seat is scripted: at least one must learn');
-}
-
-/**
- * A hindsight seat's step: the environment's account of what seat `k` should have done in each of
- * its games, replayed through the protocol (the tokens it would have sampled), as SFT batches. The
- * replay is bound by the context alone, not the seats' tokens per action: a demonstration's text
- * (an action as the game recorded it) may take more tokens than were sampled for it.
- */
-async function hindsightStep(spec: TurnBasedEnvSpec, k: number, groups: readonly TrajectoryGroup[], replay: ReplayAgentOptions, pack: PackSettings, seed: number): Promise<AlgoStep> {
-  const demos = groups.flatMap((g) => g.trajectories).map((t) => spec.hindsight!(t)).filter((d): d is Demonstration => d !== null);
-  const trajs = demos.length === 0 ? [] : (await replayTurnBasedDemonstrations(spec, demos, replay)).trajectories.filter((t) => t.player === k);
-  return packedStep(pack, sftDatums(trajs), crossEntropyLoss(), seed);
-}
-
-/**
- * Seat k's groups with each trajectory's reward replaced by the game's expected reward under the
- * other seats' policies (SeatSettings.expectedReward): per partner j, the probability j's policy
- * (`clients[j]`, forward only) gives the play the environment's hindsight names for it in that game
- * — the demonstrations replayed as j's tokens, their log-probabilities summed over j's policy tokens
- * — multiplied over the partners. A game where some partner's hindsight is null keeps its reward.
- */
-export async function expectedRewards(
-  spec: TurnBasedEnvSpec, k: number, batch: TurnBasedBatch, clients: readonly (TrainingClient | null)[], replay: ReplayAgentOptions, pack: PackSettings,
-): Promise<TrajectoryGroup[]> {
-  const groups = batch.seats[k]?.groups ?? [];
-  // Per game (episodeId): the product of the partners' probabilities so far; absent: some hindsight was null.
-  let expected: Map<number, number> | null = null;
-  for (const [j, client] of clients.entries()) {
-    if (j === k || !client) continue;
-    const plays = (batch.seats[j]?.groups ?? []).flatMap((g) => g.trajectories).flatMap((t) => {
-      const d = spec.hindsight!(t);
-      return d === null ? [] : [{ episode: t.episodeId, demo: d }];
-    });
-    const replayed = plays.length === 0 ? [] : (await replayTurnBasedDemonstrations(spec, plays.map((p) => p.demo), replay)).trajectories.filter((t) => t.player === j);
-    const { logprobsNT } = await forwardTrajectories(client, replayed, pack);
-    const next = new Map<number, number>();
-    replayed.forEach((t, i) => {
-      const mask = targetMaskT(t);
-      const lp = logprobsNT[i].reduce((sum, x, n) => sum + (mask[n] ? x : 0), 0);
-      const e = plays[t.episodeId].episode;
-      if (expected === null || expected.has(e)) next.set(e, (expected?.get(e) ?? 1) * Math.exp(lp));
-    });
-    expected = next;
-  }
-  const got = expected ?? new Map<number, number>();
-  return groups.map((g) => ({ ...g, trajectories: g.trajectories.map((t) => (got.has(t.episodeId) ? { ...t, reward: got.get(t.episodeId)! } : t)) }));
 }
 
 /** Mean reward of the groups' trajectories (0 when there are none). */
@@ -451,7 +405,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       maxSequenceTokens: cfg.maxSeqLen, temperature: s.seats[k].temperature ?? job.temperature, format: JOB_FORMAT,
     });
     const agent = (k: number): Seat => s.seats[k].script ?? agentOn(k, samplers[k]!, s.seats[k].name);
-    // A hindsight seat's games as they should have gone, replayed bound by the context alone (hindsightStep).
+    // Games as hindsight says they should have gone, replayed bound by the context alone (replayHindsight).
     const hindsightReplay: ReplayAgentOptions = { tokenizer: tok, maxNewTokens: cfg.maxSeqLen, maxSequenceTokens: cfg.maxSeqLen, format: JOB_FORMAT };
     const play = (seats: Seat[], games: number, gameSeed: number) =>
       rolloutTurnBased(s.env, seats, groupEpisodes(games, 1, gameSeed), { seed: new Rng(gameSeed, GAME_STREAM).nextU32(), maxSteps: env.maxTurns * s.env.numPlayers });
@@ -491,10 +445,17 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         spec: s.env, pool, rotate: s.pool!.rotate ?? false, learner: (k) => agentOn(k, samplers[k]!, s.seats[k].name), copy: (k, c) => agentOn(k, c, `${s.seats[k].name}-copy`), step,
         groups: nPool, groupSize: gs, firstGroupId: G - nPool, firstEpisode: (G - nPool) * gs, seed: gameSeed, maxSteps: env.maxTurns * s.env.numPlayers,
       }) : null;
+      // Each seat's step groups (its pool games too); its hindsight plays replayed once a step, for
+      // its own hindsight step and its partners' expected rewards alike.
+      const groupsOf = (k: number): TrajectoryGroup[] => [...(batch.seats[k]?.groups ?? []), ...(poolPlay?.groupsP[k] ?? [])];
+      const replayed = new Map<number, Promise<HindsightPlays>>();
+      const playsOf = (k: number) => replayed.get(k) ?? replayed.set(k, replayHindsight(s.env, k, groupsOf(k), hindsightReplay)).get(k)!;
       // Expected rewards read every partner's policy before any seat's update (SeatSettings.expectedReward).
-      const policies = ctxs.map((c) => c?.policy ?? null);
       const expected: (TrajectoryGroup[] | null)[] = [];
-      for (const [k, seat] of s.seats.entries()) expected.push(seat.expectedReward ? await expectedRewards(s.env, k, batch, policies, hindsightReplay, pack) : null);
+      for (const [k, seat] of s.seats.entries()) {
+        const partners = ctxs.flatMap((c, j) => (j === k || !c ? [] : [{ client: c.policy, j }]));
+        expected.push(seat.expectedReward ? await expectedRewards(groupsOf(k), await Promise.all(partners.map(async ({ client, j }) => ({ client, plays: await playsOf(j) }))), pack) : null);
+      }
       const reward: number[] = [], datums: number[] = [], loss: number[] = [];
       const lr = s.seats.map((x) => (x.script ? 0 : scheduledLr(x.lr ?? TRAIN_DEFAULTS.lr, step, totalSteps, x.schedule)));
       for (const [k, seat] of s.seats.entries()) {
@@ -507,11 +468,11 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
           loss.push(0);
           continue;
         }
-        const groups: TrajectoryGroup[] = [...(batch.seats[k]?.groups ?? []), ...(poolPlay?.groupsP[k] ?? [])];
+        const groups = groupsOf(k);
         reward.push(meanReward(groups));
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
         const credited = expected[k] ?? groups;
-        const st = seat.hindsight ? await hindsightStep(s.env, k, groups, hindsightReplay, pack, gameSeed + k)
+        const st = seat.hindsight ? hindsightStep(await playsOf(k), pack, gameSeed + k)
           : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, seat.informationBonus ? informationBonus(credited, seat.informationBonus, s.env.message) : credited, gameSeed + k);
         datums.push(st.datums);
         if (st.batches.length === 0) {

@@ -12,7 +12,8 @@ import { assert } from 'chai';
 import type { ScriptedPolicy } from '../../../src/env/multiagent.ts';
 import type { TurnBasedEnvSpec, TurnBasedEnvironment } from '../../../src/env/types.ts';
 import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
-import { agentsModelConfig, type AgentsSettings, expectedRewards, trainAgents } from '../../../src/runtime/agents_job.ts';
+import { agentsModelConfig, type AgentsSettings, trainAgents } from '../../../src/runtime/agents_job.ts';
+import { expectedRewards, replayHindsight } from '../../../src/runtime/agents_hindsight.ts';
 import { actionLogprob } from '../../../src/algorithms/information_bonus.ts';
 import { Agent } from '../../../src/env/agent.ts';
 import { groupEpisodes } from '../../../src/env/batch.ts';
@@ -372,7 +373,7 @@ export const agentsJobCases: GpuCase[] = [
         const seats = samplers.map((sm, k) => new Agent({ sample: sm.sample, id: `seat${k}`, tokenizer: tok, maxTurns: 1, maxNewTokens: k === 1 ? 1 : 4, maxSequenceTokens: cfg.maxSeqLen, temperature: 1, format: JOB_FORMAT }));
         const batch = await rolloutTurnBased(env, seats, groupEpisodes(6, 3, 77), { seed: 9, maxSteps: 2 });
         const pack = { rows: 4, maxSeqLen: cfg.maxSeqLen, padId: tok.padId };
-        const credited = await expectedRewards(env, 0, batch, policies, replay, pack);
+        const credited = await expectedRewards(batch.seats[0]!.groups, [{ client: policies[1], plays: await replayHindsight(env, 1, batch.seats[1]!.groups, replay) }], pack);
         const callers = batch.seats[0]!.groups.flatMap((g) => g.trajectories);
         const repliers = new Map(batch.seats[1]!.groups.flatMap((g) => g.trajectories).map((t) => [t.episodeId, t]));
         const out = credited.flatMap((g) => g.trajectories);
