@@ -33,12 +33,23 @@ export function seqLenFor(datums: readonly Datum[], maxSeqLen: number): number {
 /**
  * A training step's micro-batches: several datums per row (packDatums' concat), in rows of twice
  * the step's longest datum (at most the context), so that short and long sequences share rows
- * instead of padding every row to the longest. The loss and gradients are those of one datum per
- * row; only fewer padded positions are computed.
+ * instead of padding every row to the longest — unless rows of the longest datum alone compute
+ * fewer positions (rows × T over the batches): when the context caps the wide rows below two of
+ * the longest datums, each would hold one datum anyway, padded further. The loss and gradients are
+ * those of one datum per row; only fewer padded positions are computed.
  */
 export function packForTraining(datums: readonly Datum[], pack: PackSettings, seed: number, aggregation: Aggregation): PackedStep {
-  const seqLen = Math.min(pack.maxSeqLen, 2 * seqLenFor(datums, pack.maxSeqLen));
-  return packDatums(datums, { rows: pack.rows, seqLen, seed, padId: pack.padId, aggregation, concat: true });
+  const longest = seqLenFor(datums, pack.maxSeqLen);
+  const packed = (seqLen: number) => packDatums(datums, { rows: pack.rows, seqLen, seed, padId: pack.padId, aggregation, concat: true });
+  const wide = packed(Math.min(pack.maxSeqLen, 2 * longest));
+  if (wide.batches.length === 0 || wide.batches[0].seqLen === longest) return wide;
+  const tight = packed(longest);
+  return packedPositions(tight) < packedPositions(wide) ? tight : wide;
+}
+
+/** Positions a packed step computes, padding included: Σ rows × T over its micro-batches. */
+export function packedPositions(step: PackedStep): number {
+  return step.batches.reduce((s, b) => s + b.rows * b.seqLen, 0);
 }
 
 /** Datums that fit the context (a context-limited trajectory can be one token over after shifting). */

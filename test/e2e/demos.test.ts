@@ -178,7 +178,8 @@ describe('arena page', () => {
     await page.waitForSelector('#rewards[data-points="1"]', { timeout: 240_000 });
     // What each agent said in the step's first game: a price, then the buyer's answer.
     expect(await page.locator('#transcript').innerText()).toMatch(/seller: <answer>\d<\/answer>/);
-    await page.waitForSelector('#arena-status[data-phase="done"]', { timeout: 480_000 });
+    // ~500 s on 2 cores here (about 40 s a step on SwiftShader); CI's machines are slower.
+    await page.waitForSelector('#arena-status[data-phase="done"]', { timeout: 780_000 });
     const seconds = (Date.now() - t0) / 1000;
     expect(await num(page, '#rewards', 'data-points')).toBe(12);
     await page.waitForSelector('#measured[data-state="done"]');
@@ -187,7 +188,7 @@ describe('arena page', () => {
     learning['arena page (seller vs truthful buyer)'] = { seconds, successBefore: sellerBefore, successAfter: sellerAfter };
     learning['arena page (buyer vs random prices)'] = { seconds, successBefore: buyerBefore, successAfter: buyerAfter };
     // Mean returns a game over the page's 64 held-out games (sd of a mean about 0.02). The seller
-    // learns to price (0.049 → 0.104 here, and bitwise the same on llvmpipe); the buyer's return
+    // learns to price (0.049 → 0.113 here, and bitwise the same on llvmpipe); the buyer's return
     // against random prices does not move in 12 steps (0.050 → 0.050: recorded, not asserted — the
     // open part of issue 25).
     expect(sellerAfter).toBeGreaterThan(sellerBefore + ARENA_MARGIN);
@@ -195,7 +196,7 @@ describe('arena page', () => {
     await screenshot(page, 'arena-done');
     expect(errors).toEqual([]);
     await page.close();
-  }, 600_000);
+  }, 900_000);
 });
 
 describe('widget', () => {

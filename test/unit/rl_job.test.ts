@@ -9,7 +9,7 @@ import { nimEnv, nimOptimalMove, nimPiles, parseNimMove } from '../../src/env/en
 import { Rng } from '../../src/util/rng.ts';
 import { type JobResult, stepSeed, summaryOf } from '../../src/runtime/rl_job.ts';
 import { minibatchOrder, scheduledLr } from '../../src/runtime/sft_job.ts';
-import { seqLenFor } from '../../src/runtime/train_step.ts';
+import { packedPositions, packForTraining, seqLenFor } from '../../src/runtime/train_step.ts';
 import { datumFromSequence } from '../../src/algorithms/datum.ts';
 import { ConfigError } from '../../src/errors.ts';
 
@@ -57,6 +57,31 @@ describe('job runner, pure parts', () => {
     expect(seqLenFor([d(3), d(17)], 256)).toBe(32);
     expect(seqLenFor([d(16)], 256)).toBe(16);
     expect(seqLenFor([d(250)], 64)).toBe(64);
+  });
+  it('packs a training step in rows of twice the longest datum, unless rows of the longest alone compute fewer positions', () => {
+    const d = (n: number, id: number) => datumFromSequence(id, new Array(n + 1).fill(1), new Array(n + 1).fill(1), new Array(n + 1).fill(0));
+    const pack = { rows: 16, maxSeqLen: 256, padId: 0 };
+    // 32 datums of 140: rows of 256 (the context caps 2 × 144) hold one each, as rows of 144 do — those compute 44% fewer positions.
+    const long = Array.from({ length: 32 }, (_, i) => d(140, i));
+    const tight = packForTraining(long, pack, 1, 'token_mean');
+    expect(tight.batches.map((b) => [b.rows, b.seqLen])).toEqual([[16, 144], [16, 144]]);
+    expect(packedPositions(tight)).toBe(32 * 144);
+    // 32 datums of 40 to 47: two per row of 96 (16 rows) beat one per row of 48 (32 rows) only in rows, not positions — a tie keeps the wide rows.
+    const short = Array.from({ length: 32 }, (_, i) => d(40 + (i % 8), i));
+    const wide = packForTraining(short, pack, 1, 'token_mean');
+    expect(wide.batches.map((b) => b.seqLen)).toEqual([96]);
+    expect(packedPositions(wide)).toBe(16 * 96);
+    // Mixed lengths share rows: 16 of 20 and 16 of 100 in rows of 224 (2 × 112), fewer positions than 32 rows of 112.
+    const mixed = [...Array.from({ length: 16 }, (_, i) => d(20, i)), ...Array.from({ length: 16 }, (_, i) => d(100, 16 + i))];
+    const shared = packForTraining(mixed, pack, 1, 'token_mean');
+    expect(shared.batches.map((b) => b.seqLen)).toEqual([224]);
+    expect(packedPositions(shared)).toBeLessThan(32 * 112);
+    // Every datum is packed once, whichever rows were chosen.
+    const ids = (step: typeof tight) => step.batches.flatMap((b) => [...b.seqIdBT].map((x, i) => (x >= 0 ? b.sequenceIdBT[i] : -1))).filter((x) => x >= 0);
+    for (const [step, ds] of [[tight, long], [wide, short], [shared, mixed]] as const) {
+      expect([...new Set(ids(step))].sort((a, b) => a - b)).toEqual(ds.map((_, i) => i));
+      expect(ids(step)).toHaveLength(ds.reduce((s, x) => s + x.targetsT.length, 0));
+    }
   });
   it('evaluation seeds are held out from the training steps and fixed by the job seed', () => {
     const e = evalEpisodes(16, 5);
