@@ -13,7 +13,7 @@
  * `hindsight`: supervised on what it should have picked) instead of from the reward; the speaker still learns from the reward alone;
  * `--listener-temperature T` is that listener's sampling temperature (0: greedy, its best guess); `--info-bonus C` gives a learning
  * speaker trainAgents' `informationBonus` (paid for messages that differ between targets, whatever the mapping; `M,C` weighs its
- * rarity and sureness parts apart); `--expected-reward`
+ * rarity and sureness parts apart, `M,C,P` adds its posterior part); `--expected-reward`
  * pays a learning speaker the listener's probability of picking the target on its message (trainAgents' `expectedReward`) rather than
  * whether the listener's one sample did (with `--learn both`). `--table-every N` prints the training games' target × message
  * shares every N steps.
@@ -96,10 +96,10 @@ const perSeat = (k: 'kl' | 'lr' | 'rank', seat: number) => {
 // `--message bare`: the speaker's action is the symbol alone, one token (a byte); `--pick initial`:
 // the listener's is the candidate's first letter alone.
 const oneToken = (seat: number) => (seat === 0 ? v.message === 'bare' : v.pick === 'initial');
-// `--info-bonus C` (both parts alike) or `--info-bonus M,C` (the rarity and sureness parts apart).
+// `--info-bonus C` (rarity and sureness alike) or `--info-bonus M,C[,P]` (rarity, sureness and posterior apart).
 const bonusParts = v['info-bonus']!.split(',').map(Number);
-if (bonusParts.length > 2 || bonusParts.some((x) => !Number.isFinite(x))) throw new RangeError(`--info-bonus must be a number or two (marginal,conditional), got ${v['info-bonus']}`);
-const infoBonus = bonusParts.length === 2 ? { marginal: bonusParts[0], conditional: bonusParts[1] } : bonusParts[0] > 0 ? bonusParts[0] : null;
+if (bonusParts.length > 3 || bonusParts.some((x) => !Number.isFinite(x))) throw new RangeError(`--info-bonus must be a number, or two or three (marginal,conditional[,posterior]), got ${v['info-bonus']}`);
+const infoBonus = bonusParts.length >= 2 ? { marginal: bonusParts[0], conditional: bonusParts[1], posterior: bonusParts[2] ?? 0 } : bonusParts[0] > 0 ? bonusParts[0] : null;
 // `--hindsight`: the listener learns from the target the game reveals after its pick (supervised) instead of the reward.
 const learner = (name: string, seat: number): SeatSettings => ({
   name, ...(oneToken(seat) ? { maxNewTokens: 1 } : {}), lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'],

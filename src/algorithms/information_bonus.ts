@@ -21,7 +21,7 @@ export function actionLogprob(t: Trajectory): number {
 }
 
 /**
- * The bonus's two parts' weights: `marginal` pays an action's rarity, −log p̂(a) (its batch mean is
+ * The bonus's parts' weights: `marginal` pays an action's rarity, −log p̂(a) (its batch mean is
  * the entropy of the actions over all observations, H(A)); `conditional` pays the seat's sureness
  * of it, log π(a | s) (its mean is −H(A | S)). A number c weighs both alike: c · the pointwise
  * mutual information. Apart they are Eccles et al.'s two terms: a speaker pooling two targets on one
@@ -29,36 +29,53 @@ export function actionLogprob(t: Trajectory): number {
  * more, whatever it is sure of yet — a push out of a partial pooling that the sureness part, which pays
  * only messages already specific, does not give; but from a start without a code the rarity part also
  * holds every letter equally rare (README "Several agents": the signalling speaker stayed uniform).
+ * Neither part alone looks at what the seat saw. `posterior` does: it pays p̂(s | a), the share of
+ * the step's actions like this one that the seat took on this observation (the seat's prompt) — what
+ * a listener who had heard the whole step would make of the message. Pooling pays 1/k on it, a lone
+ * message sent for one target 1, and a code where each message names one target 1 for every game.
+ * Parts left out weigh 0; at least one must be given.
  */
-export type InformationBonus = number | { readonly marginal: number; readonly conditional: number };
+export type InformationBonus = number | { readonly marginal?: number; readonly conditional?: number; readonly posterior?: number };
+
+/** The parts of the object form. */
+const PARTS = ['marginal', 'conditional', 'posterior'] as const;
 
 /** What is wrong with an `InformationBonus` (null: nothing). */
 export function bonusProblem(coef: InformationBonus): string | null {
   if (typeof coef === 'number') return Number.isFinite(coef) && coef >= 0 ? null : `coef must be a finite number ≥ 0, got ${coef}`;
-  if (typeof coef !== 'object' || coef === null) return `expected a number or { marginal, conditional }, got ${String(coef)}`;
-  for (const k of Object.keys(coef)) if (k !== 'marginal' && k !== 'conditional') return `unknown part "${k}" (known: marginal, conditional)`;
-  for (const k of ['marginal', 'conditional'] as const) {
+  if (typeof coef !== 'object' || coef === null) return `expected a number or { marginal, conditional, posterior }, got ${String(coef)}`;
+  const named = Object.keys(coef);
+  for (const k of named) if (!(PARTS as readonly string[]).includes(k)) return `unknown part "${k}" (known: ${PARTS.join(', ')})`;
+  if (named.length === 0) return `names no part (known: ${PARTS.join(', ')})`;
+  for (const k of named as (typeof PARTS)[number][]) {
     const x = coef[k];
     if (typeof x !== 'number' || !Number.isFinite(x) || x < 0) return `${k} must be a finite number ≥ 0, got ${String(x)}`;
   }
   return null;
 }
 
-/** The two weights of an `InformationBonus` (InvalidInputError when it is not one). */
-export function bonusWeights(coef: InformationBonus): { marginal: number; conditional: number } {
+/** The weights of an `InformationBonus`, a part left out 0 (InvalidInputError when it is not one). */
+export function bonusWeights(coef: InformationBonus): { marginal: number; conditional: number; posterior: number } {
   const problem = bonusProblem(coef);
   if (problem) throw new InvalidInputError('informationBonus', problem);
-  return typeof coef === 'number' ? { marginal: coef, conditional: coef } : { marginal: coef.marginal, conditional: coef.conditional };
+  return typeof coef === 'number' ? { marginal: coef, conditional: coef, posterior: 0 }
+    : { marginal: coef.marginal ?? 0, conditional: coef.conditional ?? 0, posterior: coef.posterior ?? 0 };
+}
+
+/** What a trajectory's seat saw first: its prompt's tokens (the observation the posterior part conditions on). */
+function promptKey(t: Trajectory): string {
+  return t.tokensT.slice(0, t.promptLength).join(',');
 }
 
 /**
  * The groups with each trajectory's reward raised by coef · (log π(a | s) − log p̂(a)) (or, with
- * the parts weighed apart, conditional · log π(a | s) − marginal · log p̂(a)); the rest
- * unchanged. `message` (an environment's `TurnBasedEnvSpec.message`) says what a trajectory's actions
- * told the others — actions are then the same when their messages are, and one whose message did
- * not come through (null) gets no bonus: an unreadable action is not paid for being specific. It
- * still counts in the shares (a message's share is of all the step's actions, as π̄(m) is of all the
- * policy's outputs), so readable messages are not marked down for the policy's unreadable ones.
+ * the parts weighed apart, conditional · log π(a | s) − marginal · log p̂(a) + posterior · p̂(s | a));
+ * the rest unchanged. `message` (an environment's `TurnBasedEnvSpec.message`) says what a
+ * trajectory's actions told the others — actions are then the same when their messages are, and one
+ * whose message did not come through (null) gets no bonus: an unreadable action is not paid for being
+ * specific. It still counts in the shares (a message's share is of all the step's actions, as π̄(m)
+ * is of all the policy's outputs), so readable messages are not marked down for the policy's
+ * unreadable ones; the posterior is over the readable ones (who heard nothing learnt nothing).
  * Without it, actions are compared by their text.
  */
 export function informationBonus(groups: readonly TrajectoryGroup[], coef: InformationBonus, message?: (t: Trajectory) => string | null): TrajectoryGroup[] {
@@ -68,11 +85,23 @@ export function informationBonus(groups: readonly TrajectoryGroup[], coef: Infor
   const all = keysG.flat();
   const counts = new Map<string, number>();
   for (const k of all) if (k !== null) counts.set(k, (counts.get(k) ?? 0) + 1);
+  // n(s, a): the step's readable actions by what the seat saw and what it said.
+  const joint = new Map<string, number>();
+  const jointKey = (t: Trajectory, k: string) => JSON.stringify([promptKey(t), k]);
+  if (w.posterior > 0) {
+    groups.forEach((g, i) => g.trajectories.forEach((t, j) => {
+      const k = keysG[i][j];
+      if (k !== null) joint.set(jointKey(t, k), (joint.get(jointKey(t, k)) ?? 0) + 1);
+    }));
+  }
   return groups.map((g, i) => ({
     ...g,
     trajectories: g.trajectories.map((t, j) => {
       const k = keysG[i][j];
-      return k === null ? t : { ...t, reward: t.reward + w.conditional * actionLogprob(t) - w.marginal * Math.log(counts.get(k)! / all.length) };
+      if (k === null) return t;
+      const n = counts.get(k)!;
+      const posterior = w.posterior > 0 ? w.posterior * (joint.get(jointKey(t, k))! / n) : 0;
+      return { ...t, reward: t.reward + w.conditional * actionLogprob(t) - w.marginal * Math.log(n / all.length) + posterior };
     }),
   }));
 }

@@ -76,8 +76,9 @@ export interface SeatSettings {
    * different situations pays, whatever the mapping, and one message for everything earns nothing.
    * Messages are compared as the others received them where the environment says so
    * (`TurnBasedEnvSpec.message`; one that did not come through is not paid, and counts in the shares), else by their text.
-   * `{ marginal, conditional }` weighs the two parts apart: the message's rarity (−log share) and the
-   * seat's sureness of it (log π).
+   * `{ marginal, conditional, posterior }` weighs the parts apart: the message's rarity (−log share), the
+   * seat's sureness of it (log π), and the share of the step's like messages that came from what the
+   * seat saw this game (p̂(s | m), the only part that looks at it); a part left out weighs 0.
    * For a seat learning from its reward (not hindsight); the step's metrics report the game's reward alone.
    */
   readonly informationBonus?: InformationBonus;

@@ -76,7 +76,9 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a', informationBonus: -0.1 }, { name: 'b' }] })).toBe('seats[0].informationBonus');
     expect(fieldOf({ seats: [{ name: 'a', informationBonus: Number.POSITIVE_INFINITY }, { name: 'b' }] })).toBe('seats[0].informationBonus');
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', informationBonus: { marginal: 0.2, conditional: 0 } }, { name: 'b' }] })).not.toThrow();
-    expect(fieldOf({ seats: [{ name: 'a', informationBonus: { marginal: 0.2 } }, { name: 'b' }] })).toBe('seats[0].informationBonus');
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', informationBonus: { posterior: 0.5 } }, { name: 'b' }] })).not.toThrow();
+    expect(fieldOf({ seats: [{ name: 'a', informationBonus: {} }, { name: 'b' }] })).toBe('seats[0].informationBonus');
+    expect(fieldOf({ seats: [{ name: 'a', informationBonus: { posterior: -1 } }, { name: 'b' }] })).toBe('seats[0].informationBonus');
     expect(fieldOf({ seats: [{ name: 'a', informationBonus: '0.2' }, { name: 'b' }] })).toBe('seats[0].informationBonus');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, informationBonus: 0.3 }] })).toBe('seats[1].informationBonus');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, informationBonus: 0.3 }] })).toBe('seats[1].informationBonus');

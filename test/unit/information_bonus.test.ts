@@ -44,8 +44,10 @@ describe('information bonus', () => {
     expect(informationBonus(rare, { marginal: 0.5, conditional: 0 })[0].trajectories.map((t) => t.reward)).toEqual([-0.5 * Math.log(3 / 4), -0.5 * Math.log(3 / 4), -0.5 * Math.log(3 / 4), 1 - 0.5 * Math.log(1 / 4)].map((x) => expect.closeTo(x, 12)));
     expect(informationBonus(rare, { marginal: 0, conditional: 2 })[0].trajectories.map((t) => t.reward)).toEqual([-0.2, -0.2, -0.2, 1 - 6].map((x) => expect.closeTo(x, 12)));
     expect(() => informationBonus(groups, { marginal: -1, conditional: 0 })).toThrow(/marginal must be a finite number/);
-    expect(() => informationBonus(groups, { marginal: 1 } as never)).toThrow(/conditional must be/);
-    expect(() => informationBonus(groups, { marginal: 1, conditional: 1, rare: 1 } as never)).toThrow(/unknown part "rare"/);
+    expect(informationBonus(groups, { marginal: 1 }).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual(informationBonus(groups, { marginal: 1, conditional: 0 }).flatMap((g) => g.trajectories.map((t) => t.reward)));
+    expect(() => informationBonus(groups, {})).toThrow(/names no part/);
+    expect(() => informationBonus(groups, { posterior: Number.POSITIVE_INFINITY })).toThrow(/posterior must be a finite number/);
+    expect(() => informationBonus(groups, { marginal: 1, conditional: 1, rare: 1 } as never)).toThrow(/unknown part "rare" \(known: marginal, conditional, posterior\)/);
     expect(() => informationBonus(groups, -1)).toThrow(InvalidInputError);
     expect(() => informationBonus(groups, Number.NaN)).toThrow(/coef must be a finite number/);
   });
@@ -75,5 +77,30 @@ describe('information bonus', () => {
     expect(informationBonus(pool, 1).map((g) => g.trajectories[0].reward)).toEqual([0, 0, 0, 0]);
     const sep = [0, 1, 2, 3].map((s) => ({ groupId: s, seed: s, trajectories: [traj(s, 'wxyz'[s], [0], 0)] }));
     for (const g of informationBonus(sep, 1)) expect(g.trajectories[0].reward).toBeCloseTo(Math.log(4), 12);
+  });
+
+  it('the posterior part pays p̂(s | m): the share of the like messages of the step sent on what the seat saw', () => {
+    /** A one-action trajectory whose prompt is the observation `s` (one token). */
+    const seen = (s: number, action: string, reward = 0): Trajectory => ({ ...traj(s, action, [-1], reward), tokensT: [s, 1] });
+    // Partial pooling: targets 1, 2, 3 send "a", target 0 sends "o" — and target 1 once sends "e".
+    const groups: TrajectoryGroup[] = [0, 1, 2, 3].map((s) => ({
+      groupId: s, seed: s, trajectories: [seen(s, s === 0 ? 'o' : 'a', 1), seen(s, s === 0 ? 'o' : 'a'), seen(s, s === 1 ? 'e' : s === 0 ? 'o' : 'a')],
+    }));
+    const paid = informationBonus(groups, { posterior: 0.5 }).map((g) => g.trajectories.map((t) => t.reward));
+    // "o" names the ring alone (1); "a" is a third each of targets 1–3 (n(1, a) = 2 of 8, n(2, a) = 3 of 8); "e" was sent on target 1 alone (1).
+    expect(paid).toEqual([[1.5, 0.5, 0.5], [1 + 0.5 * (2 / 8), 0.5 * (2 / 8), 0.5], [1 + 0.5 * (3 / 8), 0.5 * (3 / 8), 0.5 * (3 / 8)], [1 + 0.5 * (3 / 8), 0.5 * (3 / 8), 0.5 * (3 / 8)]].map((r) => r.map((x) => expect.closeTo(x, 12))));
+    // Within target 1's group the lone "e" is paid most: the push out of the pooling.
+    expect(paid[1][2]).toBeGreaterThan(paid[1][1]);
+    // A code (each message one target) pays 1 for every game, pooling 1/k.
+    const code = [0, 1, 2, 3].map((s) => ({ groupId: s, seed: s, trajectories: [seen(s, 'aeio'[s]), seen(s, 'aeio'[s])] }));
+    expect(informationBonus(code, { posterior: 1 }).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual(new Array(8).fill(1));
+    const pool = [0, 1, 2, 3].map((s) => ({ groupId: s, seed: s, trajectories: [seen(s, 'a'), seen(s, 'a')] }));
+    expect(informationBonus(pool, { posterior: 1 }).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual(new Array(8).fill(0.25));
+    // Unreadable messages are not paid and not heard: the posterior is over the readable ones.
+    const said = (t: Trajectory) => (t.turns[0].action === '??' ? null : t.turns[0].action);
+    const some = [{ groupId: 0, seed: 0, trajectories: [seen(0, 'a'), seen(0, '??')] }, { groupId: 1, seed: 1, trajectories: [seen(1, 'a'), seen(1, 'a')] }];
+    expect(informationBonus(some, { posterior: 1 }, said).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual([1 / 3, 0, 2 / 3, 2 / 3].map((x) => expect.closeTo(x, 12)));
+    // A number weighs rarity and sureness alike and leaves the posterior out, as before.
+    expect(informationBonus(groups, 0.3).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual(informationBonus(groups, { marginal: 0.3, conditional: 0.3, posterior: 0 }).flatMap((g) => g.trajectories.map((t) => t.reward)));
   });
 });
