@@ -43,7 +43,7 @@ export type { SafetensorsErrorKind, WeightsErrorKind } from './model/errors.ts';
 export { jobOptions, train, TRAIN_DEFAULTS } from './runtime/train.ts';
 export type { LoadedModel, TrainResult, TrainSettings } from './runtime/train.ts';
 export { agentsModelConfig, trainAgents } from './runtime/agents_job.ts';
-export type { AgentsEvaluation, AgentsResult, AgentsSettings, AgentsStepMetrics, SeatSettings } from './runtime/agents_job.ts';
+export type { AgentsEvaluation, AgentsResult, AgentsSettings, AgentsStepMetrics, SeatSettings } from './runtime/agents_settings.ts';
 export type { InformationBonus } from './algorithms/information_bonus.ts';
 export type { SampleTextOptions } from './runtime/policy.ts';
 export { ALGOS, runTraining } from './runtime/rl_job.ts';

@@ -83,24 +83,21 @@ export function informationBonus(groups: readonly TrajectoryGroup[], coef: Infor
   const key = message ?? ((t: Trajectory) => JSON.stringify(t.turns.map((x) => x.action)));
   const keysG = groups.map((g) => g.trajectories.map(key));
   const all = keysG.flat();
+  const tally = (m: Map<string, number>, k: string | null) => k !== null && m.set(k, (m.get(k) ?? 0) + 1);
   const counts = new Map<string, number>();
-  for (const k of all) if (k !== null) counts.set(k, (counts.get(k) ?? 0) + 1);
-  // n(s, a): the step's readable actions by what the seat saw and what it said.
+  for (const k of all) tally(counts, k);
+  // n(s, a): the step's readable actions by what the seat saw and what it said (posterior part only).
+  const jointG = groups.map((g, i) => g.trajectories.map((t, j) => (w.posterior === 0 || keysG[i][j] === null ? null : JSON.stringify([promptKey(t), keysG[i][j]]))));
   const joint = new Map<string, number>();
-  const jointKey = (t: Trajectory, k: string) => JSON.stringify([promptKey(t), k]);
-  if (w.posterior > 0) {
-    groups.forEach((g, i) => g.trajectories.forEach((t, j) => {
-      const k = keysG[i][j];
-      if (k !== null) joint.set(jointKey(t, k), (joint.get(jointKey(t, k)) ?? 0) + 1);
-    }));
-  }
+  for (const k of jointG.flat()) tally(joint, k);
   return groups.map((g, i) => ({
     ...g,
     trajectories: g.trajectories.map((t, j) => {
       const k = keysG[i][j];
       if (k === null) return t;
       const n = counts.get(k)!;
-      const posterior = w.posterior > 0 ? w.posterior * (joint.get(jointKey(t, k))! / n) : 0;
+      const sk = jointG[i][j];
+      const posterior = sk === null ? 0 : w.posterior * (joint.get(sk)! / n);
       return { ...t, reward: t.reward + w.conditional * actionLogprob(t) - w.marginal * Math.log(n / all.length) + posterior };
     }),
   }));

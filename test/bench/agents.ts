@@ -13,7 +13,8 @@ import { bargainEnv, bargainRandomSeller, bargainTruthfulBuyer } from '../../src
 import { nimEnv, nimOptimalPolicy } from '../../src/env/envs/nim.ts';
 import { signalEnv, signalRandomListener, signalRandomSpeaker } from '../../src/env/envs/signal.ts';
 import { ByteTokenizer } from '../../src/model/tokenizer/byte.ts';
-import { type AgentsEvaluation, agentsModelConfig, type AgentsSettings, trainAgents } from '../../src/runtime/agents_job.ts';
+import { agentsModelConfig, trainAgents } from '../../src/runtime/agents_job.ts';
+import type { AgentsEvaluation, AgentsSettings } from '../../src/runtime/agents_settings.ts';
 import type { HostParams } from '../../src/runtime/clients.ts';
 import { NIM_JOB } from '../../src/runtime/job_envs.ts';
 import { LocalService } from '../../src/runtime/local_service.ts';

@@ -12,7 +12,7 @@ import { bargainReferences } from '../../src/env/envs/bargain.ts';
 import { type NimOptions, resolveNimOptions } from '../../src/env/envs/nim.ts';
 import { NIM_JOB } from '../../src/runtime/job_envs.ts';
 import { resolveSignalOptions, type SignalOptions } from '../../src/env/envs/signal.ts';
-import type { AgentsEvaluation } from '../../src/runtime/agents_job.ts';
+import type { AgentsEvaluation } from '../../src/runtime/agents_settings.ts';
 import type { AgentsBenchReport, GameReport } from './agents.ts';
 import type { SeatExtras } from './agents_settings.ts';
 import { fmtNum } from './harness.ts';

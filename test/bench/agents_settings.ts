@@ -3,7 +3,7 @@
  * once — on the three games trainAgents ships, each over three seeds from one shared warm start.
  */
 import type { PoolSettings } from '../../src/runtime/agents_pool.ts';
-import type { SeatSettings } from '../../src/runtime/agents_job.ts';
+import type { SeatSettings } from '../../src/runtime/agents_settings.ts';
 import type { SignalOptions } from '../../src/env/envs/signal.ts';
 
 /** A warm start run here: SFT steps, and the job runner's defaults for what is not given. */

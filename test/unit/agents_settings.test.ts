@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { bargainEnv } from '../../src/env/envs/bargain.ts';
 import { signalCodeListener, signalEnv, signalRandomSpeaker } from '../../src/env/envs/signal.ts';
-import { type AgentsSettings, checkAgentsSettings, trainAgents } from '../../src/runtime/agents_job.ts';
+import { trainAgents } from '../../src/runtime/agents_job.ts';
+import { type AgentsSettings, checkAgentsSettings } from '../../src/runtime/agents_settings.ts';
 import { poolGroups } from '../../src/runtime/agents_pool.ts';
 import { configError } from './config_error.ts';
 

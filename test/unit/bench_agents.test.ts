@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { openSafetensors } from '../../src/model/safetensors.ts';
-import type { AgentsEvaluation } from '../../src/runtime/agents_job.ts';
+import type { AgentsEvaluation } from '../../src/runtime/agents_settings.ts';
 import { agentsModelConfig } from '../../src/runtime/agents_job.ts';
 import type { AgentsBenchReport, GameReport, GameSeedRun } from '../../test/bench/agents.ts';
 import { gameSettings, gameWarmStart, shippedFile } from '../../test/bench/agents.ts';
