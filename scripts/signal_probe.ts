@@ -11,6 +11,7 @@
  * supervised check that the model can learn the mapping with these prompts at all (use `--steps 1`).
  * `--hindsight` makes a learning listener learn from the target each game reveals after its pick (trainAgents' seat
  * `hindsight`: supervised on what it should have picked) instead of from the reward; the speaker still learns from the reward alone;
+ * `--hindsight-steps N` makes that listener train on its last N steps' hindsight plays (trainAgents' seat `hindsightSteps`);
  * `--listener-temperature T` is that listener's sampling temperature (0: greedy, its best guess); `--info-bonus C` gives a learning
  * speaker trainAgents' `informationBonus` (paid for messages that differ between targets, whatever the mapping; `M,C` weighs its
  * rarity and sureness parts apart, `M,C,P` adds its posterior part); `--expected-reward`
@@ -40,7 +41,7 @@ import { resolveSignalOptions, signalGame, signalListenerAction, type SignalMess
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
-    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'table-every': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' },
+    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'hindsight-steps': { type: 'string', default: '1' }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'table-every': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, rank: { type: 'string', default: '8' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
@@ -103,7 +104,7 @@ const infoBonus = bonusParts.length >= 2 ? { marginal: bonusParts[0], conditiona
 // `--hindsight`: the listener learns from the target the game reveals after its pick (supervised) instead of the reward.
 const learner = (name: string, seat: number): SeatSettings => ({
   name, ...(oneToken(seat) ? { maxNewTokens: 1 } : {}), lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'],
-  ...(seat === 1 && v.hindsight ? { hindsight: true, ...(v['listener-temperature'] ? { temperature: num('listener-temperature') } : {}) } : { algo: v.algo as SeatSettings['algo'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}), ...(seat === 0 && infoBonus !== null ? { informationBonus: infoBonus } : {}), ...(seat === 0 && v['expected-reward'] ? { expectedReward: true } : {}) }),
+  ...(seat === 1 && v.hindsight ? { hindsight: true, hindsightSteps: num('hindsight-steps'), ...(v['listener-temperature'] ? { temperature: num('listener-temperature') } : {}) } : { algo: v.algo as SeatSettings['algo'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}), ...(seat === 0 && infoBonus !== null ? { informationBonus: infoBonus } : {}), ...(seat === 0 && v['expected-reward'] ? { expectedReward: true } : {}) }),
 });
 const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]
   : v.learn === 'speaker' ? [learner('speaker', 0), { name: 'listener', script: signalCodeListener(o) }]

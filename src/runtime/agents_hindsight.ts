@@ -37,9 +37,9 @@ export async function replayHindsight(spec: TurnBasedEnvSpec, j: number, groups:
   return { trajectories, episodes: trajectories.map((t) => plays[t.episodeId].episode) };
 }
 
-/** A hindsight seat's step: its hindsight plays as SFT batches (cross-entropy on its own tokens). */
-export function hindsightStep(plays: HindsightPlays, pack: PackSettings, seed: number): AlgoStep {
-  return packedStep(pack, sftDatums(plays.trajectories), crossEntropyLoss(), seed);
+/** A hindsight seat's step: its hindsight plays (of one step or several) as SFT batches (cross-entropy on its own tokens). */
+export function hindsightStep(plays: readonly Trajectory[], pack: PackSettings, seed: number): AlgoStep {
+  return packedStep(pack, sftDatums(plays), crossEntropyLoss(), seed);
 }
 
 /**

@@ -29,7 +29,7 @@ import type { ReplayAgentOptions } from '../env/demos.ts';
 import { Agent } from '../env/agent.ts';
 import { groupEpisodes } from '../env/batch.ts';
 import { rolloutTurnBased, type Seat, type TurnBasedBatch } from '../env/multiagent.ts';
-import type { TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
+import type { Trajectory, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
 import { isSuccess } from './evaluate.ts';
 import type { LoraConfig, ModelConfig } from '../model/config.ts';
 import { ByteTokenizer } from '../model/tokenizer/byte.ts';
@@ -169,6 +169,8 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       return { together: successShare(s.env, all) ?? 0, returns: meanReturns(all, P), swapped, swappedReturns };
     };
 
+    // Per seat: its hindsight plays of its last steps, oldest first (SeatSettings.hindsightSteps).
+    const recentPlays: Trajectory[][][] = s.seats.map(() => []);
     const before = await evaluateAll();
     const steps: AgentsStepMetrics[] = [];
     const totalSteps = s.steps ?? 20;
@@ -203,6 +205,13 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         const partners = await Promise.all(ctxs.flatMap((c, j) => (j === k || !c ? [] : [playsOf(j).then((plays) => ({ client: c.policy, plays }))])));
         expected.push(await expectedRewards(groupsOf(k), partners, pack));
       }
+      // Seat k's hindsight plays of this step added to its last steps'; all it keeps, oldest first.
+      const rememberPlays = async (k: number): Promise<Trajectory[]> => {
+        const r = recentPlays[k];
+        r.push([...(await playsOf(k)).trajectories]);
+        r.splice(0, Math.max(0, r.length - (s.seats[k].hindsightSteps ?? 1)));
+        return r.flat();
+      };
       const reward: number[] = [], datums: number[] = [], loss: number[] = [];
       const lr = s.seats.map((x) => (x.script ? 0 : scheduledLr(x.lr ?? TRAIN_DEFAULTS.lr, step, totalSteps, x.schedule)));
       for (const [k, seat] of s.seats.entries()) {
@@ -219,7 +228,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         reward.push(meanReward(groups));
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
         const credited = expected[k] ?? groups;
-        const st = seat.hindsight ? hindsightStep(await playsOf(k), pack, gameSeed + k)
+        const st = seat.hindsight ? hindsightStep(await rememberPlays(k), pack, gameSeed + k)
           : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, seat.informationBonus ? informationBonus(credited, seat.informationBonus, s.env.message) : credited, gameSeed + k);
         datums.push(st.datums);
         if (st.batches.length === 0) {

@@ -86,6 +86,13 @@ export interface SeatSettings {
    */
   readonly hindsight?: boolean;
   /**
+   * A hindsight seat trains each step on the hindsight plays of its last `hindsightSteps` steps
+   * (default 1: the step's alone) — an estimate of what its partners mean that moves less when they
+   * move (the signalling game's listener reads the speaker's recent code, not one step's draw).
+   * Hindsight seats alone; an integer ≥ 1.
+   */
+  readonly hindsightSteps?: number;
+  /**
    * A hindsight seat's sampling temperature in the games it plays (default the run's; 0: greedy —
    * it answers with its best guess, as a decoder should). Hindsight seats alone: an RL seat's update
    * weighs its tokens by the log-probabilities it sampled them with, at the run's temperature.
@@ -190,7 +197,7 @@ export interface AgentsResult {
 }
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature', 'informationBonus', 'expectedReward', 'script'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'hindsightSteps', 'temperature', 'informationBonus', 'expectedReward', 'script'];
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -215,7 +222,7 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function') {
         throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
       }
-      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'temperature', 'informationBonus', 'expectedReward'] as const).find((x) => seat[x] !== undefined);
+      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'hindsightSteps', 'temperature', 'informationBonus', 'expectedReward'] as const).find((x) => seat[x] !== undefined);
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn or sample`);
     }
     if (seat.hindsight !== undefined) {
@@ -223,6 +230,10 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (seat.hindsight && typeof s.env.hindsight !== 'function') throw new ConfigError(`seats[${k}].hindsight`, `${s.env.name} says nothing in hindsight (its spec has no hindsight())`);
       const rl = (['algo', 'klBeta', 'entropyCoef', 'informationBonus', 'expectedReward'] as const).find((x) => seat[x] !== undefined);
       if (seat.hindsight && rl) throw new ConfigError(`seats[${k}].${rl}`, `seat ${k} (${seat.name}) learns from hindsight, supervised: it has no RL algorithm`);
+    }
+    if (seat.hindsightSteps !== undefined) {
+      if (!Number.isInteger(seat.hindsightSteps) || seat.hindsightSteps < 1) throw new ConfigError(`seats[${k}].hindsightSteps`, `expected an integer ≥ 1, got ${String(seat.hindsightSteps)}`);
+      if (seat.hindsight !== true) throw new ConfigError(`seats[${k}].hindsightSteps`, `seat ${k} (${seat.name}) learns from its reward: only a hindsight seat (hindsight: true) trains on earlier steps' hindsight plays`);
     }
     if (seat.temperature !== undefined) {
       if (typeof seat.temperature !== 'number' || !Number.isFinite(seat.temperature) || seat.temperature < 0) throw new ConfigError(`seats[${k}].temperature`, `expected a finite number ≥ 0 (0: greedy), got ${String(seat.temperature)}`);

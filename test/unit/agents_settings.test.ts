@@ -27,7 +27,7 @@ describe('trainAgents settings', () => {
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', schedule: 'cosine' }, { name: 'listener', schedule: 'constant' }] })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', maxNewTokens: 1 }, { name: 'listener' }], maxNewTokens: 24 })).not.toThrow();
     // A hindsight seat learns supervised: no RL algorithm, so no group size binds it either.
-    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', script: signalRandomSpeaker() }, { name: 'listener', hindsight: true, lr: 0.01, schedule: 'cosine', temperature: 0 }], groupSize: 1 })).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', script: signalRandomSpeaker() }, { name: 'listener', hindsight: true, hindsightSteps: 4, lr: 0.01, schedule: 'cosine', temperature: 0 }], groupSize: 1 })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', algo: 'rloo' }, { name: 'listener', hindsight: false, klBeta: 0.1 }] })).not.toThrow();
     // A scripted seat (a fixed partner) does not learn, so GRPO's group size does not bind it.
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'speaker', algo: 'rloo' }, { name: 'listener', script: signalCodeListener() }], groupSize: 2 })).not.toThrow();
@@ -83,6 +83,11 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a', informationBonus: '0.2' }, { name: 'b' }] })).toBe('seats[0].informationBonus');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, informationBonus: 0.3 }] })).toBe('seats[1].informationBonus');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, informationBonus: 0.3 }] })).toBe('seats[1].informationBonus');
+    // Earlier steps' hindsight plays: a hindsight seat's alone, a whole number of steps ≥ 1.
+    for (const bad of [0, 1.5, -2, Number.NaN, '4']) expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, hindsightSteps: bad }] })).toBe('seats[1].hindsightSteps');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsightSteps: 4 }] })).toBe('seats[1].hindsightSteps');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: false, hindsightSteps: 4 }] })).toBe('seats[1].hindsightSteps');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, hindsightSteps: 2 }] })).toBe('seats[1].hindsightSteps');
     // A seat's own temperature: a hindsight seat's alone (an RL seat's update uses the run's), ≥ 0.
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, temperature: -1 }] })).toBe('seats[1].temperature');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, temperature: '0' }] })).toBe('seats[1].temperature');

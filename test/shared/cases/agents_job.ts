@@ -323,7 +323,7 @@ export const agentsJobCases: GpuCase[] = [
     },
   },
   {
-    name: 'trainAgents with a hindsight seat: it trains supervised on every game as the environment says it should have gone; the loss falls; same seed → same bytes',
+    name: 'trainAgents with a hindsight seat: it trains supervised on every game as the environment says it should have gone (of its last steps, with hindsightSteps); the loss falls; same seed → same bytes',
     async fn(ctx) {
       // The replier should always have answered in capitals (its full share); the caller gets no
       // hindsight. The game's end says what the caller said, for the replay of the game as it should have gone.
@@ -343,6 +343,12 @@ export const agentsJobCases: GpuCase[] = [
         for (const k of [0, 1]) {
           for (const [name, v] of Object.entries(r.adapters[k]!)) assert.deepEqual(Array.from(again.adapters[k]![name]), Array.from(v), `${name} of seat ${k}`);
         }
+        // Its last two steps' plays (hindsightSteps): the first step trains on its own games as before,
+        // every later one on its games and the step before's.
+        const two = await trainAgents({ ...settings(), env, steps: 4, seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2, klBeta: 0.1 }, { name: 'replier', hindsight: true, hindsightSteps: 2, lr: 3e-2, loraRank: 2 }], service });
+        assert.deepEqual(two.steps.map((m) => m.datums[1]), [6, 12, 12, 12]);
+        assert.strictEqual(two.steps[0].loss[1], r.steps[0].loss[1]);
+        assert.notStrictEqual(two.steps[1].loss[1], r.steps[1].loss[1]);
         // Its own temperature: greedy (0), the replier answers a step's games — all the same prompt
         // after a scripted caller — with one reply, so its mean reward is that reply's share; at the
         // run's temperature its replies differ.
