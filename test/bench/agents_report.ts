@@ -192,9 +192,10 @@ export function agentsJson(rep: AgentsBenchReport): Record<string, unknown> {
 export function seatExtrasText(x: SeatExtras | undefined): string {
   if (!x) return '';
   const parts = [
-    x.hindsight ? `learning from hindsight (supervised${x.temperature === 0 ? ', greedy' : x.temperature !== undefined ? `, temperature ${x.temperature}` : ''})` : x.algo ? x.algo : '',
+    x.hindsight ? `learning from hindsight (supervised${x.temperature === 0 ? ', greedy' : x.temperature !== undefined ? `, temperature ${x.temperature}` : ''}${(x.hindsightSteps ?? 1) > 1 ? `, on its last ${x.hindsightSteps} steps' games` : ''})` : x.algo ? x.algo : '',
     x.expectedReward ? 'credited the expected reward under its partner\'s policy' : '',
-    x.informationBonus ? `information bonus ${x.informationBonus}` : '',
+    x.informationBonus === undefined ? '' : typeof x.informationBonus === 'number' ? `information bonus ${x.informationBonus}`
+      : `information bonus ${Object.entries(x.informationBonus).filter(([, w]) => w).map(([part, w]) => `${part} ${w}`).join(', ')}`,
     x.entropyCoef ? `entropy bonus ${x.entropyCoef}` : '',
     x.maxNewTokens !== undefined ? `${x.maxNewTokens} token${x.maxNewTokens === 1 ? '' : 's'} per action` : '',
     x.schedule && x.schedule !== 'constant' ? `${x.schedule} schedule` : '',

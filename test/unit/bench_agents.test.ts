@@ -129,6 +129,9 @@ describe('agents part: the signalling game and the seats in words', () => {
     expect(seatExtrasText(undefined)).toBe('');
     expect(seatExtrasText({ expectedReward: true, informationBonus: 0.3, maxNewTokens: 1 })).toBe("credited the expected reward under its partner's policy, information bonus 0.3, 1 token per action");
     expect(seatExtrasText({ hindsight: true, temperature: 0, schedule: 'cosine' })).toBe('learning from hindsight (supervised, greedy), cosine schedule');
+    expect(seatExtrasText({ hindsight: true, temperature: 0, hindsightSteps: 4 })).toBe("learning from hindsight (supervised, greedy, on its last 4 steps' games)");
+    expect(seatExtrasText({ informationBonus: { posterior: 0.5, marginal: 0 } })).toBe('information bonus posterior 0.5');
+    expect(seatExtrasText({ informationBonus: { marginal: 0.05, conditional: 0.1 } })).toBe('information bonus marginal 0.05, conditional 0.1');
     expect(seatExtrasText({ algo: 'rloo', entropyCoef: 0.01, maxNewTokens: 4, loraRank: 4 })).toBe('rloo, entropy bonus 0.01, 4 tokens per action, LoRA rank 4');
   });
 });
