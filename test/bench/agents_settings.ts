@@ -62,13 +62,18 @@ const SIGNAL_OPTIONS = { objects: ['ring', 'box', 'star', 'cross'], symbols: 'ae
 
 /**
  * The signalling game's seats: the speaker (GRPO, klBeta 0.05) credited the listener's probability
- * of the target on its letter (`expectedReward`); the listener learning greedy from hindsight.
+ * of the target on its letter (`expectedReward`) and paid half p̂(target | letter) on top (the
+ * information bonus's posterior part); the listener learning greedy from hindsight, on its last 4
+ * steps' games (the settings whose probe runs got furthest, README "Several agents").
  */
-const SIGNAL_SEATS: readonly [SeatExtras, SeatExtras] = [{ maxNewTokens: 1, expectedReward: true }, { maxNewTokens: 1, hindsight: true, temperature: 0 }];
+const SIGNAL_SEATS: readonly [SeatExtras, SeatExtras] = [
+  { maxNewTokens: 1, expectedReward: true, informationBonus: { posterior: 0.5 } },
+  { maxNewTokens: 1, hindsight: true, hindsightSteps: 4, temperature: 0 },
+];
 
 /**
  * The measured run. Signal: SIGNAL_OPTIONS and SIGNAL_SEATS, 150 steps of 32 games × 4 at lr 0.01 (the probe's
- * runs of these settings left chance by step 40). Bargain: the arena page's rates, twice its steps, to see whether the returns
+ * runs of these settings left chance in 2 seeds of 3 by step 60). Bargain: the arena page's rates, twice its steps, to see whether the returns
  * settle. Nim: the jobs' nim from a 1400-step warm start, with the opponent pool.
  */
 export const AGENTS_RUN: AgentsBenchSettings = Object.freeze<AgentsBenchSettings>({
