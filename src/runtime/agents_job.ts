@@ -170,7 +170,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
     };
 
     // Per seat: its hindsight plays of its last steps, oldest first (SeatSettings.hindsightSteps).
-    const recentPlays: Trajectory[][][] = s.seats.map(() => []);
+    const recentPlays: (readonly Trajectory[])[][] = s.seats.map(() => []);
     const before = await evaluateAll();
     const steps: AgentsStepMetrics[] = [];
     const totalSteps = s.steps ?? 20;
@@ -208,7 +208,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       // Seat k's hindsight plays of this step added to its last steps'; all it keeps, oldest first.
       const rememberPlays = async (k: number): Promise<Trajectory[]> => {
         const r = recentPlays[k];
-        r.push([...(await playsOf(k)).trajectories]);
+        r.push((await playsOf(k)).trajectories);
         r.splice(0, Math.max(0, r.length - (s.seats[k].hindsightSteps ?? 1)));
         return r.flat();
       };

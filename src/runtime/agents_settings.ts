@@ -197,7 +197,9 @@ export interface AgentsResult {
 }
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'hindsightSteps', 'temperature', 'informationBonus', 'expectedReward', 'script'];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'hindsightSteps', 'temperature', 'informationBonus', 'expectedReward', 'script'] as const satisfies readonly (keyof SeatSettings)[];
+/** A seat's settings that only a learner has (all but its name and script). */
+const LEARNING_KEYS = SEAT_KEYS.filter((k): k is Exclude<typeof k, 'name' | 'script'> => k !== 'name' && k !== 'script');
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -212,7 +214,7 @@ export function checkAgentsSettings(s: AgentsSettings): void {
   const names = new Set<string>();
   (s.seats as readonly SeatSettings[]).forEach((seat, k) => {
     if (typeof seat !== 'object' || seat === null) throw new ConfigError(`seats[${k}]`, 'expected { name, algo?, lr?, loraRank? }');
-    for (const key of Object.keys(seat)) if (!SEAT_KEYS.includes(key)) throw new ConfigError(`seats[${k}].${key}`, `unknown setting (known: ${SEAT_KEYS.join(', ')})`);
+    for (const key of Object.keys(seat)) if (!(SEAT_KEYS as readonly string[]).includes(key)) throw new ConfigError(`seats[${k}].${key}`, `unknown setting (known: ${SEAT_KEYS.join(', ')})`);
     if (typeof seat.name !== 'string' || seat.name === '' || names.has(seat.name)) throw new ConfigError(`seats[${k}].name`, 'expected a non-empty name of its own');
     names.add(seat.name);
     if (seat.algo !== undefined && !Object.hasOwn(JOB_ALGORITHMS, seat.algo)) {
@@ -222,7 +224,7 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (typeof seat.script !== 'object' || seat.script === null || seat.script.kind !== 'scripted' || typeof seat.script.act !== 'function') {
         throw new ConfigError(`seats[${k}].script`, "expected a scripted policy ({ kind: 'scripted', id, act(observation, rng) })");
       }
-      const learning = (['algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'hindsightSteps', 'temperature', 'informationBonus', 'expectedReward'] as const).find((x) => seat[x] !== undefined);
+      const learning = LEARNING_KEYS.find((x) => seat[x] !== undefined);
       if (learning) throw new ConfigError(`seats[${k}].${learning}`, `seat ${k} (${seat.name}) is scripted: it does not learn or sample`);
     }
     if (seat.hindsight !== undefined) {
