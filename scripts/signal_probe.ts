@@ -12,6 +12,8 @@
  * `--hindsight` makes a learning listener learn from the target each game reveals after its pick (trainAgents' seat
  * `hindsight`: supervised on what it should have picked) instead of from the reward; the speaker still learns from the reward alone;
  * `--hindsight-steps N` makes that listener train on its last N steps' hindsight plays (trainAgents' seat `hindsightSteps`);
+ * `--vocabulary speaker|listener|both` restricts a one-token seat's sampling to the game's own tokens (trainAgents' seat
+ * `vocabulary`: the speaker's letters, the listener's initials of the objects), so no message or pick is unreadable;
  * `--listener-temperature T` is that listener's sampling temperature (0: greedy, its best guess); `--info-bonus C` gives a learning
  * speaker trainAgents' `informationBonus` (paid for messages that differ between targets, whatever the mapping; `M,C` weighs its
  * rarity and sureness parts apart, `M,C,P` adds its posterior part); `--expected-reward`
@@ -41,12 +43,13 @@ import { resolveSignalOptions, signalGame, signalListenerAction, type SignalMess
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
-    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'hindsight-steps': { type: 'string', default: '1' }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'table-every': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' },
+    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'hindsight-steps': { type: 'string', default: '1' }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'table-every': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' }, vocabulary: { type: 'string', default: 'none' },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, rank: { type: 'string', default: '8' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
   },
 });
+if (!['none', 'speaker', 'listener', 'both'].includes(v.vocabulary!)) throw new RangeError(`--vocabulary must be none, speaker, listener or both, got ${v.vocabulary}`);
 if (!['speaker', 'listener', 'both'].includes(v.learn!)) throw new RangeError(`--learn must be speaker, listener or both, got ${v.learn}`);
 const num = numberFlag(v);
 // `--prompt full|short`, or two: speaker,listener (e.g. full,short).
@@ -102,8 +105,14 @@ const bonusParts = v['info-bonus']!.split(',').map(Number);
 if (bonusParts.length > 3 || bonusParts.some((x) => !Number.isFinite(x))) throw new RangeError(`--info-bonus must be a number, or two or three (marginal,conditional[,posterior]), got ${v['info-bonus']}`);
 const infoBonus = bonusParts.length >= 2 ? { marginal: bonusParts[0], conditional: bonusParts[1], posterior: bonusParts[2] ?? 0 } : bonusParts[0] > 0 ? bonusParts[0] : null;
 // `--hindsight`: the listener learns from the target the game reveals after its pick (supervised) instead of the reward.
+// `--vocabulary`: a one-token seat samples among its game's tokens alone (the letters; the objects' initials).
+const restricted = (seat: number) => v.vocabulary === 'both' || v.vocabulary === (seat === 0 ? 'speaker' : 'listener');
+const vocabulary = (seat: number): string[] => {
+  if (!oneToken(seat)) throw new RangeError(`--vocabulary: the ${seat === 0 ? 'speaker' : 'listener'}'s action is not one token (use --${seat === 0 ? 'message bare' : 'pick initial'})`);
+  return seat === 0 ? [...symbols] : objects.map((x) => x[0]);
+};
 const learner = (name: string, seat: number): SeatSettings => ({
-  name, ...(oneToken(seat) ? { maxNewTokens: 1 } : {}), lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'],
+  name, ...(oneToken(seat) ? { maxNewTokens: 1 } : {}), ...(restricted(seat) ? { vocabulary: vocabulary(seat) } : {}), lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'],
   ...(seat === 1 && v.hindsight ? { hindsight: true, hindsightSteps: num('hindsight-steps'), ...(v['listener-temperature'] ? { temperature: num('listener-temperature') } : {}) } : { algo: v.algo as SeatSettings['algo'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}), ...(seat === 0 && infoBonus !== null ? { informationBonus: infoBonus } : {}), ...(seat === 0 && v['expected-reward'] ? { expectedReward: true } : {}) }),
 });
 const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]

@@ -42,6 +42,13 @@ export interface AgentOptions {
    */
   readonly eosTokenIds?: readonly number[];
   /**
+   * The only ids the agent's actions may use (every request's `allowedTokens`; the sampler
+   * renormalises over them): a restricted action vocabulary, such as a signalling game's letters.
+   * Stop tokens are not added: list one when actions should be able to end before maxNewTokens.
+   * Default: every id. A sampler returning another id breaks the contract (SampleContractError).
+   */
+  readonly allowedTokens?: readonly number[];
+  /**
    * Prepend tokenizer.bosId to the prompt. Default: when the tokenizer has one and the format does
    * not render it itself (`format.rendersBos`, e.g. a chat template writing `bos_token`), nor does
    * the encoded prompt start with it. Set with such a format or prompt, it is refused: the prompt
@@ -77,6 +84,8 @@ export class Agent {
   readonly temperature: number;
   readonly stopStrings: readonly string[];
   readonly stopTokens: readonly number[];
+  readonly allowedTokens: readonly number[] | undefined;
+  readonly #allowed: ReadonlySet<number> | null;
   readonly addBos: boolean;
   readonly toolSyntax: ToolCallSyntax;
   /** Whether addBos was given (then a prompt already starting with BOS is an error, not skipped). */
@@ -101,6 +110,15 @@ export class Agent {
       if (!Number.isInteger(id) || id < 0 || id >= options.tokenizer.vocabSize) throw new InvalidInputError('Agent', `eosTokenIds: ${id} is not a token id in [0, ${options.tokenizer.vocabSize})`);
     }
     this.stopTokens = Object.freeze([...new Set(options.stopTokens ?? [options.tokenizer.eosId, ...eos])]);
+    const allowed = options.allowedTokens;
+    if (allowed !== undefined) {
+      if (!Array.isArray(allowed) || allowed.length === 0) throw new InvalidInputError('Agent', 'allowedTokens must be a non-empty array of token ids (leave it out to allow every id)');
+      for (const id of allowed) {
+        if (!Number.isInteger(id) || id < 0 || id >= options.tokenizer.vocabSize) throw new InvalidInputError('Agent', `allowedTokens: ${id} is not a token id in [0, ${options.tokenizer.vocabSize})`);
+      }
+    }
+    this.allowedTokens = allowed === undefined ? undefined : Object.freeze([...new Set(allowed)].sort((a, b) => a - b));
+    this.#allowed = this.allowedTokens ? new Set(this.allowedTokens) : null;
     const rendersBos = this.format.rendersBos === true;
     this.addBosExplicit = options.addBos !== undefined;
     this.addBos = options.addBos ?? (options.tokenizer.bosId !== undefined && !rendersBos);
@@ -124,6 +142,10 @@ export class Agent {
       for (let t = 0; t < tokens.length; t++) {
         const id = tokens[t];
         if (!Number.isInteger(id) || id < 0 || id >= this.tokenizer.vocabSize) throw new SampleContractError(`result ${i}: token ${id} at ${t} is outside the vocabulary`);
+        const only = requests[i].allowedTokens;
+        if (only !== undefined && !(only === this.allowedTokens ? this.#allowed!.has(id) : only.includes(id))) {
+          throw new SampleContractError(`result ${i}: token ${id} at ${t} is not among the request's allowedTokens`);
+        }
         if (!Number.isFinite(logprobs[t]) || logprobs[t] > 1e-4) throw new SampleContractError(`result ${i}: log-prob ${logprobs[t]} at ${t} is not a finite value <= 0`);
       }
     });
@@ -195,6 +217,7 @@ export class EpisodeBuilder {
       temperature: a.temperature,
       seed,
       ...(a.adapterId === undefined ? {} : { adapterId: a.adapterId }),
+      ...(a.allowedTokens === undefined ? {} : { allowedTokens: a.allowedTokens }),
     };
   }
 

@@ -157,6 +157,12 @@ export interface SampleRequest {
   readonly seed: number;
   /** Which LoRA adapter (policy) to sample from; undefined = the base model. */
   readonly adapterId?: string;
+  /**
+   * The only ids this request may sample (every other id masked, the sampler renormalising over
+   * these): a restricted action vocabulary, e.g. the letters of a signalling game. Its log-probs
+   * are then those of the renormalised distribution. Undefined: every id.
+   */
+  readonly allowedTokens?: readonly number[];
 }
 
 /** One sampled continuation: ids and the sampling policy's log-prob of each. */

@@ -3,7 +3,7 @@
  * out episodes on the GPU engine.
  *
  * A batch of requests is split into groups that can share one generate() call — same adapter,
- * temperature, stop tokens and stop strings — and each group runs as one batch (split into
+ * temperature, stop tokens, stop strings and allowed tokens — and each group runs as one batch (split into
  * batches of at most `maxBatch` sequences whose padded prefill, logits [B, V] and per-layer KV
  * cache [B, Tmax, Hkv, D] each fit one storage binding; a request whose own cache cannot is
  * refused with a LimitError before anything runs). The
@@ -19,7 +19,9 @@
  * Log-probs: by default the policy's log-probs at T = 1 (generate's `logprobs`, what the training
  * loss recomputes); `logprobs: 'sampling'` returns the sampling distribution's instead (after
  * temperature and filters, generate's `samplingLogprobs`). At temperature 1 without top-k/top-p
- * the two are the same quantity.
+ * the two are the same quantity. A request with `allowedTokens` samples from the policy
+ * renormalised over those ids (the rest masked, as the service's own vocabMask masks its unused
+ * ids), and both log-probs are that distribution's.
  */
 import { ConfigError, LimitError } from '../errors.ts';
 import type { SampleFn, SampleRequest, SampleResult } from '../env/types.ts';
@@ -111,7 +113,18 @@ function batches(items: readonly { prompt: number; cache: number }[], limits: Ba
 }
 
 function groupKey(r: SampleRequest): string {
-  return JSON.stringify([r.adapterId ?? null, r.temperature, [...r.stopTokens], [...r.stopStrings]]);
+  const allowed = r.allowedTokens === undefined ? null : [...new Set(r.allowedTokens)].sort((a, b) => a - b);
+  return JSON.stringify([r.adapterId ?? null, r.temperature, [...r.stopTokens], [...r.stopStrings], allowed]);
+}
+
+/** A request's allowed ids, checked: a non-empty list of ids of the vocabulary (ConfigError naming `requests[i].allowedTokens`). */
+function checkAllowed(r: SampleRequest, i: number, V: number): void {
+  const a = r.allowedTokens;
+  if (a === undefined) return;
+  if (!Array.isArray(a) || a.length === 0) throw new ConfigError(`requests[${i}].allowedTokens`, 'must be a non-empty array of token ids (leave it out to allow every id)');
+  for (const id of a) {
+    if (!Number.isInteger(id) || id < 0 || id >= V) throw new ConfigError(`requests[${i}].allowedTokens`, `${id} is not a token id in [0, ${V})`);
+  }
 }
 
 export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
@@ -145,6 +158,7 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
         throw new ConfigError(`requests[${i}].promptTokens`, `has ${r.promptTokens.length} tokens, more than the model's maxSeqLen of ${maxSeqLen}`);
       }
       if (!Number.isInteger(r.maxTokens) || r.maxTokens < 0) throw new ConfigError(`requests[${i}].maxTokens`, `must be a non-negative integer, got ${r.maxTokens}`);
+      checkAllowed(r, i, cfg.vocabSize);
       if (Math.min(r.maxTokens, maxSeqLen - r.promptTokens.length) === 0) {
         results[i] = { tokens: [], logprobs: [], ...(opts.stopReasons ? { stopReason: 'length' as const } : {}) };
         return;
@@ -178,7 +192,8 @@ export function engineSampleFn(opts: EngineSampleFnOptions): SampleFn {
           ...(opts.chunk !== undefined ? { chunk: opts.chunk } : {}),
           owner: opts.owner ?? 'sample',
           ...(opts.quantum ? { quantum: opts.quantum } : {}),
-          ...(opts.vocabMask ? { vocabMask: opts.vocabMask } : {}),
+          ...(first.allowedTokens ? { vocabMask: { ...(opts.vocabMask ?? { limit: cfg.vocabSize }), allowed: first.allowedTokens } }
+            : opts.vocabMask ? { vocabMask: opts.vocabMask } : {}),
           ...(opts.onTokens ? { onTokens: (b: number, t: readonly number[], done: boolean) => opts.onTokens!(idx[b], t, done) } : {}),
         });
         idx.forEach((i, j) => {

@@ -6,8 +6,9 @@
  *
  * The mask is a bitmask u32 [⌈V/32⌉] (bit j mod 32 of word ⌊j/32⌋: column j allowed), built on the
  * host once per generation by `vocabBitmask` from a limit (ids ≥ limit masked: the embedding rows
- * a tokenizer has no id for) and a list of further masked ids (ids the tokenizer reserves but
- * never trained, or holes in its id range).
+ * a tokenizer has no id for), a list of further masked ids (ids the tokenizer reserves but
+ * never trained, or holes in its id range) and, when a request may say only a few things, the
+ * list of ids it may sample (every other id masked).
  */
 import { ConfigError } from '../errors.ts';
 import { expectBindable, expectDtype, rowsCols } from '../gpu/checks.ts';
@@ -23,6 +24,8 @@ export interface VocabMask {
   readonly limit: number;
   /** Further masked ids (unused/reserved ids, holes); those past the model's vocabulary are ignored. */
   readonly masked?: readonly number[];
+  /** When given, only these ids may be sampled (still below `limit` and not `masked`): a restricted action vocabulary. */
+  readonly allowed?: readonly number[];
 }
 
 /** The bitmask for a vocabulary of V columns; throws ConfigError naming `field` on bad input. */
@@ -37,6 +40,14 @@ export function vocabBitmask(mask: VocabMask, V: number, field = 'vocabMask'): U
   for (const id of mask.masked ?? []) {
     if (!Number.isInteger(id) || id < 0) throw new ConfigError(`${field}.masked`, `${id} is not a token id`);
     if (id < V) bits[id >>> 5] &= ~(1 << (id & 31));
+  }
+  if (mask.allowed !== undefined) {
+    const only = new Uint32Array(bits.length);
+    for (const id of mask.allowed) {
+      if (!Number.isInteger(id) || id < 0 || id >= V) throw new ConfigError(`${field}.allowed`, `${id} is not a token id in [0, ${V})`);
+      only[id >>> 5] |= 1 << (id & 31);
+    }
+    for (let w = 0; w < bits.length; w++) bits[w] &= only[w];
   }
   let any = false;
   for (const w of bits) any ||= w !== 0;

@@ -41,10 +41,10 @@ import type { HostParams, SamplingClient, ServiceClient, TrainingClient } from '
 import { JOB_FORMAT, type JobEnv } from './job_envs.ts';
 import { runTraining, stepSeed } from './rl_job.ts';
 import { jobOptions, TRAIN_DEFAULTS } from './train.ts';
-import { trainStep } from './train_step.ts';
+import { trainStep, withPolicyLogprobs } from './train_step.ts';
 import { scheduledLr } from './sft_job.ts';
 import { OpponentPool, playPoolGames, poolGroups } from './agents_pool.ts';
-import { type AgentsEvaluation, type AgentsResult, type AgentsSettings, type AgentsStepMetrics, checkAgentsSettings } from './agents_settings.ts';
+import { type AgentsEvaluation, type AgentsResult, type AgentsSettings, type AgentsStepMetrics, checkAgentsSettings, seatVocabulary } from './agents_settings.ts';
 
 const GAME_STREAM = 0x5ea7;
 
@@ -142,10 +142,12 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       ctxs.push({ policy, reference, pack, baseline: EMPTY_BASELINE, klBeta, entropyCoef: seat.entropyCoef ?? 0 });
       samplers.push(await policy.samplingClient());
     }
+    const vocab = s.seats.map((_, k) => seatVocabulary(s, k));
     // Seat k's agent on `sampler` (its own adapter, or a pool copy of it): the seat's tokens per action.
     const agentOn = (k: number, sampler: SamplingClient, id: string) => new Agent({
       sample: sampler.sample, id, tokenizer: tok, maxTurns: env.maxTurns, maxNewTokens: s.seats[k].maxNewTokens ?? env.maxNewTokens,
       maxSequenceTokens: cfg.maxSeqLen, temperature: s.seats[k].temperature ?? job.temperature, format: JOB_FORMAT,
+      ...(vocab[k] ? { allowedTokens: vocab[k] } : {}),
     });
     const agent = (k: number): Seat => s.seats[k].script ?? agentOn(k, samplers[k]!, s.seats[k].name);
     // Games as hindsight says they should have gone, replayed bound by the context alone (replayHindsight).
@@ -228,8 +230,10 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         reward.push(meanReward(groups));
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
         const credited = expected[k] ?? groups;
+        const paid = seat.informationBonus ? informationBonus(credited, seat.informationBonus, s.env.message) : credited;
+        // A seat sampling over its vocabulary alone: the old-policy terms over the whole one (SeatSettings.vocabulary).
         const st = seat.hindsight ? hindsightStep(await rememberPlays(k), pack, gameSeed + k)
-          : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, seat.informationBonus ? informationBonus(credited, seat.informationBonus, s.env.message) : credited, gameSeed + k);
+          : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, vocab[k] ? await withPolicyLogprobs(c.policy, paid, pack) : paid, gameSeed + k);
         datums.push(st.datums);
         if (st.batches.length === 0) {
           loss.push(0);

@@ -14,6 +14,7 @@ import { int, pos } from './train.ts';
 import { LR_SCHEDULES, type LrSchedule } from './sft_job.ts';
 import { oneOf } from './job_config.ts';
 import { checkPoolSettings, type PoolSettings } from './agents_pool.ts';
+import { ByteTokenizer } from '../model/tokenizer/byte.ts';
 
 /** One seat's learner. */
 export interface SeatSettings {
@@ -92,6 +93,20 @@ export interface SeatSettings {
    * Hindsight seats alone; an integer ≥ 1.
    */
   readonly hindsightSteps?: number;
+  /**
+   * The only tokens this seat's actions may use, each string one token of the base's tokenizer (the
+   * signalling game's letters: `['a', 'e', 'i', 'o']`): its sampler renormalises the policy over them
+   * (Agent's `allowedTokens`), in training and evaluation alike, so an action outside them — a
+   * message the others cannot read — cannot happen whatever the update does to the rest of the
+   * vocabulary. Its stop tokens are not added: with more than one token per action, an action runs to
+   * `maxNewTokens`. An RL seat's update recomputes its actions' log-probabilities over the whole
+   * vocabulary (the policy it moves), so its importance ratios start at 1; for one-token actions
+   * compared within a game (group-relative advantages summing to zero), the policy-gradient term is
+   * then exactly the renormalised policy's, as the normaliser's gradient is the same for every
+   * attempt at a game. The KL penalty stays over the whole vocabulary. Not on a seat whose partner has
+   * `expectedReward` (that reads this seat's probabilities over the whole vocabulary).
+   */
+  readonly vocabulary?: readonly string[];
   /**
    * A hindsight seat's sampling temperature in the games it plays (default the run's; 0: greedy —
    * it answers with its best guess, as a decoder should). Hindsight seats alone: an RL seat's update
@@ -197,9 +212,30 @@ export interface AgentsResult {
 }
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'hindsightSteps', 'temperature', 'informationBonus', 'expectedReward', 'script'] as const satisfies readonly (keyof SeatSettings)[];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'hindsightSteps', 'temperature', 'informationBonus', 'expectedReward', 'vocabulary', 'script'] as const satisfies readonly (keyof SeatSettings)[];
 /** A seat's settings that only a learner has (all but its name and script). */
 const LEARNING_KEYS = SEAT_KEYS.filter((k): k is Exclude<typeof k, 'name' | 'script'> => k !== 'name' && k !== 'script');
+
+/**
+ * Seat k's `vocabulary` as token ids of the agents' byte tokenizer (undefined: none); ConfigError
+ * naming `seats[k].vocabulary` for a list that is empty, holds a string that is not one token, or sits
+ * on a seat whose partner credits itself with this seat's probabilities (`expectedReward`).
+ */
+export function seatVocabulary(s: AgentsSettings, k: number): number[] | undefined {
+  const v = s.seats[k].vocabulary;
+  if (v === undefined) return undefined;
+  const field = `seats[${k}].vocabulary`;
+  if (!Array.isArray(v) || v.length === 0) throw new ConfigError(field, 'expected a non-empty array of strings, each one token');
+  const tok = new ByteTokenizer();
+  const ids = v.map((x, i) => {
+    const t = typeof x === 'string' ? tok.encode(x) : [];
+    if (t.length !== 1) throw new ConfigError(`${field}[${i}]`, `${JSON.stringify(x)} is not one token of the base's tokenizer (it encodes to ${t.length})`);
+    return t[0];
+  });
+  const j = s.seats.findIndex((x, i) => i !== k && x?.expectedReward === true);
+  if (j >= 0) throw new ConfigError(field, `seat ${j} (${s.seats[j].name}) has expectedReward, which reads seat ${k}'s probabilities over the whole vocabulary, not over these tokens`);
+  return [...new Set(ids)];
+}
 
 /** Settings checked before any GPU work: ConfigError naming the field (unknown keys too). */
 export function checkAgentsSettings(s: AgentsSettings): void {
@@ -251,6 +287,7 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       if (j >= 0) throw new ConfigError(field, `seat ${j} (${s.seats[j].name}) is scripted: a script gives no probabilities to expect a reward under`);
       if (s.pool !== undefined) throw new ConfigError(field, 'not with pool: pool games are played against frozen copies, not the partners whose probabilities it reads');
     }
+    if (seat.vocabulary !== undefined) seatVocabulary(s, k);
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);
     if (seat.schedule !== undefined) oneOf(`seats[${k}].schedule`, seat.schedule, LR_SCHEDULES);
     if (seat.loraRank !== undefined) int(`seats[${k}].loraRank`, seat.loraRank, 1);

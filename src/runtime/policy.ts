@@ -90,6 +90,7 @@ export class Policy {
     const [r] = await sampler.sample([{
       promptTokens, maxTokens, stopStrings: agent.stopStrings, stopTokens: agent.stopTokens,
       temperature: opts.temperature ?? agent.temperature, seed: opts.seed ?? 0,
+      ...(agent.allowedTokens ? { allowedTokens: agent.allowedTokens } : {}),
     }]);
     return agent.tokenizer.decode(r.tokens);
   }

@@ -12,7 +12,7 @@ import type { Datum } from '../algorithms/datum.ts';
 import type { Aggregation, LossSpec } from '../algorithms/loss_spec.ts';
 import { type PackedBatch, type PackedStep, packDatums } from '../algorithms/pack.ts';
 import { sftDatums } from '../algorithms/sft.ts';
-import type { Trajectory } from '../env/types.ts';
+import type { Trajectory, TrajectoryGroup } from '../env/types.ts';
 import type { ForwardBackwardResult, OptimStepOptions, TrainingClient } from './clients.ts';
 import { type StepLossStats, stepLossStats } from './metrics.ts';
 
@@ -115,4 +115,25 @@ export async function forwardTrajectories(
     }
   }
   return { logprobsNT, valuesNT };
+}
+
+/**
+ * `groups` with each trajectory's `logprobsT` replaced by the client's current log-probs of its
+ * tokens over the whole vocabulary (token-aligned, 0 off its policy tokens): the old-policy terms
+ * of an update whose actions were sampled from the policy renormalised over a few ids
+ * (SampleRequest.allowedTokens), whose sampled log-probs are that distribution's, not the one the
+ * loss computes. The rest of each trajectory is unchanged.
+ */
+export async function withPolicyLogprobs(client: TrainingClient, groups: readonly TrajectoryGroup[], pack: PackSettings): Promise<TrajectoryGroup[]> {
+  const trajs = groups.flatMap((g) => g.trajectories);
+  if (trajs.length === 0) return [...groups];
+  const { logprobsNT } = await forwardTrajectories(client, trajs, pack);
+  const of = new Map(trajs.map((t, i) => [t, logprobsNT[i]] as const));
+  return groups.map((g) => ({
+    ...g,
+    trajectories: g.trajectories.map((t) => {
+      const lp = of.get(t)!;
+      return { ...t, logprobsT: t.policyMaskT.map((m, i) => (i > 0 && m !== 0 ? lp[i - 1] : 0)) };
+    }),
+  }));
 }

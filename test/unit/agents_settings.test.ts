@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { bargainEnv } from '../../src/env/envs/bargain.ts';
 import { signalCodeListener, signalEnv, signalRandomSpeaker } from '../../src/env/envs/signal.ts';
 import { trainAgents } from '../../src/runtime/agents_job.ts';
-import { type AgentsSettings, checkAgentsSettings } from '../../src/runtime/agents_settings.ts';
+import { type AgentsSettings, checkAgentsSettings, seatVocabulary } from '../../src/runtime/agents_settings.ts';
 import { poolGroups } from '../../src/runtime/agents_pool.ts';
 import { configError } from './config_error.ts';
 
@@ -88,6 +88,19 @@ describe('trainAgents settings', () => {
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsightSteps: 4 }] })).toBe('seats[1].hindsightSteps');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: false, hindsightSteps: 4 }] })).toBe('seats[1].hindsightSteps');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, hindsightSteps: 2 }] })).toBe('seats[1].hindsightSteps');
+    // A restricted vocabulary: a non-empty list of one-token strings, on a seat no partner reads with expectedReward.
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', vocabulary: ['a', 'e', 'i', 'o'], maxNewTokens: 1 }, { name: 'b', hindsight: true, vocabulary: ['r', 'b'] }] })).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', vocabulary: ['a', 'e'], expectedReward: true }, { name: 'b', hindsight: true }] })).not.toThrow();
+    expect(seatVocabulary({ ...ok, seats: [{ name: 'a', vocabulary: ['a', 'e', 'a'] }, { name: 'b' }] }, 0)).toEqual([97, 101]);
+    expect(seatVocabulary({ ...ok, seats: [{ name: 'a' }, { name: 'b' }] }, 0)).toBeUndefined();
+    for (const bad of [[], 'aeio', null]) expect(fieldOf({ seats: [{ name: 'a', vocabulary: bad }, { name: 'b' }] })).toBe('seats[0].vocabulary');
+    expect(fieldOf({ seats: [{ name: 'a', vocabulary: ['a', 'ae'] }, { name: 'b' }] })).toBe('seats[0].vocabulary[1]');
+    expect(fieldOf({ seats: [{ name: 'a', vocabulary: ['', 'e'] }, { name: 'b' }] })).toBe('seats[0].vocabulary[0]');
+    expect(fieldOf({ seats: [{ name: 'a', vocabulary: [7] }, { name: 'b' }] })).toBe('seats[0].vocabulary[0]');
+    // 'é' is two bytes: two tokens of the byte tokenizer.
+    expect(fieldOf({ seats: [{ name: 'a', vocabulary: ['é'] }, { name: 'b' }] })).toBe('seats[0].vocabulary[0]');
+    expect(fieldOf({ seats: [{ name: 'a', expectedReward: true }, { name: 'b', hindsight: true, vocabulary: ['r'] }] })).toBe('seats[1].vocabulary');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, vocabulary: ['r'] }] })).toBe('seats[1].vocabulary');
     // A seat's own temperature: a hindsight seat's alone (an RL seat's update uses the run's), ≥ 0.
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, temperature: -1 }] })).toBe('seats[1].temperature');
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', hindsight: true, temperature: '0' }] })).toBe('seats[1].temperature');

@@ -8,7 +8,7 @@ import { hfChatFormat } from '../../src/env/chat_template.ts';
 import { calculatorTool } from '../../src/env/envs/calculator.ts';
 import { InvalidInputError } from '../../src/env/errors.ts';
 import { chatFormat } from '../../src/env/format.ts';
-import { rolloutMultiTurn } from '../../src/env/rollout.ts';
+import { rolloutGroups, rolloutMultiTurn } from '../../src/env/rollout.ts';
 import { hermesToolSyntax, llamaToolSyntax, tagToolSyntax } from '../../src/env/tool_calls.ts';
 import type { EnvSpec, SampleFn, StepResult } from '../../src/env/types.ts';
 import { extractAnswer } from '../../src/env/actions.ts';
@@ -178,6 +178,21 @@ describe('generation_config eos ids', () => {
     expect(() => new Agent({ sample, tokenizer: tok, eosTokenIds: [151935] })).toThrow(/eosTokenIds/);
     // An explicit stopTokens list wins.
     expect(new Agent({ sample, tokenizer: tok, stopTokens: [7], eosTokenIds: [151643] }).stopTokens).toEqual([7]);
+  });
+  it('allowedTokens: kept sorted once each and sent with every request; ids outside the vocabulary or an empty list refused', async () => {
+    const tok = realTokenizer('qwen3');
+    const seen: (readonly number[] | undefined)[] = [];
+    const sample: SampleFn = async (reqs) => reqs.map((r) => {
+      seen.push(r.allowedTokens);
+      return { tokens: [r.allowedTokens![0]], logprobs: [-0.5] };
+    });
+    const agent = new Agent({ sample, tokenizer: tok, maxNewTokens: 1, allowedTokens: [9, 3, 9, 151668] });
+    expect(agent.allowedTokens).toEqual([3, 9, 151668]);
+    const spec: EnvSpec = { name: 'one', create: () => ({ name: 'one', reset: async () => 'go', step: async () => ({ observation: '', reward: 1, done: true }) }) };
+    await rolloutGroups(spec, agent, { groups: 1, groupSize: 2, seed: 1 });
+    expect(seen).toEqual([[3, 9, 151668], [3, 9, 151668]]);
+    expect(new Agent({ sample, tokenizer: tok }).allowedTokens).toBeUndefined();
+    for (const bad of [[], [151936], [-1], [2.5]]) expect(() => new Agent({ sample, tokenizer: tok, allowedTokens: bad })).toThrow(/allowedTokens/);
   });
 });
 

@@ -30,7 +30,25 @@ describe('vocabBitmask', () => {
       for (let j = V; j < bits.length * 32; j++) expect(allowedBy(bits, j)).toBe(false);
     }));
   });
+  it('with an allowed list, allows exactly the listed ids that the limit and the masked list allow', () => {
+    fc.assert(fc.property(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: 400 }), fc.array(fc.nat(450), { maxLength: 8 }), fc.array(fc.nat(299), { minLength: 1, maxLength: 12 }),
+      (V, limit, masked, allowed0) => {
+        const allowed = allowed0.filter((id) => id < V);
+        if (allowed.length === 0) return;
+        const [m, a] = [new Set(masked), new Set(allowed)];
+        const expected = Array.from({ length: V }, (_, j) => j < limit && !m.has(j) && a.has(j));
+        if (!expected.some((x) => x)) {
+          expect(() => vocabBitmask({ limit, masked, allowed }, V)).toThrow(/masks every id/);
+          return;
+        }
+        const bits = vocabBitmask({ limit, masked, allowed }, V);
+        expect(Array.from({ length: V }, (_, j) => allowedBy(bits, j))).toEqual(expected);
+      }));
+  });
   it('names the field of bad input', () => {
+    expect(() => vocabBitmask({ limit: 10, allowed: [3, 10] }, 10, 'generate.vocabMask')).toThrow(/generate\.vocabMask\.allowed: 10 is not a token id in \[0, 10\)/);
+    expect(() => vocabBitmask({ limit: 10, allowed: [1.5] }, 10)).toThrow(/vocabMask\.allowed/);
+    expect(() => vocabBitmask({ limit: 10, allowed: [] }, 10)).toThrow(/masks every id/);
     expect(() => vocabBitmask({ limit: 0 }, 10, 'generate.vocabMask')).toThrow(/generate\.vocabMask\.limit/);
     expect(() => vocabBitmask({ limit: 5, masked: [-1] }, 10)).toThrow(/vocabMask\.masked/);
     expect(() => vocabBitmask({ limit: 2, masked: [0, 1] }, 10)).toThrow(/masks every id/);

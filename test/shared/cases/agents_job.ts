@@ -317,6 +317,26 @@ export const agentsJobCases: GpuCase[] = [
         const one = await trainAgents({ ...settings(), seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2, maxNewTokens: 1 }, { name: 'replier', script: caps }], service });
         assert.isTrue(r.steps.some((m) => m.transcript[0][0].length > 1), 'the run-wide limit lets longer actions through');
         for (const m of one.steps) assert.isAtMost(m.transcript[0][0].length, 1);
+        // A seat's own vocabulary: the caller says 'a' (odd: 0) or 'b' (even: 1) alone, two of them
+        // each game (no stop token is allowed), in training and evaluation alike. Its update recomputes
+        // the old log-probs over the whole vocabulary, so every ratio is 1 and GRPO's surrogate is
+        // −mean(A) = 0 (advantages sum to zero per game); with the sampled log-probs (renormalised over
+        // two ids) the ratios would be ≈ 2/259 and the loss far from 0.
+        const said: string[] = [];
+        const ab = await trainAgents({
+          ...settings(), evalGames: 6, seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2, maxNewTokens: 2, vocabulary: ['a', 'b'] }, { name: 'replier', script: caps }], service,
+          onStep: (m) => said.push(...m.transcript[0]),
+        });
+        assert.lengthOf(said, 2);
+        for (const a of said) assert.match(a, /^[ab]{2}$/);
+        for (const m of ab.steps) {
+          // Each game pays 0, ½ or 1 (two letters): the step's mean over its 6 games is a multiple of 1/12.
+          assert.closeTo(m.reward[0] * 12, Math.round(m.reward[0] * 12), 1e-9);
+          assert.isAbove(m.datums[0], 0);
+          assert.isAtMost(Math.abs(m.loss[0]), 1e-5, `step ${m.step}: loss ${m.loss[0]} (ratios not 1?)`);
+        }
+        for (const e of [ab.before, ab.after]) assert.closeTo(e.returns[0] * 12, Math.round(e.returns[0] * 12), 1e-9);
+        assert.isTrue(Object.entries(ab.adapters[0]!).filter(([k]) => k.endsWith('lora_b')).some(([, v]) => v.some((x) => x !== 0)), 'the restricted learner did not move');
       } finally {
         await service.close();
       }

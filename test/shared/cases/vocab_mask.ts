@@ -6,6 +6,10 @@
  * the allowed ids; a mask that excludes everything is a ConfigError before any allocation; a
  * model with more embedding rows than its tokenizer has ids (as Qwen2.5's) rolls out episodes
  * with tokenizerVocabMask, where without it the rollout aborts on the first id past the tokenizer.
+ * A request's own `allowedTokens` (engineSampleFn): only those ids come out, greedy is the
+ * reference argmax over them and log-probs are renormalised over them, the other requests of the
+ * call are sampled as if alone, and a bad list is a ConfigError naming the request; an Agent with
+ * `allowedTokens` rolls out episodes whose every action token is listed.
  */
 import { assert } from 'chai';
 import { ConfigError } from '../../../src/errors.ts';
@@ -126,6 +130,99 @@ export const vocabMaskCases: GpuCase[] = [
         await rolloutGroups(spec, agentWith(), { groups: 2, groupSize: 4, seed: 11 }).then(
           () => assert.fail('expected the unmasked rollout to sample an id past the tokenizer'),
           (e) => assert.isTrue(e instanceof SampleContractError || e instanceof TokenizerError, String(e)),
+        );
+      } finally {
+        w.release();
+      }
+    },
+  },
+  {
+    name: 'vocab_mask: a request\'s allowedTokens — only those ids, greedy = the reference argmax over them, log-probs renormalised; its neighbours sampled as if alone',
+    async fn(ctx) {
+      const cfg = PRESETS['tiny-llama'];
+      const params = testParams(cfg, 4);
+      const w = new HostWeights(ctx, cfg, params);
+      const tokenizer = new ByteTokenizer();
+      try {
+        const V = cfg.vocabSize;
+        const sample = engineSampleFn({ weights: w, chunk: 3, vocabMask: tokenizerVocabMask(tokenizer), owner: OWNER });
+        const req = (p: number, extra: { allowedTokens?: number[]; temperature?: number } = {}) => ({
+          promptTokens: PROMPTS[p], maxTokens: 5, stopStrings: [], stopTokens: [], temperature: 0, seed: 3 + p, ...extra,
+        });
+        // Unrestricted greedy first, to restrict to ids the model does not prefer.
+        const [free] = await sample([req(0)]);
+        const allowed = [97, 101, 105, 111, 200].filter((id) => !free.tokens.includes(id));
+        const bits = vocabBitmask({ limit: V, allowed }, V);
+        const [a, b] = await sample([req(0, { allowedTokens: allowed }), req(1)]);
+        const ref = refNextLogprobs(cfg, params, PROMPTS[0], a.tokens);
+        a.tokens.forEach((t, i) => {
+          assert.include(allowed, t, `step ${i}`);
+          let best = -1;
+          let lse = -Infinity;
+          for (let j = 0; j < V; j++) {
+            if (!allowedBy(bits, j)) continue;
+            if (best < 0 || ref.logp[i][j] > ref.logp[i][best]) best = j;
+            lse = Math.max(lse, ref.logp[i][j]) + Math.log1p(Math.exp(-Math.abs(lse - ref.logp[i][j])));
+          }
+          assert.strictEqual(t, best, `step ${i}: greedy over the allowed ids`);
+          const want = ref.logp[i][t] - lse;
+          assert.isAtMost(Math.abs(a.logprobs[i] - want), 1e-4 * Math.max(1, Math.abs(want)), `step ${i}: logprob ${a.logprobs[i]} vs ${want}`);
+        });
+        // The unrestricted request of the same call is what it is alone.
+        const [alone] = await sample([req(1)]);
+        assert.deepEqual(b.tokens, alone.tokens);
+        assert.deepEqual(b.logprobs, alone.logprobs);
+        // Sampling at T = 1 over two ids: both come out, nothing else.
+        const two = await sample(Array.from({ length: 6 }, (_, i) => ({ ...req(i % 2, { allowedTokens: [40, 41], temperature: 1 }), maxTokens: 8, seed: i })));
+        const drawn = new Set(two.flatMap((r) => r.tokens));
+        assert.sameMembers([...drawn], [40, 41]);
+        // A bad list is refused by name before anything is allocated.
+        const owner = 'allowed-tokens-refused';
+        const refusing = engineSampleFn({ weights: w, owner });
+        for (const [bad, msg] of [[[], /non-empty/], [[3, V], /not a token id/], [[1.5], /not a token id/]] as const) {
+          await refusing([req(0), req(1, { allowedTokens: [...bad] })]).then(
+            () => assert.fail(`expected a ConfigError for ${JSON.stringify(bad)}`),
+            (e) => {
+              assert.instanceOf(e, ConfigError);
+              assert.strictEqual((e as ConfigError).field, 'requests[1].allowedTokens');
+              assert.match(String(e), msg);
+            },
+          );
+        }
+        assert.strictEqual(ctx.pool.owner(owner).peakBytes, 0);
+      } finally {
+        w.release();
+      }
+    },
+  },
+  {
+    name: 'vocab_mask: an Agent with allowedTokens rolls out episodes whose every action token is listed; a sampler ignoring them breaks the contract',
+    async fn(ctx) {
+      const cfg = PRESETS['tiny-llama'];
+      const w = new HostWeights(ctx, cfg, testParams(cfg, 6));
+      const tokenizer = new ByteTokenizer();
+      const spec: EnvSpec = {
+        name: 'echo',
+        create: () => ({ name: 'echo', reset: async (seed) => `say ${seed}`, step: async () => ({ observation: 'ok', reward: 1, done: true }) }),
+      };
+      const letters = [...'aeio'].map((c) => tokenizer.encode(c)[0]);
+      try {
+        const engine = engineSampleFn({ weights: w, decode: (ids) => tokenizer.decode(ids), chunk: 4 });
+        const agent = new Agent({ sample: engine, tokenizer, maxTurns: 1, maxNewTokens: 3, maxSequenceTokens: 64, temperature: 1, allowedTokens: letters });
+        const batch = await rolloutGroups(spec, agent, { groups: 3, groupSize: 4, seed: 5 });
+        assert.strictEqual(batch.metrics.kept, 12, JSON.stringify(batch.dropped));
+        const said = batch.groups.flatMap((g) => g.trajectories.flatMap((t) => t.tokensT.filter((_, i) => t.policyMaskT[i] > 0)));
+        assert.strictEqual(said.length, 36, 'no stop token is allowed: every action runs to maxNewTokens');
+        for (const id of said) assert.include(letters, id);
+        assert.isAbove(new Set(said).size, 1);
+        // A sampler that drops the restriction is caught by the agent's contract check.
+        const ignoring = new Agent({
+          sample: (reqs) => engine(reqs.map(({ allowedTokens: _, ...r }) => ({ ...r, allowedTokens: [tokenizer.encode('z')[0]] }))),
+          tokenizer, maxTurns: 1, maxNewTokens: 3, maxSequenceTokens: 64, temperature: 1, allowedTokens: letters,
+        });
+        await rolloutGroups(spec, ignoring, { groups: 1, groupSize: 2, seed: 5 }).then(
+          () => assert.fail('expected a SampleContractError'),
+          (e) => assert.match(String(e), /not among the request's allowedTokens/),
         );
       } finally {
         w.release();
