@@ -16,7 +16,7 @@
  * `vocabulary`: the speaker's letters, the listener's initials of the objects), so no message or pick is unreadable;
  * `--listener-temperature T` is that listener's sampling temperature (0: greedy, its best guess); `--info-bonus C` gives a learning
  * speaker trainAgents' `informationBonus` (paid for messages that differ between targets, whatever the mapping; `M,C` weighs its
- * rarity and sureness parts apart, `M,C,P` adds its posterior part); `--expected-reward`
+ * rarity and sureness parts apart, `M,C,P` adds its posterior part, `M,C,P,N` counts its shares over the speaker's last N steps); `--expected-reward`
  * pays a learning speaker the listener's probability of picking the target on its message (trainAgents' `expectedReward`) rather than
  * whether the listener's one sample did (with `--learn both`). `--table-every N` prints the training games' target × message
  * shares every N steps.
@@ -100,10 +100,11 @@ const perSeat = (k: 'kl' | 'lr' | 'rank', seat: number) => {
 // `--message bare`: the speaker's action is the symbol alone, one token (a byte); `--pick initial`:
 // the listener's is the candidate's first letter alone.
 const oneToken = (seat: number) => (seat === 0 ? v.message === 'bare' : v.pick === 'initial');
-// `--info-bonus C` (rarity and sureness alike) or `--info-bonus M,C[,P]` (rarity, sureness and posterior apart).
+// `--info-bonus C` (rarity and sureness alike) or `--info-bonus M,C[,P[,N]]` (rarity, sureness and posterior apart; shares over N steps).
 const bonusParts = v['info-bonus']!.split(',').map(Number);
-if (bonusParts.length > 3 || bonusParts.some((x) => !Number.isFinite(x))) throw new RangeError(`--info-bonus must be a number, or two or three (marginal,conditional[,posterior]), got ${v['info-bonus']}`);
-const infoBonus = bonusParts.length >= 2 ? { marginal: bonusParts[0], conditional: bonusParts[1], posterior: bonusParts[2] ?? 0 } : bonusParts[0] > 0 ? bonusParts[0] : null;
+if (bonusParts.length > 4 || bonusParts.some((x) => !Number.isFinite(x))) throw new RangeError(`--info-bonus must be a number, or two to four (marginal,conditional[,posterior[,steps]]), got ${v['info-bonus']}`);
+const infoBonus = bonusParts.length >= 2 ? { marginal: bonusParts[0], conditional: bonusParts[1], posterior: bonusParts[2] ?? 0, ...(bonusParts.length === 4 ? { steps: bonusParts[3] } : {}) }
+  : bonusParts[0] > 0 ? bonusParts[0] : null;
 // `--hindsight`: the listener learns from the target the game reveals after its pick (supervised) instead of the reward.
 // `--vocabulary`: a one-token seat samples among its game's tokens alone (the letters; the objects' initials).
 const restricted = (seat: number) => v.vocabulary === 'both' || v.vocabulary === (seat === 0 ? 'speaker' : 'listener');

@@ -34,8 +34,13 @@ export function actionLogprob(t: Trajectory): number {
  * a listener who had heard the whole step would make of the message. Pooling pays 1/k on it, a lone
  * message sent for one target 1, and a code where each message names one target 1 for every game.
  * Parts left out weigh 0; at least one must be given.
+ *
+ * `steps` (object form only) counts the shares over the seat's actions of its last `steps` steps, this
+ * one's included (default 1: the step's alone; the caller passes the earlier ones, `earlier` below):
+ * what the seat has been saying for a target lately rather than one step's draw, so a slight lean of
+ * one target towards one message keeps paying from step to step instead of averaging out.
  */
-export type InformationBonus = number | { readonly marginal?: number; readonly conditional?: number; readonly posterior?: number };
+export type InformationBonus = number | { readonly marginal?: number; readonly conditional?: number; readonly posterior?: number; readonly steps?: number };
 
 /** The parts of the object form. */
 const PARTS = ['marginal', 'conditional', 'posterior'] as const;
@@ -44,14 +49,20 @@ const PARTS = ['marginal', 'conditional', 'posterior'] as const;
 export function bonusProblem(coef: InformationBonus): string | null {
   if (typeof coef === 'number') return Number.isFinite(coef) && coef >= 0 ? null : `coef must be a finite number ≥ 0, got ${coef}`;
   if (typeof coef !== 'object' || coef === null) return `expected a number or { marginal, conditional, posterior }, got ${String(coef)}`;
-  const named = Object.keys(coef);
-  for (const k of named) if (!(PARTS as readonly string[]).includes(k)) return `unknown part "${k}" (known: ${PARTS.join(', ')})`;
+  const named = Object.keys(coef).filter((k) => k !== 'steps');
+  for (const k of named) if (!(PARTS as readonly string[]).includes(k)) return `unknown part "${k}" (known: ${PARTS.join(', ')}, and steps)`;
+  if (coef.steps !== undefined && (!Number.isInteger(coef.steps) || coef.steps < 1)) return `steps must be an integer ≥ 1, got ${String(coef.steps)}`;
   if (named.length === 0) return `names no part (known: ${PARTS.join(', ')})`;
   for (const k of named as (typeof PARTS)[number][]) {
     const x = coef[k];
     if (typeof x !== 'number' || !Number.isFinite(x) || x < 0) return `${k} must be a finite number ≥ 0, got ${String(x)}`;
   }
   return null;
+}
+
+/** The steps whose actions an `InformationBonus` counts its shares over (1: the step's own). */
+export function bonusSteps(coef: InformationBonus): number {
+  return typeof coef === 'object' && coef !== null ? coef.steps ?? 1 : 1;
 }
 
 /** The weights of an `InformationBonus`, a part left out 0 (InvalidInputError when it is not one). */
@@ -76,20 +87,24 @@ function promptKey(t: Trajectory): string {
  * specific. It still counts in the shares (a message's share is of all the step's actions, as π̄(m)
  * is of all the policy's outputs), so readable messages are not marked down for the policy's
  * unreadable ones; the posterior is over the readable ones (who heard nothing learnt nothing).
- * Without it, actions are compared by their text.
+ * Without it, actions are compared by their text. `earlier` (the seat's trajectories of its previous
+ * steps, for `steps` > 1) count in the shares alike but are not paid: only `groups` come back.
  */
-export function informationBonus(groups: readonly TrajectoryGroup[], coef: InformationBonus, message?: (t: Trajectory) => string | null): TrajectoryGroup[] {
+export function informationBonus(groups: readonly TrajectoryGroup[], coef: InformationBonus, message?: (t: Trajectory) => string | null,
+  earlier: readonly Trajectory[] = []): TrajectoryGroup[] {
   const w = bonusWeights(coef);
   const key = message ?? ((t: Trajectory) => JSON.stringify(t.turns.map((x) => x.action)));
   const keysG = groups.map((g) => g.trajectories.map(key));
-  const all = keysG.flat();
+  const keysE = earlier.map(key);
+  const all = [...keysG.flat(), ...keysE];
   const tally = (m: Map<string, number>, k: string | null) => k !== null && m.set(k, (m.get(k) ?? 0) + 1);
   const counts = new Map<string, number>();
   for (const k of all) tally(counts, k);
-  // n(s, a): the step's readable actions by what the seat saw and what it said (posterior part only).
-  const jointG = groups.map((g, i) => g.trajectories.map((t, j) => (w.posterior === 0 || keysG[i][j] === null ? null : JSON.stringify([promptKey(t), keysG[i][j]]))));
+  // n(s, a): the readable actions by what the seat saw and what it said (posterior part only).
+  const jointOf = (t: Trajectory, k: string | null) => (w.posterior === 0 || k === null ? null : JSON.stringify([promptKey(t), k]));
+  const jointG = groups.map((g, i) => g.trajectories.map((t, j) => jointOf(t, keysG[i][j])));
   const joint = new Map<string, number>();
-  for (const k of jointG.flat()) tally(joint, k);
+  for (const k of [...jointG.flat(), ...earlier.map((t, i) => jointOf(t, keysE[i]))]) tally(joint, k);
   return groups.map((g, i) => ({
     ...g,
     trajectories: g.trajectories.map((t, j) => {

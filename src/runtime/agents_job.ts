@@ -24,7 +24,7 @@
  */
 import { type AlgoStepContext, JOB_ALGORITHMS } from './job_algorithms.ts';
 import { expectedRewards, type HindsightPlays, hindsightStep, replayHindsight } from './agents_hindsight.ts';
-import { informationBonus } from '../algorithms/information_bonus.ts';
+import { bonusSteps, informationBonus } from '../algorithms/information_bonus.ts';
 import type { ReplayAgentOptions } from '../env/demos.ts';
 import { Agent } from '../env/agent.ts';
 import { groupEpisodes } from '../env/batch.ts';
@@ -173,6 +173,8 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
 
     // Per seat: its hindsight plays of its last steps, oldest first (SeatSettings.hindsightSteps).
     const recentPlays: (readonly Trajectory[])[][] = s.seats.map(() => []);
+    // Per seat with an information bonus over several steps: its trajectories of its previous steps, oldest first.
+    const recentActs: (readonly Trajectory[])[][] = s.seats.map(() => []);
     const before = await evaluateAll();
     const steps: AgentsStepMetrics[] = [];
     const totalSteps = s.steps ?? 20;
@@ -230,7 +232,11 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         reward.push(meanReward(groups));
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
         const credited = expected[k] ?? groups;
-        const paid = seat.informationBonus ? informationBonus(credited, seat.informationBonus, s.env.message) : credited;
+        const paid = seat.informationBonus ? informationBonus(credited, seat.informationBonus, s.env.message, recentActs[k].flat()) : credited;
+        if (seat.informationBonus && bonusSteps(seat.informationBonus) > 1) {
+          recentActs[k].push(groups.flatMap((g) => g.trajectories));
+          recentActs[k].splice(0, Math.max(0, recentActs[k].length - (bonusSteps(seat.informationBonus) - 1)));
+        }
         // A seat sampling over its vocabulary alone: the old-policy terms over the whole one (SeatSettings.vocabulary).
         const st = seat.hindsight ? hindsightStep(await rememberPlays(k), pack, gameSeed + k)
           : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, vocab[k] ? await withPolicyLogprobs(c.policy, paid, pack) : paid, gameSeed + k);

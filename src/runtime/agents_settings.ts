@@ -47,7 +47,8 @@ export interface SeatSettings {
    * (`TurnBasedEnvSpec.message`; one that did not come through is not paid, and counts in the shares), else by their text.
    * `{ marginal, conditional, posterior }` weighs the parts apart: the message's rarity (−log share), the
    * seat's sureness of it (log π), and the share of the step's like messages that came from what the
-   * seat saw this game (p̂(s | m), the only part that looks at it); a part left out weighs 0.
+   * seat saw this game (p̂(s | m), the only part that looks at it); a part left out weighs 0. Its `steps`
+   * counts those shares over the seat's last `steps` steps' games, this one's included (default 1).
    * For a seat learning from its reward (not hindsight); the step's metrics report the game's reward alone.
    */
   readonly informationBonus?: InformationBonus;

@@ -3,7 +3,7 @@
 // its batch mean against the plug-in mutual information of what the seat saw and said.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { actionLogprob, informationBonus } from '../../src/algorithms/information_bonus.ts';
+import { actionLogprob, bonusSteps, informationBonus } from '../../src/algorithms/information_bonus.ts';
 import type { Trajectory, TrajectoryGroup } from '../../src/env/types.ts';
 import { InvalidInputError } from '../../src/env/errors.ts';
 
@@ -47,7 +47,7 @@ describe('information bonus', () => {
     expect(informationBonus(groups, { marginal: 1 }).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual(informationBonus(groups, { marginal: 1, conditional: 0 }).flatMap((g) => g.trajectories.map((t) => t.reward)));
     expect(() => informationBonus(groups, {})).toThrow(/names no part/);
     expect(() => informationBonus(groups, { posterior: Number.POSITIVE_INFINITY })).toThrow(/posterior must be a finite number/);
-    expect(() => informationBonus(groups, { marginal: 1, conditional: 1, rare: 1 } as never)).toThrow(/unknown part "rare" \(known: marginal, conditional, posterior\)/);
+    expect(() => informationBonus(groups, { marginal: 1, conditional: 1, rare: 1 } as never)).toThrow(/unknown part "rare" \(known: marginal, conditional, posterior, and steps\)/);
     expect(() => informationBonus(groups, -1)).toThrow(InvalidInputError);
     expect(() => informationBonus(groups, Number.NaN)).toThrow(/coef must be a finite number/);
   });
@@ -100,6 +100,19 @@ describe('information bonus', () => {
     const said = (t: Trajectory) => (t.turns[0].action === '??' ? null : t.turns[0].action);
     const some = [{ groupId: 0, seed: 0, trajectories: [seen(0, 'a'), seen(0, '??')] }, { groupId: 1, seed: 1, trajectories: [seen(1, 'a'), seen(1, 'a')] }];
     expect(informationBonus(some, { posterior: 1 }, said).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual([1 / 3, 0, 2 / 3, 2 / 3].map((x) => expect.closeTo(x, 12)));
+    // Earlier steps' actions (steps > 1) count in the shares but are not paid: a step where targets 0
+    // and 1 each sent "a" once, after steps where target 0 sent "a" three times and target 1 once.
+    const now = [0, 1].map((s) => ({ groupId: s, seed: s, trajectories: [seen(s, 'a')] }));
+    const before = [seen(0, 'a'), seen(0, 'a'), seen(0, 'a'), seen(1, 'a')];
+    expect(informationBonus(now, { posterior: 1, steps: 3 }, undefined, before).map((g) => g.trajectories.map((t) => t.reward))).toEqual([[4 / 6], [2 / 6]].map((r) => r.map((x) => expect.closeTo(x, 12))));
+    expect(informationBonus(now, { posterior: 1 }).map((g) => g.trajectories.map((t) => t.reward))).toEqual([[0.5], [0.5]]);
+    // The rarity part too: "a" is 6 of the 7 actions counted (a "b" earlier), so it pays −log(6/7).
+    expect(informationBonus(now, { marginal: 1 }, undefined, [...before, seen(1, 'b')])[0].trajectories[0].reward).toBeCloseTo(-Math.log(6 / 7), 12);
+    for (const bad of [0, 1.5, -1]) expect(() => informationBonus(now, { posterior: 1, steps: bad })).toThrow(/steps must be an integer ≥ 1/);
+    expect(() => informationBonus(now, { steps: 2 })).toThrow(/names no part/);
+    expect(bonusSteps({ posterior: 1, steps: 4 })).toBe(4);
+    expect(bonusSteps({ posterior: 1 })).toBe(1);
+    expect(bonusSteps(0.3)).toBe(1);
     // A number weighs rarity and sureness alike and leaves the posterior out, as before.
     expect(informationBonus(groups, 0.3).flatMap((g) => g.trajectories.map((t) => t.reward))).toEqual(informationBonus(groups, { marginal: 0.3, conditional: 0.3, posterior: 0 }).flatMap((g) => g.trajectories.map((t) => t.reward)));
   });
