@@ -336,6 +336,16 @@ export const agentsJobCases: GpuCase[] = [
           assert.isAtMost(Math.abs(m.loss[0]), 1e-5, `step ${m.step}: loss ${m.loss[0]} (ratios not 1?)`);
         }
         for (const e of [ab.before, ab.after]) assert.closeTo(e.returns[0] * 12, Math.round(e.returns[0] * 12), 1e-9);
+        // The information bonus's shares over 2 steps: the first step has no earlier one (after it the
+        // adapter is the same bytes as over 1), the second counts the first's messages too (another
+        // adapter). One letter of two per game, so messages repeat and their shares move. (The loss
+        // cannot tell: with ratios 1 GRPO's surrogate is 0 whatever the rewards.)
+        const bonus = async (steps: number, informationBonus: { posterior: number; steps?: number }) => (await trainAgents({
+          ...settings(), steps, evalGames: 0, seats: [{ name: 'caller', algo: 'grpo', lr: 2e-2, loraRank: 2, maxNewTokens: 1, vocabulary: ['a', 'b'], informationBonus }, { name: 'replier', script: caps }], service,
+        })).adapters[0]!;
+        const same = (x: Record<string, Float32Array>, y: Record<string, Float32Array>) => Object.keys(x).every((k) => x[k].every((v, i) => Object.is(v, y[k][i])));
+        assert.isTrue(same(await bonus(1, { posterior: 1 }), await bonus(1, { posterior: 1, steps: 2 })), 'one step: no earlier step to count');
+        assert.isFalse(same(await bonus(2, { posterior: 1 }), await bonus(2, { posterior: 1, steps: 2 })), 'the second step counts the first\'s messages');
         assert.isTrue(Object.entries(ab.adapters[0]!).filter(([k]) => k.endsWith('lora_b')).some(([, v]) => v.some((x) => x !== 0)), 'the restricted learner did not move');
       } finally {
         await service.close();
