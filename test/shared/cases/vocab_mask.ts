@@ -32,6 +32,26 @@ import { releaseAll, run, up } from './helpers.ts';
 
 const PROMPTS = [[1, 2, 3, 4, 5, 6, 7, 8, 9], [70, 71, 72, 73, 74, 75, 76, 77]];
 
+/**
+ * Greedy tokens against the reference's per-step log-probs `logp`: each token allowed by `bits` and
+ * the argmax over the allowed ids, its log-prob the reference's renormalised over them.
+ */
+function greedyOverAllowed(logp: readonly Float64Array[], tokens: readonly number[], logprobs: readonly number[], bits: Uint32Array, what: string): void {
+  tokens.forEach((t, i) => {
+    assert.isTrue(allowedBy(bits, t), `${what} step ${i}: token ${t} is masked`);
+    let best = -1;
+    let lse = -Infinity;
+    for (let j = 0; j < logp[i].length; j++) {
+      if (!allowedBy(bits, j)) continue;
+      if (best < 0 || logp[i][j] > logp[i][best]) best = j;
+      lse = Math.max(lse, logp[i][j]) + Math.log1p(Math.exp(-Math.abs(lse - logp[i][j])));
+    }
+    assert.strictEqual(t, best, `${what} step ${i}: greedy over allowed ids`);
+    const want = logp[i][t] - lse;
+    assert.isAtMost(Math.abs(logprobs[i] - want), 1e-4 * Math.max(1, Math.abs(want)), `${what} step ${i}: logprob ${logprobs[i]} vs ${want}`);
+  });
+}
+
 export const vocabMaskCases: GpuCase[] = [
   {
     name: 'vocab_mask: −Inf exactly on the masked columns of every row (vs the CPU reference, bitwise)',
@@ -67,22 +87,7 @@ export const vocabMaskCases: GpuCase[] = [
         const mask = { limit, masked };
         const bits = vocabBitmask(mask, V);
         const r = await generate(ctx, w, null, PROMPTS, { ...base, vocabMask: mask });
-        PROMPTS.forEach((p, b) => {
-          const ref = refNextLogprobs(cfg, params, p, r.tokens[b]);
-          r.tokens[b].forEach((t, i) => {
-            assert.isTrue(allowedBy(bits, t), `seq ${b} step ${i}: token ${t} is masked`);
-            let best = -1;
-            let lse = -Infinity;
-            for (let j = 0; j < V; j++) {
-              if (!allowedBy(bits, j)) continue;
-              if (best < 0 || ref.logp[i][j] > ref.logp[i][best]) best = j;
-              lse = Math.max(lse, ref.logp[i][j]) + Math.log1p(Math.exp(-Math.abs(lse - ref.logp[i][j])));
-            }
-            assert.strictEqual(t, best, `seq ${b} step ${i}: greedy over allowed ids`);
-            const want = ref.logp[i][t] - lse;
-            assert.isAtMost(Math.abs(r.logprobs[b][i] - want), 1e-4 * Math.max(1, Math.abs(want)), `seq ${b} step ${i}: logprob ${r.logprobs[b][i]} vs ${want}`);
-          });
-        });
+        PROMPTS.forEach((p, b) => greedyOverAllowed(refNextLogprobs(cfg, params, p, r.tokens[b]).logp, r.tokens[b], r.logprobs[b], bits, `seq ${b}`));
         // Sampling at T = 1 from a mask leaving a handful of ids: only those come out.
         const few = { limit: 12, masked: [0, 3, 5] };
         const fewBits = vocabBitmask(few, V);
@@ -154,20 +159,8 @@ export const vocabMaskCases: GpuCase[] = [
         const allowed = [97, 101, 105, 111, 200].filter((id) => !free.tokens.includes(id));
         const bits = vocabBitmask({ limit: V, allowed }, V);
         const [a, b] = await sample([req(0, { allowedTokens: allowed }), req(1)]);
-        const ref = refNextLogprobs(cfg, params, PROMPTS[0], a.tokens);
-        a.tokens.forEach((t, i) => {
-          assert.include(allowed, t, `step ${i}`);
-          let best = -1;
-          let lse = -Infinity;
-          for (let j = 0; j < V; j++) {
-            if (!allowedBy(bits, j)) continue;
-            if (best < 0 || ref.logp[i][j] > ref.logp[i][best]) best = j;
-            lse = Math.max(lse, ref.logp[i][j]) + Math.log1p(Math.exp(-Math.abs(lse - ref.logp[i][j])));
-          }
-          assert.strictEqual(t, best, `step ${i}: greedy over the allowed ids`);
-          const want = ref.logp[i][t] - lse;
-          assert.isAtMost(Math.abs(a.logprobs[i] - want), 1e-4 * Math.max(1, Math.abs(want)), `step ${i}: logprob ${a.logprobs[i]} vs ${want}`);
-        });
+        for (const t of a.tokens) assert.include(allowed, t);
+        greedyOverAllowed(refNextLogprobs(cfg, params, PROMPTS[0], a.tokens).logp, a.tokens, a.logprobs, bits, 'restricted request');
         // The unrestricted request of the same call is what it is alone.
         const [alone] = await sample([req(1)]);
         assert.deepEqual(b.tokens, alone.tokens);
