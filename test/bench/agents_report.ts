@@ -195,7 +195,9 @@ export function seatExtrasText(x: SeatExtras | undefined): string {
     x.hindsight ? `learning from hindsight (supervised${x.temperature === 0 ? ', greedy' : x.temperature !== undefined ? `, temperature ${x.temperature}` : ''}${(x.hindsightSteps ?? 1) > 1 ? `, on its last ${x.hindsightSteps} steps' games` : ''})` : x.algo ? x.algo : '',
     x.expectedReward ? 'credited the expected reward under its partner\'s policy' : '',
     x.informationBonus === undefined ? '' : typeof x.informationBonus === 'number' ? `information bonus ${x.informationBonus}`
-      : `information bonus ${Object.entries(x.informationBonus).filter(([, w]) => w).map(([part, w]) => `${part} ${w}`).join(', ')}`,
+      : `information bonus ${Object.entries(x.informationBonus).filter(([part, w]) => w && part !== 'steps').map(([part, w]) => `${part} ${w}`).join(', ')}` +
+        ((x.informationBonus.steps ?? 1) > 1 ? ` (shares over its last ${x.informationBonus.steps} steps)` : ''),
+    x.vocabulary ? `saying only ${x.vocabulary.join(', ')}` : '',
     x.entropyCoef ? `entropy bonus ${x.entropyCoef}` : '',
     x.maxNewTokens !== undefined ? `${x.maxNewTokens} token${x.maxNewTokens === 1 ? '' : 's'} per action` : '',
     x.schedule && x.schedule !== 'constant' ? `${x.schedule} schedule` : '',

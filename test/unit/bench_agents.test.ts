@@ -131,6 +131,7 @@ describe('agents part: the signalling game and the seats in words', () => {
     expect(seatExtrasText({ hindsight: true, temperature: 0, schedule: 'cosine' })).toBe('learning from hindsight (supervised, greedy), cosine schedule');
     expect(seatExtrasText({ hindsight: true, temperature: 0, hindsightSteps: 4 })).toBe("learning from hindsight (supervised, greedy, on its last 4 steps' games)");
     expect(seatExtrasText({ informationBonus: { posterior: 0.5, marginal: 0 } })).toBe('information bonus posterior 0.5');
+    expect(seatExtrasText({ informationBonus: { posterior: 0.5, marginal: 0.05, steps: 4 }, vocabulary: ['a', 'e'] })).toBe('information bonus posterior 0.5, marginal 0.05 (shares over its last 4 steps), saying only a, e');
     expect(seatExtrasText({ informationBonus: { marginal: 0.05, conditional: 0.1 } })).toBe('information bonus marginal 0.05, conditional 0.1');
     expect(seatExtrasText({ algo: 'rloo', entropyCoef: 0.01, maxNewTokens: 4, loraRank: 4 })).toBe('rloo, entropy bonus 0.01, 4 tokens per action, LoRA rank 4');
   });
