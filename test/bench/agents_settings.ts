@@ -61,13 +61,14 @@ export interface AgentsBenchSettings {
 const SIGNAL_OPTIONS = { objects: ['ring', 'box', 'star', 'cross'], symbols: 'aeio', prompt: 'short', drills: 0.5, speakerDrills: 0.5, message: 'bare', pick: 'initial' } as const;
 
 /**
- * The signalling game's seats: the speaker (GRPO, klBeta 0.05) credited the listener's probability
- * of the target on its letter (`expectedReward`) and paid half p̂(target | letter) on top (the
- * information bonus's posterior part); the listener learning greedy from hindsight, on its last 4
- * steps' games (the settings whose probe runs got furthest, README "Several agents").
+ * The signalling game's seats: the speaker (GRPO, klBeta 0.05) saying only the game's letters,
+ * credited the listener's probability of the target on its letter (`expectedReward`) and paid half
+ * p̂(target | letter) on top, counted over its last 4 steps (the information bonus's posterior part);
+ * the listener learning greedy from hindsight, on its last 4 steps' games (the settings whose probe
+ * runs got furthest, README "Several agents").
  */
 const SIGNAL_SEATS: readonly [SeatExtras, SeatExtras] = [
-  { maxNewTokens: 1, expectedReward: true, informationBonus: { posterior: 0.5 } },
+  { maxNewTokens: 1, vocabulary: [...SIGNAL_OPTIONS.symbols], expectedReward: true, informationBonus: { posterior: 0.5, steps: 4 } },
   { maxNewTokens: 1, hindsight: true, hindsightSteps: 4, temperature: 0 },
 ];
 
