@@ -54,6 +54,13 @@ function meanReward(groups: readonly TrajectoryGroup[]): number {
   return rs.length === 0 ? 0 : rs.reduce((a, b) => a + b, 0) / rs.length;
 }
 
+/** `recent` with `item` added and only its last `n` entries kept (oldest dropped first); returns it. */
+function keepLast<T>(recent: T[], item: T, n: number): T[] {
+  recent.push(item);
+  recent.splice(0, Math.max(0, recent.length - n));
+  return recent;
+}
+
 /** Each seat's mean return over `batch`'s games. */
 function meanReturns(batch: TurnBasedBatch, players: number): number[] {
   const n = batch.games.length;
@@ -211,10 +218,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       }
       // Seat k's hindsight plays of this step added to its last steps'; all it keeps, oldest first.
       const rememberPlays = async (k: number): Promise<Trajectory[]> => {
-        const r = recentPlays[k];
-        r.push((await playsOf(k)).trajectories);
-        r.splice(0, Math.max(0, r.length - (s.seats[k].hindsightSteps ?? 1)));
-        return r.flat();
+        return keepLast(recentPlays[k], (await playsOf(k)).trajectories, s.seats[k].hindsightSteps ?? 1).flat();
       };
       const reward: number[] = [], datums: number[] = [], loss: number[] = [];
       const lr = s.seats.map((x) => (x.script ? 0 : scheduledLr(x.lr ?? TRAIN_DEFAULTS.lr, step, totalSteps, x.schedule)));
@@ -233,10 +237,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         // Each agent on its own trajectories: its own tokens, its own algorithm and rate.
         const credited = expected[k] ?? groups;
         const paid = seat.informationBonus ? informationBonus(credited, seat.informationBonus, s.env.message, recentActs[k].flat()) : credited;
-        if (seat.informationBonus && bonusSteps(seat.informationBonus) > 1) {
-          recentActs[k].push(groups.flatMap((g) => g.trajectories));
-          recentActs[k].splice(0, Math.max(0, recentActs[k].length - (bonusSteps(seat.informationBonus) - 1)));
-        }
+        if (seat.informationBonus) keepLast(recentActs[k], groups.flatMap((g) => g.trajectories), bonusSteps(seat.informationBonus) - 1);
         // A seat sampling over its vocabulary alone: the old-policy terms over the whole one (SeatSettings.vocabulary).
         const st = seat.hindsight ? hindsightStep(await rememberPlays(k), pack, gameSeed + k)
           : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, vocab[k] ? await withPolicyLogprobs(c.policy, paid, pack) : paid, gameSeed + k);
