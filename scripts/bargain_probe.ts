@@ -5,6 +5,8 @@
  * truthful buyer (where bargainBestPrice is best). `--prompt short` is bargainEnv's option; `--teach`
  * makes the buyer's demonstrations truthful, a supervised check that the model can learn the
  * comparison with these prompts at all (use `--steps 1`). `--model` names a from-scratch preset (default gpt2-100k).
+ * `--answers bare` is bargainEnv's option (the price as the digit alone, the buyer's answer y or n): a learning seat then
+ * samples one token among its own answers (trainAgents' seat `maxNewTokens: 1` and `vocabulary`: digits, or y and n).
  *
  * Prints the per-step mean return of each seat, the learner's held-out return before and after
  * beside the fixed strategies' exact returns (bargainReferences), and its choices over the held-out
@@ -16,14 +18,14 @@
  * What it measured is in README.md ("Several agents"); not a test and not part of the bench.
  */
 import { parseArgs } from 'node:util';
-import { bargainEnv, bargainReferences, bargainTruthfulBuyer, bargainRandomSeller, formatAnswer, type SeatSettings, trainAgents } from '../src/mod.ts';
-import { bargainBestBuyer, bargainGame, parsePrice, resolveBargainOptions, type BargainOptions } from '../src/env/envs/bargain.ts';
+import { bargainEnv, bargainReferences, bargainTruthfulBuyer, bargainRandomSeller, type SeatSettings, trainAgents } from '../src/mod.ts';
+import { bargainAnswer, type BargainAnswers, bargainBestBuyer, bargainGame, parsePrice, resolveBargainOptions, type BargainOptions } from '../src/env/envs/bargain.ts';
 import type { Demonstration } from '../src/env/types.ts';
 import { numberFlag, watchGames } from './probe_games.ts';
 
 const { values: v } = parseArgs({
   options: {
-    learn: { type: 'string', default: 'buyer' }, prompt: { type: 'string', default: 'full' }, teach: { type: 'boolean', default: false },
+    learn: { type: 'string', default: 'buyer' }, prompt: { type: 'string', default: 'full' }, answers: { type: 'string', default: 'tagged' }, teach: { type: 'boolean', default: false },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.3' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, model: { type: 'string', default: 'gpt2-100k' }, eval: { type: 'string', default: '256' }, 'warm-steps': { type: 'string', default: '200' },
@@ -31,7 +33,8 @@ const { values: v } = parseArgs({
 });
 if (!['buyer', 'seller', 'both'].includes(v.learn!)) throw new RangeError(`--learn must be buyer, seller or both, got ${v.learn}`);
 const num = numberFlag(v);
-const o: BargainOptions = { prompt: v.prompt as 'full' | 'short' };
+const o: BargainOptions = { prompt: v.prompt as 'full' | 'short', answers: v.answers as BargainAnswers };
+const bare = resolveBargainOptions(o).answers === 'bare';
 const { costs, values } = resolveBargainOptions(o);
 const steps = num('steps'), evalGames = num('eval');
 
@@ -44,7 +47,7 @@ let counting = false, counted = 0;
 const teach = (d: Demonstration) => {
   if (!v.teach || d.player !== 1) return d;
   const price = parsePrice(d.actions[0])!;
-  return { ...d, actions: [d.actions[0], formatAnswer(bargainBestBuyer(bargainGame(d.seed, o).value, price) ? 'accept' : 'reject')] };
+  return { ...d, actions: [d.actions[0], bargainAnswer(o, bargainBestBuyer(bargainGame(d.seed, o).value, price) ? 'accept' : 'reject')] };
 };
 const env = watchGames(bargainEnv(o), (game) => {
   if (!counting || counted++ >= evalGames) return;
@@ -56,7 +59,12 @@ const env = watchGames(bargainEnv(o), (game) => {
     cell[1]++;
   }
 }, teach);
-const learner = (name: string) => ({ name, algo: v.algo as SeatSettings['algo'], lr: num('lr'), schedule: v.schedule as SeatSettings['schedule'], ...(v.algo === 'grpo' ? { klBeta: num('kl') } : {}) });
+// A bare answer is one token of the seat's own: digits for the seller, y or n for the buyer.
+const ownAnswers = (name: string) => (name === 'seller' ? [...'0123456789'] : ['y', 'n']);
+const learner = (name: string): SeatSettings => ({
+  name, algo: v.algo as SeatSettings['algo'], lr: num('lr'), schedule: v.schedule as SeatSettings['schedule'], ...(v.algo === 'grpo' ? { klBeta: num('kl') } : {}),
+  ...(bare ? { maxNewTokens: 1, vocabulary: ownAnswers(name) } : {}),
+});
 const seats = v.learn === 'both' ? [learner('seller'), learner('buyer')]
   : v.learn === 'buyer' ? [{ name: 'seller', script: bargainRandomSeller() }, learner('buyer')]
   : [learner('seller'), { name: 'buyer', script: bargainTruthfulBuyer() }];

@@ -85,6 +85,7 @@ export {
 } from './envs/signal.ts';
 export type { SignalMessage, SignalOptions, SignalPick, SignalPrompt } from './envs/signal.ts';
 export {
+  bargainAnswer,
   bargainBestBuyer,
   bargainBestPrice,
   bargainBestSeller,
@@ -100,7 +101,7 @@ export {
   parseAccept,
   parsePrice,
 } from './envs/bargain.ts';
-export type { BargainOptions } from './envs/bargain.ts';
+export type { BargainAnswers, BargainOptions } from './envs/bargain.ts';
 export type { Tokenizer } from '../model/tokenizer/tokenizer.ts';
 export { TokenizerError } from '../model/tokenizer/tokenizer.ts';
 export { BYTE_BOS_ID, BYTE_EOS_ID, BYTE_PAD_ID, BYTE_VOCAB_SIZE, ByteTokenizer } from '../model/tokenizer/byte.ts';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { groupEpisodes } from '../../src/env/batch.ts';
 import {
   bargainBestPrice, bargainBestSeller, bargainDemonstrations, bargainEnv, bargainGame, bargainPayoffs, bargainRandomBuyer, bargainRandomSeller, bargainReferences,
-  bargainTruthfulBuyer, parseAccept, parsePrice, resolveBargainOptions,
+  bargainAnswer, bargainTruthfulBuyer, parseAccept, parsePrice, resolveBargainOptions,
 } from '../../src/env/envs/bargain.ts';
 import { rolloutTurnBased, type ScriptedPolicy, type Seat } from '../../src/env/multiagent.ts';
 import { formatAnswer } from '../../src/env/actions.ts';
@@ -110,5 +110,29 @@ describe('sale game', () => {
     };
     expect(await returns(o)).toEqual(await returns({}));
     expect(() => bargainEnv({ prompt: 'tiny' as 'short' })).toThrow(/prompt must be 'full' or 'short'/);
+  });
+
+  it('bare answers: the digit alone and y or n, one byte token each, paid as the tagged ones', async () => {
+    const o = { prompt: 'short' as const, answers: 'bare' as const };
+    expect([bargainAnswer(o, '7'), bargainAnswer(o, 'accept'), bargainAnswer(o, 'reject')]).toEqual(['7', 'y', 'n']);
+    expect(bargainAnswer({}, 'accept')).toBe(formatAnswer('accept'));
+    expect([parseAccept('y'), parseAccept(' Y '), parseAccept('n'), parseAccept('yes')]).toEqual([true, true, false, false]);
+    const demos = bargainDemonstrations(200, new Rng(5), o);
+    expect(demos.every((d) => /^[0-9]$/.test(d.actions[0]) && /^[yn]$/.test(d.actions[1]))).toBe(true);
+    expect(new Set(demos.map((d) => d.actions[1])).size).toBe(2);
+    // The environment's demonstrations follow its option.
+    expect(bargainEnv(o).demonstrations!(10, new Rng(5))).toEqual(bargainDemonstrations(10, new Rng(5), o));
+    // A bare seller and buyer playing the best responses are paid exactly what the tagged ones are.
+    const bareSeller: ScriptedPolicy = { kind: 'scripted', id: 'bare-best', act: async (obs, rng) => bargainAnswer(o, String(parsePrice(await bargainBestSeller(o).act(obs, rng)))) };
+    const bareBuyer: ScriptedPolicy = { kind: 'scripted', id: 'bare-truthful', act: async (obs, rng) => bargainAnswer(o, parseAccept(await bargainTruthfulBuyer().act(obs, rng)) ? 'accept' : 'reject') };
+    const play = async (opts: object, seats: Seat[]) => (await rolloutTurnBased(bargainEnv(opts), seats, groupEpisodes(200, 1, 11), { seed: 5 })).games.map((g) => g.rewardsP);
+    const bare = await play(o, [bareSeller, bareBuyer]);
+    expect(bare).toEqual(await play({ prompt: 'short' }, [bargainBestSeller(o), bargainTruthfulBuyer()]));
+    expect(bare.some((r) => r[0] > 0)).toBe(true);
+    // The full prompt names the bare forms.
+    const env = bargainEnv({ answers: 'bare' }).create();
+    expect((await env.reset(42)).observation).toMatch(/the digit alone\.$/);
+    expect((await env.step('6')).observation).toMatch(/Answer y \(accept\) or n \(reject\)\.$/);
+    expect(() => bargainEnv({ answers: 'plain' as 'bare' })).toThrow(/answers must be 'tagged' or 'bare'/);
   });
 });

@@ -19,6 +19,8 @@
  * accept nor reject is a rejection. `prompt: 'short'` leaves out the instructions ("Seller. Cost 3.",
  * "Buyer. Worth 7. Price 5."), so the numbers are a large share of a short context — as the
  * signalling game's short prompts, where a small model picks up a mapping the long ones hide.
+ * `answers: 'bare'` makes each answer one token (the digit alone; y or n), as the signalling game's
+ * bare messages: with a seat's `maxNewTokens: 1` and `vocabulary` no answer can be malformed.
  */
 import { extractAnswer, formatAnswer } from '../actions.ts';
 import type { ScriptedPolicy } from '../multiagent.ts';
@@ -32,9 +34,16 @@ export interface BargainOptions {
   readonly values?: readonly number[];
   /** 'full' (default): the game and the answer format spelled out; 'short': the seat and its numbers alone ("Buyer. Worth 7. Price 5."). */
   readonly prompt?: 'full' | 'short';
+  /**
+   * 'tagged' (default): answers in answer tags (`<answer>5</answer>`, `<answer>accept</answer>`);
+   * 'bare': the price as the digit alone and the buyer's answer as `y` or `n`, each one token of
+   * the byte vocabulary, so a seat with `maxNewTokens: 1` and a `vocabulary` cannot break the format.
+   */
+  readonly answers?: BargainAnswers;
 }
 
-type Full = { readonly costs: readonly number[]; readonly values: readonly number[]; readonly prompt: 'full' | 'short' };
+export type BargainAnswers = 'tagged' | 'bare';
+type Full = { readonly costs: readonly number[]; readonly values: readonly number[]; readonly prompt: 'full' | 'short'; readonly answers: BargainAnswers };
 const GAME_STREAM = 0xba29;
 const PRICES = 10;
 
@@ -49,7 +58,8 @@ function digits(name: string, xs: readonly number[]): number[] {
 /** Every option filled in and checked (RangeError naming the option). */
 export function resolveBargainOptions(o: BargainOptions = {}): Full {
   if (o.prompt !== undefined && o.prompt !== 'full' && o.prompt !== 'short') throw new RangeError(`bargain: prompt must be 'full' or 'short', got ${String(o.prompt)}`);
-  return { costs: digits('costs', o.costs ?? [0, 1, 2, 3, 4]), values: digits('values', o.values ?? [3, 4, 5, 6, 7, 8, 9]), prompt: o.prompt ?? 'full' };
+  if (o.answers !== undefined && o.answers !== 'tagged' && o.answers !== 'bare') throw new RangeError(`bargain: answers must be 'tagged' or 'bare', got ${String(o.answers)}`);
+  return { costs: digits('costs', o.costs ?? [0, 1, 2, 3, 4]), values: digits('values', o.values ?? [3, 4, 5, 6, 7, 8, 9]), prompt: o.prompt ?? 'full', answers: o.answers ?? 'tagged' };
 }
 
 /** A game's private numbers: the seller's cost and the buyer's value. */
@@ -65,17 +75,25 @@ export function parsePrice(action: string): number | null {
   return /^[0-9]$/.test(text) ? Number(text) : null;
 }
 
-/** The buyer's answer: true for accept, false for reject or anything else. */
+/** The buyer's answer: true for accept (`accept`, or `y` as a bare answer), false for reject or anything else. */
 export function parseAccept(action: string): boolean {
-  return (extractAnswer(action) ?? action).trim().toLowerCase() === 'accept';
+  const text = (extractAnswer(action) ?? action).trim().toLowerCase();
+  return text === 'accept' || text === 'y';
+}
+
+/** A seat's answer in the game's form: `text` tagged, or bare (the buyer's accept/reject as y/n). */
+export function bargainAnswer(o: BargainOptions, text: string): string {
+  if (resolveBargainOptions(o).answers === 'tagged') return formatAnswer(text);
+  return text === 'accept' ? 'y' : text === 'reject' ? 'n' : text;
 }
 
 const sellerText = (o: Full, cost: number) =>
-  o.prompt === 'short' ? `Seller. Cost ${cost}.` : `Sale game, you are the seller. The item cost you ${cost}. Name a price from 0 to 9: <answer>DIGIT</answer>.`;
+  o.prompt === 'short' ? `Seller. Cost ${cost}.` :
+  `Sale game, you are the seller. The item cost you ${cost}. Name a price from 0 to 9: ${o.answers === 'bare' ? 'the digit alone.' : '<answer>DIGIT</answer>.'}`;
 // The buyer is asked only when a price was named.
 const buyerText = (o: Full, value: number, price: number) =>
   o.prompt === 'short' ? `Buyer. Worth ${value}. Price ${price}.` :
-  `Sale game, you are the buyer. The item is worth ${value} to you. Price asked: ${price}. Answer <answer>accept</answer> or <answer>reject</answer>.`;
+  `Sale game, you are the buyer. The item is worth ${value} to you. Price asked: ${price}. Answer ${o.answers === 'bare' ? 'y (accept) or n (reject).' : '<answer>accept</answer> or <answer>reject</answer>.'}`;
 
 /** Each side's payoff of a sale at `price` (both 0 without one). */
 export function bargainPayoffs(cost: number, value: number, price: number | null, accepted: boolean): [number, number] {
@@ -118,13 +136,13 @@ class BargainEnvironment implements TurnBasedEnvironment {
 }
 
 /** Whole games: in game i seat i mod 2 is demonstrated; prices and answers uniformly random (the formats, no strategy). */
-export function bargainDemonstrations(n: number, rng: Rng): Demonstration[] {
+export function bargainDemonstrations(n: number, rng: Rng, options: BargainOptions = {}): Demonstration[] {
   return Array.from({ length: n }, (_, i) => {
     const seed = rng.nextU32();
     const price = rng.nextInt(PRICES);
     const answer = rng.nextInt(2) === 0 ? 'accept' : 'reject';
     const player = i % 2;
-    return { seed, actions: [formatAnswer(String(price)), formatAnswer(answer)], ...(player === 0 ? {} : { player }) };
+    return { seed, actions: [bargainAnswer(options, String(price)), bargainAnswer(options, answer)], ...(player === 0 ? {} : { player }) };
   });
 }
 
@@ -137,7 +155,7 @@ export function bargainEnv(options: BargainOptions = {}): TurnBasedEnvSpec {
     name: 'bargain',
     numPlayers: 2,
     create: () => new BargainEnvironment(o),
-    demonstrations: (n, rng) => bargainDemonstrations(n, rng),
+    demonstrations: (n, rng) => bargainDemonstrations(n, rng, o),
     success: bargainSuccess,
   };
 }
