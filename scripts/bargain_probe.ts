@@ -34,8 +34,8 @@ const { values: v } = parseArgs({
 if (!['buyer', 'seller', 'both'].includes(v.learn!)) throw new RangeError(`--learn must be buyer, seller or both, got ${v.learn}`);
 const num = numberFlag(v);
 const o: BargainOptions = { prompt: v.prompt as 'full' | 'short', answers: v.answers as BargainAnswers };
-const bare = resolveBargainOptions(o).answers === 'bare';
-const { costs, values } = resolveBargainOptions(o);
+const { costs, values, answers } = resolveBargainOptions(o);
+const bare = answers === 'bare';
 const steps = num('steps'), evalGames = num('eval');
 
 // The tables over the held-out games after the last step: buyer [value][price] = (accepted, asked);

@@ -81,10 +81,13 @@ export function parseAccept(action: string): boolean {
   return text === 'accept' || text === 'y';
 }
 
+// `text` in the form `answers` asks for (the options already resolved).
+const answerAs = (answers: BargainAnswers, text: string): string =>
+  answers === 'tagged' ? formatAnswer(text) : text === 'accept' ? 'y' : text === 'reject' ? 'n' : text;
+
 /** A seat's answer in the game's form: `text` tagged, or bare (the buyer's accept/reject as y/n). */
 export function bargainAnswer(o: BargainOptions, text: string): string {
-  if (resolveBargainOptions(o).answers === 'tagged') return formatAnswer(text);
-  return text === 'accept' ? 'y' : text === 'reject' ? 'n' : text;
+  return answerAs(resolveBargainOptions(o).answers, text);
 }
 
 const sellerText = (o: Full, cost: number) =>
@@ -137,12 +140,13 @@ class BargainEnvironment implements TurnBasedEnvironment {
 
 /** Whole games: in game i seat i mod 2 is demonstrated; prices and answers uniformly random (the formats, no strategy). */
 export function bargainDemonstrations(n: number, rng: Rng, options: BargainOptions = {}): Demonstration[] {
+  const { answers } = resolveBargainOptions(options);
   return Array.from({ length: n }, (_, i) => {
     const seed = rng.nextU32();
     const price = rng.nextInt(PRICES);
     const answer = rng.nextInt(2) === 0 ? 'accept' : 'reject';
     const player = i % 2;
-    return { seed, actions: [bargainAnswer(options, String(price)), bargainAnswer(options, answer)], ...(player === 0 ? {} : { player }) };
+    return { seed, actions: [answerAs(answers, String(price)), answerAs(answers, answer)], ...(player === 0 ? {} : { player }) };
   });
 }
 
