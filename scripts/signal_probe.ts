@@ -18,7 +18,8 @@
  * speaker trainAgents' `informationBonus` (paid for messages that differ between targets, whatever the mapping; `M,C` weighs its
  * rarity and sureness parts apart, `M,C,P` adds its posterior part, `M,C,P,N` counts its shares over the speaker's last N steps); `--expected-reward`
  * pays a learning speaker the listener's probability of picking the target on its message (trainAgents' `expectedReward`) rather than
- * whether the listener's one sample did (with `--learn both`). `--table-every N` prints the training games' target × message
+ * whether the listener's one sample did (with `--learn both`); `--best-response` gives a learning speaker trainAgents'
+ * `bestResponse` (a supervised step towards the letters the listener reads best, one per target; with `--learn both`). `--table-every N` prints the training games' target × message
  * shares every N steps.
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
  * rate's schedule ('constant' or 'cosine'); `--lr`, `--kl` and `--rank` (the seats' LoRA rank) take one value or two (speaker,listener).
@@ -43,7 +44,7 @@ import { resolveSignalOptions, signalGame, signalListenerAction, type SignalMess
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
-    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'hindsight-steps': { type: 'string', default: '1' }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'table-every': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' }, vocabulary: { type: 'string', default: 'none' },
+    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'hindsight-steps': { type: 'string', default: '1' }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'best-response': { type: 'boolean', default: false }, 'table-every': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' }, vocabulary: { type: 'string', default: 'none' },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, rank: { type: 'string', default: '8' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
@@ -115,6 +116,7 @@ const vocabulary = (seat: number): string[] => {
 const learner = (name: string, seat: number): SeatSettings => ({
   name, ...(oneToken(seat) ? { maxNewTokens: 1 } : {}), ...(restricted(seat) ? { vocabulary: vocabulary(seat) } : {}), lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'],
   ...(seat === 1 && v.hindsight ? { hindsight: true, hindsightSteps: num('hindsight-steps'), ...(v['listener-temperature'] ? { temperature: num('listener-temperature') } : {}) } : { algo: v.algo as SeatSettings['algo'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}), ...(seat === 0 && infoBonus !== null ? { informationBonus: infoBonus } : {}), ...(seat === 0 && v['expected-reward'] ? { expectedReward: true } : {}) }),
+  ...(seat === 0 && v['best-response'] ? { bestResponse: true } : {}),
 });
 const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]
   : v.learn === 'speaker' ? [learner('speaker', 0), { name: 'listener', script: signalCodeListener(o) }]
@@ -126,7 +128,8 @@ const r = await trainAgents({
   onStep: (m) => {
     if (m.step === 0) counting = null;
     if (m.step === steps - 1) [counting, counted] = [tables[1], 0];
-    const expected = m.expected[0] === null ? '' : ` expected ${m.expected[0].toFixed(3)}`;
+    const expected = (m.expected[0] === null ? '' : ` expected ${m.expected[0].toFixed(3)}`) +
+      (m.bestResponse[0] === null ? '' : ` best response ${m.bestResponse[0].map((x) => `${x.action} ${x.expected.toFixed(2)}`).join(', ')}`);
     const every = num('table-every');
     if (every > 0 && m.step % every === every - 1) {
       const shares = trainTable.map((row) => row.map((x) => (x / Math.max(1, row.reduce((a, b) => a + b, 0))).toFixed(2)).join(' '));

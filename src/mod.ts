@@ -60,6 +60,7 @@ export type { MetricsSink } from './runtime/metrics.ts';
 
 // ─── Environments and agents (src/env): the Gym-like contract, the agent, rollouts, built-ins ──
 export type {
+  Counterfactual,
   Demonstration,
   DroppedEpisode,
   EndReason,

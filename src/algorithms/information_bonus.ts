@@ -74,7 +74,7 @@ export function bonusWeights(coef: InformationBonus): { marginal: number; condit
 }
 
 /** What a trajectory's seat saw first: its prompt's tokens (the observation the posterior part conditions on). */
-function promptKey(t: Trajectory): string {
+export function promptKey(t: Trajectory): string {
   return t.tokensT.slice(0, t.promptLength).join(',');
 }
 

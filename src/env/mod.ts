@@ -4,6 +4,7 @@
  */
 export type {
   ChatMessage,
+  Counterfactual,
   Demonstration,
   DroppedEpisode,
   DropReason,

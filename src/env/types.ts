@@ -142,6 +142,21 @@ export interface TurnBasedEnvSpec {
    * compares messages by it rather than by their text.
    */
   readonly message?: (t: Trajectory) => string | null;
+  /**
+   * The games a seat's trajectory could have been had it acted otherwise, once the game is over:
+   * one per action it had to choose from (`action` names it, the same names for every game of that
+   * seat), each a demonstration of the whole game with that action and every other seat playing what
+   * would have won (e.g. the signalling speaker's game with each letter, the listener picking the
+   * target); null where the seat has none (the listener). trainAgents' `bestResponse` scores them
+   * under the partners' policies.
+   */
+  readonly counterfactuals?: (t: Trajectory) => readonly Counterfactual[] | null;
+}
+
+/** One action a seat could have taken, and its game as it would have gone (TurnBasedEnvSpec.counterfactuals). */
+export interface Counterfactual {
+  readonly action: string;
+  readonly game: Demonstration;
 }
 
 /** One sampling request: the whole context so far and how to sample the continuation. */

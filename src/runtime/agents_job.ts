@@ -24,6 +24,7 @@
  */
 import { type AlgoStepContext, JOB_ALGORITHMS } from './job_algorithms.ts';
 import { expectedRewards, type HindsightPlays, hindsightStep, replayHindsight } from './agents_hindsight.ts';
+import { type BestResponse, bestResponse } from './agents_best_response.ts';
 import { bonusSteps, informationBonus } from '../algorithms/information_bonus.ts';
 import type { ReplayAgentOptions } from '../env/demos.ts';
 import { Agent } from '../env/agent.ts';
@@ -216,6 +217,12 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         const partners = await Promise.all(ctxs.flatMap((c, j) => (j === k || !c ? [] : [playsOf(j).then((plays) => ({ client: c.policy, plays }))])));
         expected.push(await expectedRewards(groupsOf(k), partners, pack));
       }
+      // Best responses likewise read every partner's policy before any update (SeatSettings.bestResponse).
+      const responses: (BestResponse | null)[] = [];
+      for (const [k, seat] of s.seats.entries()) {
+        const partners = ctxs.flatMap((c, j) => (j === k || !c ? [] : [{ seat: j, client: c.policy }]));
+        responses.push(seat.bestResponse ? await bestResponse(s.env, k, groupsOf(k), partners, pack, hindsightReplay) : null);
+      }
       // Seat k's hindsight plays of this step added to its last steps'; all it keeps, oldest first.
       const rememberPlays = async (k: number): Promise<Trajectory[]> => {
         return keepLast(recentPlays[k], (await playsOf(k)).trajectories, s.seats[k].hindsightSteps ?? 1).flat();
@@ -242,12 +249,13 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
         const st = seat.hindsight ? hindsightStep(await rememberPlays(k), pack, gameSeed + k)
           : await JOB_ALGORITHMS[seat.algo ?? 'grpo'].step(c, vocab[k] ? await withPolicyLogprobs(c.policy, paid, pack) : paid, gameSeed + k);
         datums.push(st.datums);
-        if (st.batches.length === 0) {
-          loss.push(0);
-          continue;
-        }
-        const out = await trainStep(c.policy, st.batches, st.loss, { lr: lr[k], maxGradNorm: job.maxGradNorm });
-        loss.push(st.reportedLoss ?? out.loss);
+        const out = st.batches.length === 0 ? null : await trainStep(c.policy, st.batches, st.loss, { lr: lr[k], maxGradNorm: job.maxGradNorm });
+        loss.push(out === null ? 0 : st.reportedLoss ?? out.loss);
+        // Then its best response, supervised, at the same rate.
+        const br = responses[k];
+        const brStep = br && br.plays.length > 0 ? hindsightStep(br.plays, pack, gameSeed + k + 0xb5) : null;
+        if (brStep && brStep.batches.length > 0) await trainStep(c.policy, brStep.batches, brStep.loss, { lr: lr[k], maxGradNorm: job.maxGradNorm });
+        else if (out === null) continue;
         await samplers[k]!.close();
         samplers[k] = await c.policy.samplingClient();
       }
@@ -256,6 +264,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       const m: AgentsStepMetrics = {
         step, success: successShare(s.env, batch) ?? 0, reward, datums, loss, lr, transcript,
         expected: expected.map((gs) => (gs === null ? null : meanReward(gs))),
+        bestResponse: responses.map((r) => r?.situations ?? null),
         ...(pool && poolPlay ? { pool: { copies: pool.steps(), games: poolPlay.games, reward: poolPlay.reward } } : {}), seconds: (performance.now() - ts) / 1000,
       };
       steps.push(m);

@@ -68,6 +68,19 @@ export interface SeatSettings {
    */
   readonly expectedReward?: boolean;
   /**
+   * Learn also from this seat's best response to its partners (default false): after its step's
+   * update, one more supervised step at its rate on the games as they would have gone with the action
+   * its partners' current policies (read before the step's updates) make likeliest to win — scored
+   * over the environment's `counterfactuals` (every action the seat had, its partners playing what
+   * wins), averaged per situation (what the seat saw), and assigned to situations one-to-one by the
+   * summed log-probability (src/runtime/agents_best_response.ts). Mutual exclusivity: while there are
+   * actions enough, no two situations get one action — the signalling speaker does not send one letter
+   * for two targets while another letter is free, a resting point of the reward's gradient. It reads
+   * which actions the partners understand, not a code: the partners learn theirs from play. Needs an
+   * environment with `counterfactuals` and learning partners (a script has no probabilities); not with `pool`.
+   */
+  readonly bestResponse?: boolean;
+  /**
    * The learning rate over the run's steps: 'constant' (`lr` throughout, the default) or 'cosine'
    * (a linear warm-up over the first 5% of the steps, then a cosine decay to a tenth of `lr`, as the
    * warm start runs) — against a policy that found part of an answer at full rate and lost it again.
@@ -177,6 +190,12 @@ export interface AgentsStepMetrics {
    */
   readonly expected: readonly (number | null)[];
   /**
+   * Per seat with `bestResponse`: per situation met in the step (in order of first meeting), the
+   * action assigned to it and the expected reward its partners give that action there (the mean over
+   * the situation's games); null for other seats.
+   */
+  readonly bestResponse: readonly (readonly { readonly action: string; readonly expected: number }[] | null)[];
+  /**
    * With a pool: per seat, the steps its copies in the pool were taken at (after this step's
    * copy, before its games), and per learner its games against copies and its mean reward in them.
    * (`reward` and `datums` above count a learner's pool games too; `success` and `transcript` the
@@ -213,7 +232,7 @@ export interface AgentsResult {
 }
 
 const KEYS = ['env', 'seats', 'model', 'weights', 'warmStart', 'steps', 'groups', 'groupSize', 'seed', 'maxNewTokens', 'context', 'maxTurns', 'evalGames', 'partners', 'pool', 'onStep', 'service', 'signal'];
-const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'hindsightSteps', 'temperature', 'informationBonus', 'expectedReward', 'vocabulary', 'script'] as const satisfies readonly (keyof SeatSettings)[];
+const SEAT_KEYS = ['name', 'algo', 'lr', 'schedule', 'loraRank', 'klBeta', 'entropyCoef', 'maxNewTokens', 'hindsight', 'hindsightSteps', 'temperature', 'informationBonus', 'expectedReward', 'bestResponse', 'vocabulary', 'script'] as const satisfies readonly (keyof SeatSettings)[];
 /** A seat's settings that only a learner has (all but its name and script). */
 const LEARNING_KEYS = SEAT_KEYS.filter((k): k is Exclude<typeof k, 'name' | 'script'> => k !== 'name' && k !== 'script');
 
@@ -233,8 +252,8 @@ export function seatVocabulary(s: AgentsSettings, k: number): number[] | undefin
     if (t.length !== 1) throw new ConfigError(`${field}[${i}]`, `${JSON.stringify(x)} is not one token of the base's tokenizer (it encodes to ${t.length})`);
     return t[0];
   });
-  const j = s.seats.findIndex((x, i) => i !== k && x?.expectedReward === true);
-  if (j >= 0) throw new ConfigError(field, `seat ${j} (${s.seats[j].name}) has expectedReward, which reads seat ${k}'s probabilities over the whole vocabulary, not over these tokens`);
+  const j = s.seats.findIndex((x, i) => i !== k && (x?.expectedReward === true || x?.bestResponse === true));
+  if (j >= 0) throw new ConfigError(field, `seat ${j} (${s.seats[j].name}) has ${s.seats[j].expectedReward === true ? 'expectedReward' : 'bestResponse'}, which reads seat ${k}'s probabilities over the whole vocabulary, not over these tokens`);
   return [...new Set(ids)];
 }
 
@@ -287,6 +306,16 @@ export function checkAgentsSettings(s: AgentsSettings): void {
       const j = (s.seats as readonly SeatSettings[]).findIndex((x, i) => i !== k && x?.script !== undefined);
       if (j >= 0) throw new ConfigError(field, `seat ${j} (${s.seats[j].name}) is scripted: a script gives no probabilities to expect a reward under`);
       if (s.pool !== undefined) throw new ConfigError(field, 'not with pool: pool games are played against frozen copies, not the partners whose probabilities it reads');
+    }
+    if (seat.bestResponse !== undefined) {
+      const field = `seats[${k}].bestResponse`;
+      if (typeof seat.bestResponse !== 'boolean') throw new ConfigError(field, `expected true or false, got ${String(seat.bestResponse)}`);
+      if (seat.bestResponse) {
+        if (typeof s.env.counterfactuals !== 'function') throw new ConfigError(field, `${s.env.name} names no counterfactuals (its spec has no counterfactuals()): the seat's other actions are unknown`);
+        const j = (s.seats as readonly SeatSettings[]).findIndex((x, i) => i !== k && x?.script !== undefined);
+        if (j >= 0) throw new ConfigError(field, `seat ${j} (${s.seats[j].name}) is scripted: a script gives no probabilities to respond to`);
+        if (s.pool !== undefined) throw new ConfigError(field, 'not with pool: pool games are played against frozen copies, not the partners whose probabilities it reads');
+      }
     }
     if (seat.vocabulary !== undefined) seatVocabulary(s, k);
     if (seat.lr !== undefined) pos(`seats[${k}].lr`, seat.lr);

@@ -118,6 +118,16 @@ describe('trainAgents settings', () => {
     const e = configError(() => checkAgentsSettings({ env: bargainEnv(), seats: [{ name: 'seller' }, { name: 'buyer', hindsight: true }] }));
     expect([e.field, e.message]).toEqual(['seats[1].hindsight', expect.stringMatching(/bargain says nothing in hindsight/)]);
     expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script }], pool: { every: 2, size: 2 } })).toBe('pool');
+    // Best response: a boolean, an environment with counterfactuals, learning partners, no pool; a partner's vocabulary is read whole.
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', bestResponse: true, expectedReward: true, vocabulary: ['a'] }, { name: 'b', hindsight: true }] })).not.toThrow();
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', bestResponse: false }, { name: 'b', script }] })).not.toThrow();
+    expect(fieldOf({ seats: [{ name: 'a', bestResponse: 'yes' }, { name: 'b' }] })).toBe('seats[0].bestResponse');
+    expect(fieldOf({ seats: [{ name: 'a', bestResponse: true }, { name: 'b', script }] })).toBe('seats[0].bestResponse');
+    expect(fieldOf({ seats: [{ name: 'a', bestResponse: true }, { name: 'b' }], pool: { every: 2, size: 2 } })).toBe('seats[0].bestResponse');
+    expect(fieldOf({ seats: [{ name: 'a', bestResponse: true }, { name: 'b', hindsight: true, vocabulary: ['r'] }] })).toBe('seats[1].vocabulary');
+    expect(fieldOf({ seats: [{ name: 'a' }, { name: 'b', script, bestResponse: true }] })).toBe('seats[1].bestResponse');
+    const noCounterfactuals = configError(() => checkAgentsSettings({ env: bargainEnv(), seats: [{ name: 'seller', bestResponse: true }, { name: 'buyer' }] }));
+    expect([noCounterfactuals.field, noCounterfactuals.message]).toEqual(['seats[0].bestResponse', expect.stringMatching(/bargain names no counterfactuals/)]);
   });
 
   it('trainAgents refuses bad settings before asking for a GPU', async () => {

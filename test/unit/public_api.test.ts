@@ -56,7 +56,7 @@ const TYPES = [
   'TrainingClient', 'TrainingClientOptions', 'Trajectory', 'TrajectoryGroup', 'Turn', 'TurnBasedEnvSpec',
   'TurnBasedEnvironment', 'TurnBasedOptions', 'TurnObservation', 'TurnStepResult', 'WeightsErrorKind',
   'WorkerServiceEvent', 'WorkerServiceOptions', 'WorkerTrainingClientOptions',
-  'AgentsEvaluation', 'AgentsResult', 'AgentsSettings', 'AgentsStepMetrics', 'SeatSettings', 'InformationBonus', 'SignalOptions',
+  'AgentsEvaluation', 'AgentsResult', 'AgentsSettings', 'AgentsStepMetrics', 'SeatSettings', 'InformationBonus', 'SignalOptions', 'Counterfactual',
 ];
 
 const NAMESPACES = ['engine', 'gpu', 'ops', 'runtime'];

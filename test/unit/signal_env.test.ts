@@ -263,6 +263,30 @@ describe('signalling game', () => {
     }
   });
 
+  it("counterfactuals: the speaker's game with each symbol, the listener picking the target — each one replayed wins exactly when the listener reads it so", async () => {
+    for (const o of [{ symbols: 'aeio', objects: ['ring', 'box', 'star', 'cross'] }, { symbols: 'aeiou', objects: ['ring', 'box', 'star', 'cross'], message: 'bare' as const, pick: 'initial' as const }]) {
+      const spec = signalEnv(o);
+      const tok = new ByteTokenizer();
+      const replay = { tokenizer: tok, maxNewTokens: 24, maxSequenceTokens: 256, format: JOB_FORMAT };
+      // Games as they went (the speaker's letter and the listener's pick whatever they were).
+      const played = [0, 1, 2].map((i) => ({ seed: 40 + i, actions: [signalSpeakerAction(o, o.symbols[i]), signalListenerAction(o, o.objects[i])] }));
+      const r = await replayTurnBasedDemonstrations(spec, played, replay);
+      for (const t of r.trajectories) {
+        const cf = spec.counterfactuals!(t);
+        if (t.player === 1) {
+          expect(cf).toBeNull();
+          continue;
+        }
+        const target = o.objects[signalGame(t.seed, 4).target];
+        expect(cf!.map((c) => c.action)).toEqual([...o.symbols]);
+        expect(cf!.map((c) => c.game)).toEqual([...o.symbols].map((m) => ({ seed: t.seed, actions: [signalSpeakerAction(o, m), signalListenerAction(o, target)] })));
+        // Replayed, each is the game with that message heard, and won.
+        const again = await replayTurnBasedDemonstrations(spec, cf!.map((c) => c.game), replay);
+        expect(again.trajectories.map((x) => [x.player, x.reward, spec.message!(x)])).toEqual([...o.symbols].flatMap((m) => [[0, 1, m], [1, 1, null]]));
+      }
+    }
+  });
+
   it('reading drills: a name as the message in demonstrations only, no code taught, replayed as the variant', async () => {
     const o = { drills: 0.5, symbols: 'fjqv', objects: ['ring', 'box', 'star', 'cross'] };
     // The drill variant carries a candidate's name; a real game hears no name, and no other variant exists.

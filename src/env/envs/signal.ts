@@ -43,7 +43,7 @@
 import { extractAnswer, formatAnswer } from '../actions.ts';
 import type { ScriptedPolicy } from '../multiagent.ts';
 import { Rng } from '../../util/rng.ts';
-import type { Demonstration, Trajectory, TurnBasedEnvironment, TurnBasedEnvSpec, TurnObservation, TurnStepResult } from '../types.ts';
+import type { Counterfactual, Demonstration, Trajectory, TurnBasedEnvironment, TurnBasedEnvSpec, TurnObservation, TurnStepResult } from '../types.ts';
 
 export interface SignalOptions {
   /** The objects a target is drawn from; every game shows them all as candidates (k = objects.length). Default 4 shapes. */
@@ -255,7 +255,18 @@ export function signalEnv(options: SignalOptions = {}): TurnBasedEnvSpec {
     hindsight: (t) => signalHindsight(t, o),
     // The speaker's message as the listener received it (null: an unreadable one); the listener tells nobody anything.
     message: (t) => (t.player === 0 && typeof t.turns[0]?.info.message === 'string' ? t.turns[0].info.message : null),
+    counterfactuals: (t) => signalCounterfactuals(t, o),
   };
+}
+
+/**
+ * The speaker's game with each of its symbols as the message and the listener picking the target
+ * (the game's seed says which), named by the symbol; null for the listener's trajectories.
+ */
+function signalCounterfactuals(t: Trajectory, o: Full): Counterfactual[] | null {
+  if (t.player !== 0) return null;
+  const say = sayer(o), name = picker(o)(o.objects[signalGame(t.seed, o.objects.length, o.shuffle).target]);
+  return [...o.symbols].map((m) => ({ action: m, game: { seed: t.seed, actions: [say(m), name] } }));
 }
 
 /**

@@ -6,7 +6,10 @@
  * attempts), both adapters move from their zero-B start, the partner-swap evaluation runs with a
  * scripted stand-in, the metrics' shapes; and the same settings twice give the same bytes. With an
  * opponent pool: copies taken at the right steps and no more than `size` of them held, the learners'
- * datums from the pool games too, the copies released, and again the same bytes twice.
+ * datums from the pool games too, the copies released, and again the same bytes twice. A speaker's
+ * best response in the signalling game: its table against expectedRewards' credit (another path to
+ * the listener's probabilities), its assignment against every assignment, its plays, and trainAgents
+ * with it seeded and moving the speaker.
  */
 import { assert } from 'chai';
 import type { ScriptedPolicy } from '../../../src/env/multiagent.ts';
@@ -15,7 +18,9 @@ import { ByteTokenizer } from '../../../src/model/tokenizer/byte.ts';
 import { agentsModelConfig, trainAgents } from '../../../src/runtime/agents_job.ts';
 import type { AgentsSettings } from '../../../src/runtime/agents_settings.ts';
 import { expectedRewards, replayHindsight } from '../../../src/runtime/agents_hindsight.ts';
-import { actionLogprob } from '../../../src/algorithms/information_bonus.ts';
+import { actionLogprob, promptKey } from '../../../src/algorithms/information_bonus.ts';
+import { bestResponse } from '../../../src/runtime/agents_best_response.ts';
+import { signalEnv } from '../../../src/env/envs/signal.ts';
 import { Agent } from '../../../src/env/agent.ts';
 import { groupEpisodes } from '../../../src/env/batch.ts';
 import { rolloutTurnBased } from '../../../src/env/multiagent.ts';
@@ -448,6 +453,94 @@ export const agentsJobCases: GpuCase[] = [
         }
         const again = await go();
         for (const [name, v] of Object.entries(r.adapters[0]!)) assert.deepEqual(Array.from(again.adapters[0]![name]), Array.from(v), name);
+      } finally {
+        await service.close();
+      }
+    },
+  },
+  {
+    name: 'bestResponse: the signalling speaker\'s table is the listener\'s probability of the target on each letter (oracle: expectedRewards on the played games); the assignment is the best one-to-one; plays carry it; trainAgents with it is seeded and it moves the speaker',
+    async fn(ctx) {
+      const letters = 'aeio';
+      const env = signalEnv({ objects: ['ring', 'box', 'star', 'cross'], symbols: letters, prompt: 'short', message: 'bare', pick: 'initial' });
+      const base = { ...settings(), env, maxNewTokens: 1, partners: undefined };
+      const cfg = agentsModelConfig(base);
+      const service = new LocalService(ctx, { decode: (ids) => tok.decode(ids) });
+      try {
+        const modelId = await service.createModel(cfg, { seed: 4, id: 'best-response-base' });
+        const policies = [];
+        for (const k of [0, 1]) policies.push(await service.createTrainingClient({ modelId, trainable: 'lora', lora: { rank: 2, alpha: 4, targets: ['q', 'v', 'up'] }, seed: 21 + k, id: `best-response/${k}` }));
+        const replay = { tokenizer: tok, maxNewTokens: cfg.maxSeqLen, maxSequenceTokens: cfg.maxSeqLen, format: JOB_FORMAT };
+        const samplers = await Promise.all(policies.map((p) => p.samplingClient()));
+        // The speaker says one of the letters (so every message comes through), the listener one byte.
+        const seats = samplers.map((sm, k) => new Agent({
+          sample: sm.sample, id: `seat${k}`, tokenizer: tok, maxTurns: 1, maxNewTokens: 1, maxSequenceTokens: cfg.maxSeqLen, temperature: 1, format: JOB_FORMAT,
+          ...(k === 0 ? { allowedTokens: [...letters].map((x) => tok.encode(x)[0]) } : {}),
+        }));
+        const batch = await rolloutTurnBased(env, seats, groupEpisodes(12, 3, 31), { seed: 5, maxSteps: 2 });
+        const pack = { rows: 4, maxSeqLen: cfg.maxSeqLen, padId: tok.padId };
+        const speaker = batch.seats[0]!.groups;
+        const br = await bestResponse(env, 0, speaker, [{ seat: 1, client: policies[1] }], pack, replay);
+        assert.deepEqual(br.actions, [...letters]);
+        const situations = new Set(speaker.map((g) => promptKey(g.trajectories[0])));
+        assert.strictEqual(br.table.length, situations.size, 'one row per target met');
+        assert.isAtLeast(br.table.length, 2);
+        // Oracle: the speaker's played games credited with the listener's probability of picking the target on the message sent.
+        const credited = await expectedRewards(speaker, [{ client: policies[1], plays: await replayHindsight(env, 1, batch.seats[1]!.groups, replay) }], pack);
+        const row = new Map(br.table.map((r) => [r.situation, r.expected]));
+        let checked = 0;
+        for (const t of credited.flatMap((g) => g.trajectories)) {
+          const p = row.get(promptKey(t))![letters.indexOf(t.turns[0].action)];
+          assert.closeTo(p, t.reward, 1e-4 * Math.max(p, 1e-3), `game ${t.episodeId} (${t.turns[0].action}): table ${p}, credited ${t.reward}`);
+          checked++;
+        }
+        assert.strictEqual(checked, 36);
+        // The assignment: one letter per target, the best total of log-probabilities over every assignment.
+        const logs = br.table.map((r) => r.expected.map((x) => Math.log(Math.max(x, 1e-12))));
+        const chosen = br.situations.map((x) => letters.indexOf(x.action));
+        assert.strictEqual(new Set(chosen).size, chosen.length, `distinct letters, got ${br.situations.map((x) => x.action)}`);
+        let best = -Infinity;
+        const perms = (rest: number[], used: number[]): void => {
+          if (used.length === logs.length) {
+            best = Math.max(best, used.reduce((sum, c, r) => sum + logs[r][c], 0));
+            return;
+          }
+          for (const c of rest) perms(rest.filter((x) => x !== c), [...used, c]);
+        };
+        perms([0, 1, 2, 3], []);
+        assert.closeTo(chosen.reduce((sum, c, r) => sum + logs[r][c], 0), best, 1e-9);
+        br.situations.forEach((x, s) => assert.strictEqual(x.expected, br.table[s].expected[chosen[s]]));
+        // Plays: one per game, the speaker's, with its target's letter.
+        assert.lengthOf(br.plays, 12);
+        const letterOf = new Map(br.table.map((r, s) => [r.situation, br.situations[s].action]));
+        for (const t of br.plays) {
+          assert.strictEqual(t.player, 0);
+          assert.strictEqual(t.turns[0].action, letterOf.get(promptKey(t)));
+        }
+        for (const sm of samplers) await sm.close();
+        for (const p of policies) await p.close();
+        await service.releaseModel(modelId);
+        console.log(`bestResponse: ${checked} games against the oracle; letters ${br.situations.map((x) => `${x.action} ${x.expected.toFixed(3)}`).join(', ')}`);
+
+        // Through trainAgents: the speaker's metrics name a letter per target met, distinct; the listener's are null;
+        // the same seed → the same bytes; and the best-response step moves the speaker beyond its RL step alone.
+        const go = (bestResponse: boolean) => trainAgents({
+          ...base, steps: 2, groups: 4, groupSize: 2, service,
+          seats: [{ name: 'speaker', algo: 'grpo', lr: 2e-2, loraRank: 2, maxNewTokens: 1, vocabulary: [...letters], ...(bestResponse ? { bestResponse } : {}) }, { name: 'listener', lr: 2e-2, loraRank: 2, hindsight: true }],
+        });
+        const r = await go(true);
+        for (const m of r.steps) {
+          assert.isNull(m.bestResponse[1]);
+          const xs = m.bestResponse[0]!;
+          assert.isAtLeast(xs.length, 1);
+          assert.strictEqual(new Set(xs.map((x) => x.action)).size, xs.length);
+          for (const x of xs) assert.isTrue(letters.includes(x.action) && x.expected >= 0 && x.expected <= 1, JSON.stringify(x));
+        }
+        const again = await go(true);
+        for (const [name, v] of Object.entries(r.adapters[0]!)) assert.deepEqual(Array.from(again.adapters[0]![name]), Array.from(v), name);
+        const without = await go(false);
+        for (const m of without.steps) assert.deepEqual(m.bestResponse, [null, null]);
+        assert.isTrue(Object.entries(r.adapters[0]!).some(([name, v]) => v.some((x, i) => x !== without.adapters[0]![name][i])), 'the best-response step changes the speaker');
       } finally {
         await service.close();
       }
