@@ -18,8 +18,9 @@
  * speaker trainAgents' `informationBonus` (paid for messages that differ between targets, whatever the mapping; `M,C` weighs its
  * rarity and sureness parts apart, `M,C,P` adds its posterior part, `M,C,P,N` counts its shares over the speaker's last N steps); `--expected-reward`
  * pays a learning speaker the listener's probability of picking the target on its message (trainAgents' `expectedReward`) rather than
- * whether the listener's one sample did (with `--learn both`); `--best-response` gives a learning speaker trainAgents'
- * `bestResponse` (a supervised step towards the letters the listener reads best, one per target; with `--learn both`). `--table-every N` prints the training games' target × message
+ * whether the listener's one sample did (with `--learn both`); `--best-response W` gives a learning speaker trainAgents'
+ * `bestResponse` (a supervised step towards the letters the listener reads best, one per target; with `--learn both`;
+ * W > 0 weighs the speaker's own log-probabilities in by W: `{ own: W }`). `--table-every N` prints the training games' target × message
  * shares every N steps.
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
  * rate's schedule ('constant' or 'cosine'); `--lr`, `--kl` and `--rank` (the seats' LoRA rank) take one value or two (speaker,listener).
@@ -44,7 +45,7 @@ import { resolveSignalOptions, signalGame, signalListenerAction, type SignalMess
 const { values: v } = parseArgs({
   options: {
     learn: { type: 'string', default: 'both' }, objects: { type: 'string' }, symbols: { type: 'string', default: 'abcd' }, shuffle: { type: 'string', default: 'true' },
-    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'hindsight-steps': { type: 'string', default: '1' }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'best-response': { type: 'boolean', default: false }, 'table-every': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' }, vocabulary: { type: 'string', default: 'none' },
+    prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'hindsight-steps': { type: 'string', default: '1' }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'best-response': { type: 'string' }, 'table-every': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' }, vocabulary: { type: 'string', default: 'none' },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, rank: { type: 'string', default: '8' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
     seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
@@ -116,7 +117,7 @@ const vocabulary = (seat: number): string[] => {
 const learner = (name: string, seat: number): SeatSettings => ({
   name, ...(oneToken(seat) ? { maxNewTokens: 1 } : {}), ...(restricted(seat) ? { vocabulary: vocabulary(seat) } : {}), lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'],
   ...(seat === 1 && v.hindsight ? { hindsight: true, hindsightSteps: num('hindsight-steps'), ...(v['listener-temperature'] ? { temperature: num('listener-temperature') } : {}) } : { algo: v.algo as SeatSettings['algo'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}), ...(seat === 0 && infoBonus !== null ? { informationBonus: infoBonus } : {}), ...(seat === 0 && v['expected-reward'] ? { expectedReward: true } : {}) }),
-  ...(seat === 0 && v['best-response'] ? { bestResponse: true } : {}),
+  ...(seat === 0 && v['best-response'] !== undefined ? { bestResponse: num('best-response') > 0 ? { own: num('best-response') } : true } : {}),
 });
 const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]
   : v.learn === 'speaker' ? [learner('speaker', 0), { name: 'listener', script: signalCodeListener(o) }]

@@ -31,19 +31,25 @@ export interface BestResponse {
   readonly plays: readonly Trajectory[];
   /** Per situation met this step, in order of first meeting: the action assigned and its mean expected reward. */
   readonly situations: readonly { readonly action: string; readonly expected: number }[];
-  /** The actions' names, and per situation (same order) what it is (its prompt's tokens, comma-joined) and each action's mean expected reward there. */
+  /**
+   * The actions' names, and per situation (same order) what it is (its prompt's tokens, comma-joined),
+   * each action's mean expected reward there, and with `own` the seat's mean probability of each (over its whole vocabulary).
+   */
   readonly actions: readonly string[];
-  readonly table: readonly { readonly situation: string; readonly expected: readonly number[] }[];
+  readonly table: readonly { readonly situation: string; readonly expected: readonly number[]; readonly own?: readonly number[] }[];
 }
 
 /**
  * Seat k's best response over `groups` (its step's games; one game per group is scored, the
  * attempts of a group being at the same game). `partners`: the other learning seats' policies (seat
- * index and client), read before any update of the step.
+ * index and client), read before any update of the step. `own`: the seat's policy and the weight of
+ * its own log-probability of each action in the score (SeatSettings.bestResponse's `own`; 0: the
+ * partners' alone) — a situation keeps the action the seat already leans to where its partners read
+ * two about alike, so the assignment does not swap back and forth on their noise from step to step.
  */
 export async function bestResponse(
   spec: TurnBasedEnvSpec, k: number, groups: readonly TrajectoryGroup[], partners: readonly { readonly seat: number; readonly client: TrainingClient }[],
-  pack: PackSettings, replay: ReplayAgentOptions,
+  pack: PackSettings, replay: ReplayAgentOptions, own?: { readonly client: TrainingClient; readonly weight: number },
 ): Promise<BestResponse> {
   const games: { situation: string; alternatives: readonly Counterfactual[] }[] = [];
   for (const g of groups) {
@@ -87,16 +93,29 @@ export async function bestResponse(
     for (let a = 0; a < A; a++) sum[s][a] += seen[i * A + a] === partners.length ? Math.exp(logp[i * A + a]) : 0;
   });
   const mean = sum.map((row, s) => row.map((x) => x / count[s]));
-  const assigned = bestAssignment(mean.map((row) => row.map((p) => Math.log(Math.max(p, FLOOR)))));
+  // The seat's own log-probability of each action per situation (its mean probability over the situation's games), weighted.
+  const ownLog = mean.map((row) => row.map(() => 0));
+  const ownSum = mean.map((row) => row.map(() => 0));
+  if (own && own.weight > 0) {
+    const trajs = of(k);
+    const { logprobsNT } = await forwardTrajectories(own.client, trajs, pack);
+    trajs.forEach((t, i) => {
+      const mask = targetMaskT(t);
+      const g = Math.floor(t.episodeId / A);
+      ownSum[index.get(games[g].situation)!][t.episodeId % A] += Math.exp(logprobsNT[i].reduce((sum, x, n) => sum + (mask[n] ? x : 0), 0));
+    });
+    ownSum.forEach((row, s) => row.forEach((x, a) => (ownLog[s][a] = own.weight * Math.log(Math.max(x / count[s], FLOOR)))));
+  }
+  const assigned = bestAssignment(mean.map((row, s) => row.map((p, a) => Math.log(Math.max(p, FLOOR)) + ownLog[s][a])));
   // The seat's own replayed trajectories, by demonstration.
-  const own = new Map(of(k).map((t) => [t.episodeId, t]));
+  const mine = new Map(of(k).map((t) => [t.episodeId, t]));
   const plays = games.flatMap((g, i) => {
-    const t = own.get(i * A + assigned[index.get(g.situation)!]);
+    const t = mine.get(i * A + assigned[index.get(g.situation)!]);
     return t ? [t] : [];
   });
   const names = games[0].alternatives.map((a) => a.action);
   const situations = [...index.keys()];
-  return { plays, situations: assigned.map((a, s) => ({ action: names[a], expected: mean[s][a] })), actions: names, table: mean.map((expected, s) => ({ situation: situations[s], expected })) };
+  return { plays, situations: assigned.map((a, s) => ({ action: names[a], expected: mean[s][a] })), actions: names, table: mean.map((expected, s) => ({ situation: situations[s], expected, ...(own && own.weight > 0 ? { own: ownSum[s].map((x) => x / count[s]) } : {}) })) };
 }
 
 const sameActions = (a: readonly Counterfactual[], b: readonly Counterfactual[]) => a.length === b.length && a.every((x, i) => x.action === b[i].action);

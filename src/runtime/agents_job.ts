@@ -221,7 +221,8 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       const responses: (BestResponse | null)[] = [];
       for (const [k, seat] of s.seats.entries()) {
         const partners = ctxs.flatMap((c, j) => (j === k || !c ? [] : [{ seat: j, client: c.policy }]));
-        responses.push(seat.bestResponse ? await bestResponse(s.env, k, groupsOf(k), partners, pack, hindsightReplay) : null);
+        const own = typeof seat.bestResponse === 'object' ? { client: ctxs[k]!.policy, weight: seat.bestResponse.own } : undefined;
+        responses.push(seat.bestResponse ? await bestResponse(s.env, k, groupsOf(k), partners, pack, hindsightReplay, own) : null);
       }
       // Seat k's hindsight plays of this step added to its last steps'; all it keeps, oldest first.
       const rememberPlays = async (k: number): Promise<Trajectory[]> => {

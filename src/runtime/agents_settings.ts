@@ -78,8 +78,11 @@ export interface SeatSettings {
    * for two targets while another letter is free, a resting point of the reward's gradient. It reads
    * which actions the partners understand, not a code: the partners learn theirs from play. Needs an
    * environment with `counterfactuals` and learning partners (a script has no probabilities); not with `pool`.
+   * `{ own: w }` adds w × the seat's own log-probability of each action to the score: where its partners
+   * read two actions about alike, a situation keeps the one the seat already leans to rather than
+   * swapping on their noise from step to step (`true`: w = 0).
    */
-  readonly bestResponse?: boolean;
+  readonly bestResponse?: boolean | { readonly own: number };
   /**
    * The learning rate over the run's steps: 'constant' (`lr` throughout, the default) or 'cosine'
    * (a linear warm-up over the first 5% of the steps, then a cosine decay to a tenth of `lr`, as the
@@ -252,7 +255,7 @@ export function seatVocabulary(s: AgentsSettings, k: number): number[] | undefin
     if (t.length !== 1) throw new ConfigError(`${field}[${i}]`, `${JSON.stringify(x)} is not one token of the base's tokenizer (it encodes to ${t.length})`);
     return t[0];
   });
-  const j = s.seats.findIndex((x, i) => i !== k && (x?.expectedReward === true || x?.bestResponse === true));
+  const j = s.seats.findIndex((x, i) => i !== k && (x?.expectedReward === true || (x?.bestResponse ?? false) !== false));
   if (j >= 0) throw new ConfigError(field, `seat ${j} (${s.seats[j].name}) has ${s.seats[j].expectedReward === true ? 'expectedReward' : 'bestResponse'}, which reads seat ${k}'s probabilities over the whole vocabulary, not over these tokens`);
   return [...new Set(ids)];
 }
@@ -309,8 +312,11 @@ export function checkAgentsSettings(s: AgentsSettings): void {
     }
     if (seat.bestResponse !== undefined) {
       const field = `seats[${k}].bestResponse`;
-      if (typeof seat.bestResponse !== 'boolean') throw new ConfigError(field, `expected true or false, got ${String(seat.bestResponse)}`);
-      if (seat.bestResponse) {
+      const br = seat.bestResponse;
+      if (typeof br !== 'boolean' && (typeof br !== 'object' || br === null || Object.keys(br).some((x) => x !== 'own') || typeof br.own !== 'number' || !Number.isFinite(br.own) || br.own < 0)) {
+        throw new ConfigError(field, `expected true, false or { own: a finite number ≥ 0 }, got ${JSON.stringify(br) ?? String(br)}`);
+      }
+      if (br !== false) {
         if (typeof s.env.counterfactuals !== 'function') throw new ConfigError(field, `${s.env.name} names no counterfactuals (its spec has no counterfactuals()): the seat's other actions are unknown`);
         const j = (s.seats as readonly SeatSettings[]).findIndex((x, i) => i !== k && x?.script !== undefined);
         if (j >= 0) throw new ConfigError(field, `seat ${j} (${s.seats[j].name}) is scripted: a script gives no probabilities to respond to`);

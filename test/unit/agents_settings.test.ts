@@ -121,7 +121,9 @@ describe('trainAgents settings', () => {
     // Best response: a boolean, an environment with counterfactuals, learning partners, no pool; a partner's vocabulary is read whole.
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', bestResponse: true, expectedReward: true, vocabulary: ['a'] }, { name: 'b', hindsight: true }] })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', bestResponse: false }, { name: 'b', script }] })).not.toThrow();
-    expect(fieldOf({ seats: [{ name: 'a', bestResponse: 'yes' }, { name: 'b' }] })).toBe('seats[0].bestResponse');
+    expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', bestResponse: { own: 0.5 } }, { name: 'b', hindsight: true }] })).not.toThrow();
+    for (const bad of ['yes', null, { own: -1 }, { own: '1' }, { own: 1, more: 2 }, {}]) expect(fieldOf({ seats: [{ name: 'a', bestResponse: bad }, { name: 'b' }] })).toBe('seats[0].bestResponse');
+    expect(fieldOf({ seats: [{ name: 'a', bestResponse: { own: 1 } }, { name: 'b', hindsight: true, vocabulary: ['r'] }] })).toBe('seats[1].vocabulary');
     expect(fieldOf({ seats: [{ name: 'a', bestResponse: true }, { name: 'b', script }] })).toBe('seats[0].bestResponse');
     expect(fieldOf({ seats: [{ name: 'a', bestResponse: true }, { name: 'b' }], pool: { every: 2, size: 2 } })).toBe('seats[0].bestResponse');
     expect(fieldOf({ seats: [{ name: 'a', bestResponse: true }, { name: 'b', hindsight: true, vocabulary: ['r'] }] })).toBe('seats[1].vocabulary');

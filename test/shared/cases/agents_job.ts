@@ -510,6 +510,25 @@ export const agentsJobCases: GpuCase[] = [
         perms([0, 1, 2, 3], []);
         assert.closeTo(chosen.reduce((sum, c, r) => sum + logs[r][c], 0), best, 1e-9);
         br.situations.forEach((x, s) => assert.strictEqual(x.expected, br.table[s].expected[chosen[s]]));
+        // With the speaker's own log-probabilities weighed in: its own table against its sampler (which renormalised
+        // over the letters: the oracle is the table's row renormalised), and the assignment best under the sum.
+        const withOwn = await bestResponse(env, 0, speaker, [{ seat: 1, client: policies[1] }], pack, replay, { client: policies[0], weight: 3 });
+        assert.deepEqual(withOwn.table.map((r) => r.expected), br.table.map((r) => r.expected));
+        const ownRow = new Map(withOwn.table.map((r) => [r.situation, r.own!]));
+        for (const t of speaker.flatMap((g) => g.trajectories)) {
+          const row = ownRow.get(promptKey(t))!;
+          const p = row[letters.indexOf(t.turns[0].action)] / row.reduce((a, b) => a + b, 0);
+          assert.closeTo(p, Math.exp(actionLogprob(t)), 1e-4, `game ${t.episodeId}: own ${p}, sampled with ${Math.exp(actionLogprob(t))}`);
+        }
+        const combined = withOwn.table.map((r) => r.expected.map((x, a) => Math.log(Math.max(x, 1e-12)) + 3 * Math.log(Math.max(r.own![a], 1e-12))));
+        const ownChosen = withOwn.situations.map((x) => letters.indexOf(x.action));
+        let bestOwn = -Infinity;
+        const permsOwn = (rest: number[], used: number[]): void => {
+          if (used.length === combined.length) bestOwn = Math.max(bestOwn, used.reduce((sum, c, r) => sum + combined[r][c], 0));
+          else for (const c of rest) permsOwn(rest.filter((x) => x !== c), [...used, c]);
+        };
+        permsOwn([0, 1, 2, 3], []);
+        assert.closeTo(ownChosen.reduce((sum, c, r) => sum + combined[r][c], 0), bestOwn, 1e-9);
         // Plays: one per game, the speaker's, with its target's letter.
         assert.lengthOf(br.plays, 12);
         const letterOf = new Map(br.table.map((r, s) => [r.situation, br.situations[s].action]));
@@ -524,7 +543,7 @@ export const agentsJobCases: GpuCase[] = [
 
         // Through trainAgents: the speaker's metrics name a letter per target met, distinct; the listener's are null;
         // the same seed → the same bytes; and the best-response step moves the speaker beyond its RL step alone.
-        const go = (bestResponse: boolean) => trainAgents({
+        const go = (bestResponse: boolean | { own: number }) => trainAgents({
           ...base, steps: 2, groups: 4, groupSize: 2, service,
           seats: [{ name: 'speaker', algo: 'grpo', lr: 2e-2, loraRank: 2, maxNewTokens: 1, vocabulary: [...letters], ...(bestResponse ? { bestResponse } : {}) }, { name: 'listener', lr: 2e-2, loraRank: 2, hindsight: true }],
         });
@@ -538,6 +557,8 @@ export const agentsJobCases: GpuCase[] = [
         }
         const again = await go(true);
         for (const [name, v] of Object.entries(r.adapters[0]!)) assert.deepEqual(Array.from(again.adapters[0]![name]), Array.from(v), name);
+        const sticky = await go({ own: 1 });
+        assert.isTrue(sticky.steps.every((m) => m.bestResponse[0] !== null && m.bestResponse[1] === null));
         const without = await go(false);
         for (const m of without.steps) assert.deepEqual(m.bestResponse, [null, null]);
         assert.isTrue(Object.entries(r.adapters[0]!).some(([name, v]) => v.some((x, i) => x !== without.adapters[0]![name][i])), 'the best-response step changes the speaker');
