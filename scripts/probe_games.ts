@@ -3,7 +3,7 @@
  * flags, and a game wrapper that hands each finished game's last step info to the probe — the games
  * the warm start replays from its demonstrations skipped — so the probe can tabulate the held-out games.
  */
-import type { Demonstration, TurnBasedEnvSpec } from '../src/env/types.ts';
+import type { Demonstration, Trajectory, TurnBasedEnvSpec } from '../src/env/types.ts';
 import type { Rng } from '../src/mod.ts';
 
 /** Reads a flag of parseArgs' `values` as a finite number (RangeError naming the flag). */
@@ -16,7 +16,8 @@ export const numberFlag = <V extends Record<string, unknown>>(values: V) => (k: 
 /**
  * `base` with its demonstrations passed through `teach` (identity by default), and `onGame` called
  * with the info of every finished game's last step, except the demonstration replays (which come
- * first: the warm start replays every demonstration it drew before any game is played).
+ * first: the warm start replays every demonstration it drew before any game is played) and a best
+ * response's counterfactual games (replayed after the step's games, before the next step's).
  */
 export function watchGames(
   base: TurnBasedEnvSpec,
@@ -27,6 +28,12 @@ export function watchGames(
   return {
     ...base,
     demonstrations: (n: number, rng: Rng) => (replays += n, base.demonstrations!(n, rng).map(teach)),
+    // A best response's counterfactual games (one per action the seat had) are replays too: not counted.
+    ...(base.counterfactuals ? { counterfactuals: (t: Trajectory) => {
+      const cf = base.counterfactuals!(t);
+      replays += cf?.length ?? 0;
+      return cf;
+    } } : {}),
     create() {
       const e = base.create();
       return {
