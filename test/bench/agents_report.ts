@@ -194,6 +194,7 @@ export function seatExtrasText(x: SeatExtras | undefined): string {
   const parts = [
     x.hindsight ? `learning from hindsight (supervised${x.temperature === 0 ? ', greedy' : x.temperature !== undefined ? `, temperature ${x.temperature}` : ''}${(x.hindsightSteps ?? 1) > 1 ? `, on its last ${x.hindsightSteps} steps' games` : ''})` : x.algo ? x.algo : '',
     x.expectedReward ? 'credited the expected reward under its partner\'s policy' : '',
+    x.bestResponse ? `learning also its best one-to-one response to its partner (supervised${typeof x.bestResponse === 'object' && x.bestResponse.own > 0 ? `, its own log-probabilities weighed ${x.bestResponse.own}` : ''})` : '',
     x.informationBonus === undefined ? '' : typeof x.informationBonus === 'number' ? `information bonus ${x.informationBonus}`
       : `information bonus ${Object.entries(x.informationBonus).filter(([part, w]) => w && part !== 'steps').map(([part, w]) => `${part} ${w}`).join(', ')}` +
         ((x.informationBonus.steps ?? 1) > 1 ? ` (shares over its last ${x.informationBonus.steps} steps)` : ''),

@@ -128,6 +128,8 @@ describe('agents part: the signalling game and the seats in words', () => {
     expect(() => signalGameText({ symbols: 'a' })).toThrow(RangeError);
     expect(seatExtrasText(undefined)).toBe('');
     expect(seatExtrasText({ expectedReward: true, informationBonus: 0.3, maxNewTokens: 1 })).toBe("credited the expected reward under its partner's policy, information bonus 0.3, 1 token per action");
+    expect(seatExtrasText({ expectedReward: true, bestResponse: true })).toBe("credited the expected reward under its partner's policy, learning also its best one-to-one response to its partner (supervised)");
+    expect(seatExtrasText({ bestResponse: { own: 1 } })).toBe('learning also its best one-to-one response to its partner (supervised, its own log-probabilities weighed 1)');
     expect(seatExtrasText({ hindsight: true, temperature: 0, schedule: 'cosine' })).toBe('learning from hindsight (supervised, greedy), cosine schedule');
     expect(seatExtrasText({ hindsight: true, temperature: 0, hindsightSteps: 4 })).toBe("learning from hindsight (supervised, greedy, on its last 4 steps' games)");
     expect(seatExtrasText({ informationBonus: { posterior: 0.5, marginal: 0 } })).toBe('information bonus posterior 0.5');
