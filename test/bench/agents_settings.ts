@@ -63,18 +63,19 @@ const SIGNAL_OPTIONS = { objects: ['ring', 'box', 'star', 'cross'], symbols: 'ae
 /**
  * The signalling game's seats: the speaker (GRPO, klBeta 0.05) saying only the game's letters,
  * credited the listener's probability of the target on its letter (`expectedReward`) and paid half
- * p̂(target | letter) on top, counted over its last 4 steps (the information bonus's posterior part);
- * the listener learning greedy from hindsight, on its last 4 steps' games (the settings whose probe
- * runs got furthest, README "Several agents").
+ * p̂(target | letter) on top, counted over its last 4 steps (the information bonus's posterior part),
+ * and learning also its best one-to-one response to the listener, its own log-probabilities weighed 1
+ * (`bestResponse: { own: 1 }`: what splits pooled targets); the listener learning greedy from
+ * hindsight, on its last 4 steps' games (the probe's settings, README "Several agents").
  */
 const SIGNAL_SEATS: readonly [SeatExtras, SeatExtras] = [
-  { maxNewTokens: 1, vocabulary: [...SIGNAL_OPTIONS.symbols], expectedReward: true, informationBonus: { posterior: 0.5, steps: 4 } },
+  { maxNewTokens: 1, vocabulary: [...SIGNAL_OPTIONS.symbols], expectedReward: true, informationBonus: { posterior: 0.5, steps: 4 }, bestResponse: { own: 1 } },
   { maxNewTokens: 1, hindsight: true, hindsightSteps: 4, temperature: 0 },
 ];
 
 /**
- * The measured run. Signal: SIGNAL_OPTIONS and SIGNAL_SEATS, 150 steps of 32 games × 4 at lr 0.01 (the probe's
- * runs of these settings left chance in 2 seeds of 3 by step 60). Bargain: the arena page's rates, twice its steps, to see whether the returns
+ * The measured run. Signal: SIGNAL_OPTIONS and SIGNAL_SEATS, 100 steps of 32 games × 4 at lr 0.01 (the probe's
+ * runs of these settings had a whole code by steps 30–40). Bargain: the arena page's rates, twice its steps, to see whether the returns
  * settle. Nim: the jobs' nim from a 1400-step warm start, with the opponent pool.
  */
 export const AGENTS_RUN: AgentsBenchSettings = Object.freeze<AgentsBenchSettings>({
@@ -83,7 +84,7 @@ export const AGENTS_RUN: AgentsBenchSettings = Object.freeze<AgentsBenchSettings
   warmStart: 'shipped',
   window: 8,
   games: {
-    signal: { steps: 150, groups: 32, groupSize: 4, lr: [0.01, 0.01], klBeta: [0.05, 0], evalGames: 128, signal: SIGNAL_OPTIONS, seats: SIGNAL_SEATS, warmStart: { steps: 200 } },
+    signal: { steps: 100, groups: 32, groupSize: 4, lr: [0.01, 0.01], klBeta: [0.05, 0], evalGames: 128, signal: SIGNAL_OPTIONS, seats: SIGNAL_SEATS, warmStart: { steps: 200 } },
     bargain: { steps: 24, groups: 8, groupSize: 4, lr: [0.006, 0.006], klBeta: [0.3, 0.3], evalGames: 128 },
     nim: { steps: 24, groups: 8, groupSize: 4, lr: [0.005, 0.005], klBeta: [0, 0], evalGames: 100, pool: { every: 4, size: 4, share: 0.5, rotate: true } },
   },
