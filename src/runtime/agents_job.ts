@@ -19,6 +19,10 @@
  * games against frozen copies of the other agents taken every few steps — opponents that differ
  * from group to group — and train it alongside its games with the live agents.
  *
+ * A seat with `bestResponse` takes one more optimizer step per step after its own: supervised, on the
+ * games as they would have gone with its best one-to-one response to its partners' current policies
+ * (src/runtime/agents_best_response.ts).
+ *
  * Everything is seeded (the step's games, each seat's sampler streams, each adapter's init, the
  * pool's draws): the same settings on the same adapter give the same bytes.
  */
