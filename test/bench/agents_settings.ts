@@ -61,15 +61,17 @@ export interface AgentsBenchSettings {
 const SIGNAL_OPTIONS = { objects: ['ring', 'box', 'star', 'cross'], symbols: 'aeio', prompt: 'short', drills: 0.5, speakerDrills: 0.5, message: 'bare', pick: 'initial' } as const;
 
 /**
- * The signalling game's seats: the speaker (GRPO, klBeta 0.05) saying only the game's letters,
- * credited the listener's probability of the target on its letter (`expectedReward`) and paid half
- * p̂(target | letter) on top, counted over its last 4 steps (the information bonus's posterior part),
- * and learning also its best one-to-one response to the listener, its own log-probabilities weighed 1
- * (`bestResponse: { own: 1 }`: what splits pooled targets); the listener learning greedy from
- * hindsight, on its last 4 steps' games (the probe's settings, README "Several agents").
+ * The signalling game's seats: the speaker (RLOO: advantages not divided by the group's spread, which
+ * under GRPO blew up the near-equal expected rewards of a settled code into full-size noise) saying
+ * only the game's letters, credited the listener's probability of the target on its letter
+ * (`expectedReward`) and paid half p̂(target | letter) on top, counted over its last 4 steps (the
+ * information bonus's posterior part), and learning also its best one-to-one response to the
+ * listener, its own log-probabilities weighed 1 (`bestResponse: { own: 1 }`: what splits pooled
+ * targets); the listener learning greedy from hindsight, on its last 4 steps' games (the probe's
+ * settings, README "Several agents").
  */
 const SIGNAL_SEATS: readonly [SeatExtras, SeatExtras] = [
-  { maxNewTokens: 1, vocabulary: [...SIGNAL_OPTIONS.symbols], expectedReward: true, informationBonus: { posterior: 0.5, steps: 4 }, bestResponse: { own: 1 } },
+  { algo: 'rloo', maxNewTokens: 1, vocabulary: [...SIGNAL_OPTIONS.symbols], expectedReward: true, informationBonus: { posterior: 0.5, steps: 4 }, bestResponse: { own: 1 } },
   { maxNewTokens: 1, hindsight: true, hindsightSteps: 4, temperature: 0 },
 ];
 
@@ -84,7 +86,7 @@ export const AGENTS_RUN: AgentsBenchSettings = Object.freeze<AgentsBenchSettings
   warmStart: 'shipped',
   window: 8,
   games: {
-    signal: { steps: 100, groups: 32, groupSize: 4, lr: [0.01, 0.01], klBeta: [0.05, 0], evalGames: 128, signal: SIGNAL_OPTIONS, seats: SIGNAL_SEATS, warmStart: { steps: 200 } },
+    signal: { steps: 100, groups: 32, groupSize: 4, lr: [0.01, 0.01], klBeta: [0, 0], evalGames: 128, signal: SIGNAL_OPTIONS, seats: SIGNAL_SEATS, warmStart: { steps: 200 } },
     bargain: { steps: 24, groups: 8, groupSize: 4, lr: [0.006, 0.006], klBeta: [0.3, 0.3], evalGames: 128 },
     nim: { steps: 24, groups: 8, groupSize: 4, lr: [0.005, 0.005], klBeta: [0, 0], evalGames: 100, pool: { every: 4, size: 4, share: 0.5, rotate: true } },
   },
@@ -97,7 +99,7 @@ export const AGENTS_QUICK: AgentsBenchSettings = Object.freeze<AgentsBenchSettin
   warmStart: { steps: 3, demos: 16, batchSize: 4, lr: 1e-2 },
   window: 2,
   games: {
-    signal: { steps: 4, groups: 2, groupSize: 2, lr: [0.01, 0.01], klBeta: [0.3, 0], evalGames: 4, signal: SIGNAL_OPTIONS, seats: SIGNAL_SEATS },
+    signal: { steps: 4, groups: 2, groupSize: 2, lr: [0.01, 0.01], klBeta: [0, 0], evalGames: 4, signal: SIGNAL_OPTIONS, seats: SIGNAL_SEATS },
     bargain: { steps: 4, groups: 2, groupSize: 2, lr: [0.01, 0.01], klBeta: [0.3, 0.3], evalGames: 4 },
     nim: { steps: 4, groups: 2, groupSize: 2, lr: [0.01, 0.01], klBeta: [0, 0], evalGames: 4, pool: { every: 2, size: 2, share: 0.5, rotate: true } },
   },
