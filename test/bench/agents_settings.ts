@@ -67,12 +67,13 @@ const SIGNAL_OPTIONS = { objects: ['ring', 'box', 'star', 'cross'], symbols: 'ae
  * (`expectedReward`) and paid half p̂(target | letter) on top, counted over its last 4 steps (the
  * information bonus's posterior part), and learning also its best one-to-one response to the
  * listener, its own log-probabilities weighed 1 (`bestResponse: { own: 1 }`: what splits pooled
- * targets); the listener learning greedy from hindsight, on its last 4 steps' games (the probe's
- * settings, README "Several agents").
+ * targets); the listener learning greedy from hindsight, on its last 4 steps' games; both at a cosine
+ * rate (at a constant 0.01 a settled code was broken by one update; the probe's settings, README
+ * "Several agents").
  */
 const SIGNAL_SEATS: readonly [SeatExtras, SeatExtras] = [
-  { algo: 'rloo', maxNewTokens: 1, vocabulary: [...SIGNAL_OPTIONS.symbols], expectedReward: true, informationBonus: { posterior: 0.5, steps: 4 }, bestResponse: { own: 1 } },
-  { maxNewTokens: 1, hindsight: true, hindsightSteps: 4, temperature: 0 },
+  { algo: 'rloo', maxNewTokens: 1, vocabulary: [...SIGNAL_OPTIONS.symbols], expectedReward: true, informationBonus: { posterior: 0.5, steps: 4 }, bestResponse: { own: 1 }, schedule: 'cosine' },
+  { maxNewTokens: 1, hindsight: true, hindsightSteps: 4, temperature: 0, schedule: 'cosine' },
 ];
 
 /**
