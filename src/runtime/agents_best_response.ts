@@ -16,11 +16,11 @@
  */
 import { bestAssignment } from '../algorithms/assignment.ts';
 import { promptKey } from '../algorithms/information_bonus.ts';
-import { targetMaskT } from '../algorithms/datum.ts';
 import { replayTurnBasedDemonstrations, type ReplayAgentOptions } from '../env/demos.ts';
 import type { Counterfactual, Trajectory, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
 import type { TrainingClient } from './clients.ts';
-import { forwardTrajectories, type PackSettings } from './train_step.ts';
+import type { PackSettings } from './train_step.ts';
+import { policyLogprobs } from './agents_hindsight.ts';
 
 /** Probabilities below this count as this in the log (a partner sure an action loses does not make the score infinite). */
 const FLOOR = 1e-12;
@@ -72,10 +72,9 @@ export async function bestResponse(
   const seen = new Uint16Array(demos.length);
   for (const { seat, client } of partners) {
     const trajs = of(seat);
-    const { logprobsNT } = await forwardTrajectories(client, trajs, pack);
+    const lps = await policyLogprobs(client, trajs, pack);
     trajs.forEach((t, i) => {
-      const mask = targetMaskT(t);
-      logp[t.episodeId] += logprobsNT[i].reduce((sum, x, n) => sum + (mask[n] ? x : 0), 0);
+      logp[t.episodeId] += lps[i];
       seen[t.episodeId]++;
     });
   }
@@ -93,20 +92,17 @@ export async function bestResponse(
     for (let a = 0; a < A; a++) sum[s][a] += seen[i * A + a] === partners.length ? Math.exp(logp[i * A + a]) : 0;
   });
   const mean = sum.map((row, s) => row.map((x) => x / count[s]));
-  // The seat's own log-probability of each action per situation (its mean probability over the situation's games), weighted.
-  const ownLog = mean.map((row) => row.map(() => 0));
-  const ownSum = mean.map((row) => row.map(() => 0));
+  // With `own`: the seat's mean probability of each action per situation (over the situation's games).
+  let ownMean: number[][] | null = null;
   if (own && own.weight > 0) {
     const trajs = of(k);
-    const { logprobsNT } = await forwardTrajectories(own.client, trajs, pack);
-    trajs.forEach((t, i) => {
-      const mask = targetMaskT(t);
-      const g = Math.floor(t.episodeId / A);
-      ownSum[index.get(games[g].situation)!][t.episodeId % A] += Math.exp(logprobsNT[i].reduce((sum, x, n) => sum + (mask[n] ? x : 0), 0));
-    });
-    ownSum.forEach((row, s) => row.forEach((x, a) => (ownLog[s][a] = own.weight * Math.log(Math.max(x / count[s], FLOOR)))));
+    const lps = await policyLogprobs(own.client, trajs, pack);
+    const ownSum = mean.map((row) => row.map(() => 0));
+    trajs.forEach((t, i) => (ownSum[index.get(games[Math.floor(t.episodeId / A)].situation)!][t.episodeId % A] += Math.exp(lps[i])));
+    ownMean = ownSum.map((row, s) => row.map((x) => x / count[s]));
   }
-  const assigned = bestAssignment(mean.map((row, s) => row.map((p, a) => Math.log(Math.max(p, FLOOR)) + ownLog[s][a])));
+  const log = (p: number) => Math.log(Math.max(p, FLOOR));
+  const assigned = bestAssignment(mean.map((row, s) => row.map((p, a) => log(p) + (ownMean ? own!.weight * log(ownMean[s][a]) : 0))));
   // The seat's own replayed trajectories, by demonstration.
   const mine = new Map(of(k).map((t) => [t.episodeId, t]));
   const plays = games.flatMap((g, i) => {
@@ -115,7 +111,7 @@ export async function bestResponse(
   });
   const names = games[0].alternatives.map((a) => a.action);
   const situations = [...index.keys()];
-  return { plays, situations: assigned.map((a, s) => ({ action: names[a], expected: mean[s][a] })), actions: names, table: mean.map((expected, s) => ({ situation: situations[s], expected, ...(own && own.weight > 0 ? { own: ownSum[s].map((x) => x / count[s]) } : {}) })) };
+  return { plays, situations: assigned.map((a, s) => ({ action: names[a], expected: mean[s][a] })), actions: names, table: mean.map((expected, s) => ({ situation: situations[s], expected, ...(ownMean ? { own: ownMean[s] } : {}) })) };
 }
 
 const sameActions = (a: readonly Counterfactual[], b: readonly Counterfactual[]) => a.length === b.length && a.every((x, i) => x.action === b[i].action);

@@ -8,6 +8,7 @@
 import { crossEntropyLoss } from '../algorithms/loss_spec.ts';
 import { sftDatums } from '../algorithms/sft.ts';
 import { targetMaskT } from '../algorithms/datum.ts';
+import { sequenceLogprob } from '../algorithms/dpo.ts';
 import { replayTurnBasedDemonstrations, type ReplayAgentOptions } from '../env/demos.ts';
 import type { Trajectory, TrajectoryGroup, TurnBasedEnvSpec } from '../env/types.ts';
 import type { TrainingClient } from './clients.ts';
@@ -37,6 +38,12 @@ export async function replayHindsight(spec: TurnBasedEnvSpec, j: number, groups:
   return { trajectories, episodes: trajectories.map((t) => plays[t.episodeId].episode) };
 }
 
+/** Each trajectory's log-probability of its own tokens under `client` (forward only): log π(actions | observations). */
+export async function policyLogprobs(client: TrainingClient, trajs: readonly Trajectory[], pack: PackSettings): Promise<number[]> {
+  const { logprobsNT } = await forwardTrajectories(client, trajs, pack);
+  return trajs.map((t, i) => sequenceLogprob(logprobsNT[i], targetMaskT(t)));
+}
+
 /** A hindsight seat's step: its hindsight plays (of one step or several) as SFT batches (cross-entropy on its own tokens). */
 export function hindsightStep(plays: readonly Trajectory[], pack: PackSettings, seed: number): AlgoStep {
   return packedStep(pack, sftDatums(plays), crossEntropyLoss(), seed);
@@ -55,11 +62,10 @@ export async function expectedRewards(
   // Per game (episodeId): the product of the partners' probabilities so far; absent: some partner had no play.
   let expected: Map<number, number> | null = null;
   for (const { client, plays } of partners) {
-    const { logprobsNT } = await forwardTrajectories(client, plays.trajectories, pack);
+    const lps = await policyLogprobs(client, plays.trajectories, pack);
     const next = new Map<number, number>();
-    plays.trajectories.forEach((t, i) => {
-      const mask = targetMaskT(t);
-      const lp = logprobsNT[i].reduce((sum, x, n) => sum + (mask[n] ? x : 0), 0);
+    plays.trajectories.forEach((_, i) => {
+      const lp = lps[i];
       const e = plays.episodes[i];
       if (expected === null || expected.has(e)) next.set(e, (expected?.get(e) ?? 1) * Math.exp(lp));
     });

@@ -105,6 +105,13 @@ const reencodes = (t: Trajectory) => {
   return ids.length > 0 && ids.length === turn.actionEnd - turn.actionStart && ids.every((x, i) => x === t.tokensT[turn.actionStart + i]);
 };
 
+/** The best total of `scores` over every one-to-one assignment of its rows to its columns (rows ≤ columns). */
+function bestOneToOne(scores: readonly (readonly number[])[]): number {
+  const go = (r: number, free: readonly number[]): number =>
+    r === scores.length ? 0 : Math.max(...free.map((c) => scores[r][c] + go(r + 1, free.filter((x) => x !== c))));
+  return go(0, scores[0].map((_, c) => c));
+}
+
 const quiet: ScriptedPolicy = { kind: 'scripted', id: 'quiet', act: () => 'zzz' };
 
 const settings = (onStep?: AgentsSettings['onStep']): AgentsSettings => ({
@@ -499,16 +506,7 @@ export const agentsJobCases: GpuCase[] = [
         const logs = br.table.map((r) => r.expected.map((x) => Math.log(Math.max(x, 1e-12))));
         const chosen = br.situations.map((x) => letters.indexOf(x.action));
         assert.strictEqual(new Set(chosen).size, chosen.length, `distinct letters, got ${br.situations.map((x) => x.action)}`);
-        let best = -Infinity;
-        const perms = (rest: number[], used: number[]): void => {
-          if (used.length === logs.length) {
-            best = Math.max(best, used.reduce((sum, c, r) => sum + logs[r][c], 0));
-            return;
-          }
-          for (const c of rest) perms(rest.filter((x) => x !== c), [...used, c]);
-        };
-        perms([0, 1, 2, 3], []);
-        assert.closeTo(chosen.reduce((sum, c, r) => sum + logs[r][c], 0), best, 1e-9);
+        assert.closeTo(chosen.reduce((sum, c, r) => sum + logs[r][c], 0), bestOneToOne(logs), 1e-9);
         br.situations.forEach((x, s) => assert.strictEqual(x.expected, br.table[s].expected[chosen[s]]));
         // With the speaker's own log-probabilities weighed in: its own table against its sampler (which renormalised
         // over the letters: the oracle is the table's row renormalised), and the assignment best under the sum.
@@ -522,13 +520,7 @@ export const agentsJobCases: GpuCase[] = [
         }
         const combined = withOwn.table.map((r) => r.expected.map((x, a) => Math.log(Math.max(x, 1e-12)) + 3 * Math.log(Math.max(r.own![a], 1e-12))));
         const ownChosen = withOwn.situations.map((x) => letters.indexOf(x.action));
-        let bestOwn = -Infinity;
-        const permsOwn = (rest: number[], used: number[]): void => {
-          if (used.length === combined.length) bestOwn = Math.max(bestOwn, used.reduce((sum, c, r) => sum + combined[r][c], 0));
-          else for (const c of rest) permsOwn(rest.filter((x) => x !== c), [...used, c]);
-        };
-        permsOwn([0, 1, 2, 3], []);
-        assert.closeTo(ownChosen.reduce((sum, c, r) => sum + combined[r][c], 0), bestOwn, 1e-9);
+        assert.closeTo(ownChosen.reduce((sum, c, r) => sum + combined[r][c], 0), bestOneToOne(combined), 1e-9);
         // Plays: one per game, the speaker's, with its target's letter.
         assert.lengthOf(br.plays, 12);
         const letterOf = new Map(br.table.map((r, s) => [r.situation, br.situations[s].action]));
