@@ -20,7 +20,8 @@
  * pays a learning speaker the listener's probability of picking the target on its message (trainAgents' `expectedReward`) rather than
  * whether the listener's one sample did (with `--learn both`); `--best-response W` gives a learning speaker trainAgents'
  * `bestResponse` (a supervised step towards the letters the listener reads best, one per target; with `--learn both`;
- * W > 0 weighs the speaker's own log-probabilities in by W: `{ own: W }`). `--table-every N` prints the training games' target × message
+ * W > 0 weighs the speaker's own log-probabilities in by W: `{ own: W }`; `--best-response W,K` adds `keep: K`, the nats a
+ * target's last letter is kept by). `--table-every N` prints the training games' target × message
  * shares every N steps.
  * `--algo` picks the learners' algorithm (GRPO's `--kl` / `--entropy` apply to 'grpo' alone), `--schedule` their
  * rate's schedule ('constant' or 'cosine'); `--lr`, `--kl` and `--rank` (the seats' LoRA rank) take one value or two (speaker,listener).
@@ -54,6 +55,12 @@ const { values: v } = parseArgs({
 if (!['none', 'speaker', 'listener', 'both'].includes(v.vocabulary!)) throw new RangeError(`--vocabulary must be none, speaker, listener or both, got ${v.vocabulary}`);
 if (!['speaker', 'listener', 'both'].includes(v.learn!)) throw new RangeError(`--learn must be speaker, listener or both, got ${v.learn}`);
 const num = numberFlag(v);
+// `--best-response W[,K]`: W the own weight, K the keep bonus (both 0: true).
+const bestResponseFlag = (text: string) => {
+  const [own, keep = 0] = text.split(',').map(Number);
+  if (![own, keep].every((x) => Number.isFinite(x) && x >= 0)) throw new RangeError(`--best-response takes W or W,K (numbers ≥ 0), got ${text}`);
+  return own > 0 || keep > 0 ? { own, keep } : true;
+};
 // `--prompt full|short`, or two: speaker,listener (e.g. full,short).
 const prompts = v.prompt!.split(',') as SignalPrompt[];
 const o: SignalOptions = { symbols: v.symbols!, shuffle: v.shuffle !== 'false', prompt: prompts.length === 2 ? { speaker: prompts[0], listener: prompts[1] } : prompts[0], drills: num('drills'), speakerDrills: num('speaker-drills'), message: v.message as SignalMessage, pick: v.pick as SignalPick, ...(v.objects ? { objects: v.objects.split(',') } : {}) };
@@ -117,7 +124,7 @@ const vocabulary = (seat: number): string[] => {
 const learner = (name: string, seat: number): SeatSettings => ({
   name, ...(oneToken(seat) ? { maxNewTokens: 1 } : {}), ...(restricted(seat) ? { vocabulary: vocabulary(seat) } : {}), lr: perSeat('lr', seat), loraRank: perSeat('rank', seat), schedule: v.schedule as SeatSettings['schedule'],
   ...(seat === 1 && v.hindsight ? { hindsight: true, hindsightSteps: num('hindsight-steps'), ...(v['listener-temperature'] ? { temperature: num('listener-temperature') } : {}) } : { algo: v.algo as SeatSettings['algo'], ...(v.algo === 'grpo' ? { klBeta: perSeat('kl', seat), entropyCoef: num('entropy') } : {}), ...(seat === 0 && infoBonus !== null ? { informationBonus: infoBonus } : {}), ...(seat === 0 && v['expected-reward'] ? { expectedReward: true } : {}) }),
-  ...(seat === 0 && v['best-response'] !== undefined ? { bestResponse: num('best-response') > 0 ? { own: num('best-response') } : true } : {}),
+  ...(seat === 0 && v['best-response'] !== undefined ? { bestResponse: bestResponseFlag(v['best-response']) } : {}),
 });
 const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]
   : v.learn === 'speaker' ? [learner('speaker', 0), { name: 'listener', script: signalCodeListener(o) }]

@@ -50,6 +50,7 @@ export interface BestResponse {
 export async function bestResponse(
   spec: TurnBasedEnvSpec, k: number, groups: readonly TrajectoryGroup[], partners: readonly { readonly seat: number; readonly client: TrainingClient }[],
   pack: PackSettings, replay: ReplayAgentOptions, own?: { readonly client: TrainingClient; readonly weight: number },
+  keep?: { readonly previous: ReadonlyMap<string, string>; readonly nats: number },
 ): Promise<BestResponse> {
   const games: { situation: string; alternatives: readonly Counterfactual[] }[] = [];
   for (const g of groups) {
@@ -102,15 +103,16 @@ export async function bestResponse(
     ownMean = ownSum.map((row, s) => row.map((x) => x / count[s]));
   }
   const log = (p: number) => Math.log(Math.max(p, FLOOR));
-  const assigned = bestAssignment(mean.map((row, s) => row.map((p, a) => log(p) + (ownMean ? own!.weight * log(ownMean[s][a]) : 0))));
+  const names = games[0].alternatives.map((a) => a.action);
+  const situations = [...index.keys()];
+  const kept = (s: number, a: number) => (keep && keep.nats > 0 && keep.previous.get(situations[s]) === names[a] ? keep.nats : 0);
+  const assigned = bestAssignment(mean.map((row, s) => row.map((p, a) => log(p) + (ownMean ? own!.weight * log(ownMean[s][a]) : 0) + kept(s, a))));
   // The seat's own replayed trajectories, by demonstration.
   const mine = new Map(of(k).map((t) => [t.episodeId, t]));
   const plays = games.flatMap((g, i) => {
     const t = mine.get(i * A + assigned[index.get(g.situation)!]);
     return t ? [t] : [];
   });
-  const names = games[0].alternatives.map((a) => a.action);
-  const situations = [...index.keys()];
   return { plays, situations: assigned.map((a, s) => ({ action: names[a], expected: mean[s][a] })), actions: names, table: mean.map((expected, s) => ({ situation: situations[s], expected, ...(ownMean ? { own: ownMean[s] } : {}) })) };
 }
 

@@ -185,6 +185,8 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
 
     // Per seat: its hindsight plays of its last steps, oldest first (SeatSettings.hindsightSteps).
     const recentPlays: (readonly Trajectory[])[][] = s.seats.map(() => []);
+    // Per seat with bestResponse: the action each situation was given when last met (its `keep` bonus goes to it).
+    const assignedBefore = s.seats.map(() => new Map<string, string>());
     // Per seat with an information bonus over several steps: its trajectories of its previous steps, oldest first.
     const recentActs: (readonly Trajectory[])[][] = s.seats.map(() => []);
     const before = await evaluateAll();
@@ -225,8 +227,11 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       const responses: (BestResponse | null)[] = [];
       for (const [k, seat] of s.seats.entries()) {
         const partners = ctxs.flatMap((c, j) => (j === k || !c ? [] : [{ seat: j, client: c.policy }]));
-        const own = typeof seat.bestResponse === 'object' ? { client: ctxs[k]!.policy, weight: seat.bestResponse.own } : undefined;
-        responses.push(seat.bestResponse ? await bestResponse(s.env, k, groupsOf(k), partners, pack, hindsightReplay, own) : null);
+        const br = typeof seat.bestResponse === 'object' ? seat.bestResponse : {};
+        const own = br.own ? { client: ctxs[k]!.policy, weight: br.own } : undefined;
+        const r = seat.bestResponse ? await bestResponse(s.env, k, groupsOf(k), partners, pack, hindsightReplay, own, { previous: assignedBefore[k], nats: br.keep ?? 0 }) : null;
+        r?.table.forEach((row, i) => assignedBefore[k].set(row.situation, r.situations[i].action));
+        responses.push(r);
       }
       // Seat k's hindsight plays of this step added to its last steps'; all it keeps, oldest first.
       const rememberPlays = async (k: number): Promise<Trajectory[]> => {

@@ -80,9 +80,13 @@ export interface SeatSettings {
    * environment with `counterfactuals` and learning partners (a script has no probabilities); not with `pool`.
    * `{ own: w }` adds w × the seat's own log-probability of each action to the score: where its partners
    * read two actions about alike, a situation keeps the one the seat already leans to rather than
-   * swapping on their noise from step to step (`true`: w = 0).
+   * swapping on their noise from step to step (`true`: w = 0). `{ keep: m }` adds m (nats) to the
+   * score of the action a situation was given when the seat last met it: an assignment changes only
+   * where another beats it by more than m — where the seat sends two situations one mixture its
+   * partners read alike, the scores tie, and without it each step's assignment is a coin toss that
+   * pulls the two towards each action in turn, so they never part. Both default to 0.
    */
-  readonly bestResponse?: boolean | { readonly own: number };
+  readonly bestResponse?: boolean | { readonly own?: number; readonly keep?: number };
   /**
    * The learning rate over the run's steps: 'constant' (`lr` throughout, the default) or 'cosine'
    * (a linear warm-up over the first 5% of the steps, then a cosine decay to a tenth of `lr`, as the
@@ -313,8 +317,9 @@ export function checkAgentsSettings(s: AgentsSettings): void {
     if (seat.bestResponse !== undefined) {
       const field = `seats[${k}].bestResponse`;
       const br = seat.bestResponse;
-      if (typeof br !== 'boolean' && (typeof br !== 'object' || br === null || Object.keys(br).some((x) => x !== 'own') || typeof br.own !== 'number' || !Number.isFinite(br.own) || br.own < 0)) {
-        throw new ConfigError(field, `expected true, false or { own: a finite number ≥ 0 }, got ${JSON.stringify(br) ?? String(br)}`);
+      const weight = (x: unknown) => x === undefined || (typeof x === 'number' && Number.isFinite(x) && x >= 0);
+      if (typeof br !== 'boolean' && (typeof br !== 'object' || br === null || Object.keys(br).some((x) => x !== 'own' && x !== 'keep') || !weight(br.own) || !weight(br.keep))) {
+        throw new ConfigError(field, `expected true, false or { own?, keep? } (each a finite number ≥ 0), got ${JSON.stringify(br) ?? String(br)}`);
       }
       if (br !== false) {
         if (typeof s.env.counterfactuals !== 'function') throw new ConfigError(field, `${s.env.name} names no counterfactuals (its spec has no counterfactuals()): the seat's other actions are unknown`);

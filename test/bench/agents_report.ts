@@ -188,13 +188,19 @@ export function agentsJson(rep: AgentsBenchReport): Record<string, unknown> {
   return { agents: out };
 }
 
+/** A best response's settings in words. */
+function bestResponseText(br: true | { readonly own?: number; readonly keep?: number }): string {
+  const o = br === true ? {} : br;
+  return ['supervised', (o.own ?? 0) > 0 ? `its own log-probabilities weighed ${o.own}` : '', (o.keep ?? 0) > 0 ? `each target's last letter kept unless another beats it by ${o.keep} nats` : ''].filter(Boolean).join(', ');
+}
+
 /** A seat's settings beyond its rate and KL penalty, in words (empty when it has none). */
 export function seatExtrasText(x: SeatExtras | undefined): string {
   if (!x) return '';
   const parts = [
     x.hindsight ? `learning from hindsight (supervised${x.temperature === 0 ? ', greedy' : x.temperature !== undefined ? `, temperature ${x.temperature}` : ''}${(x.hindsightSteps ?? 1) > 1 ? `, on its last ${x.hindsightSteps} steps' games` : ''})` : x.algo ? x.algo : '',
     x.expectedReward ? 'credited the expected reward under its partner\'s policy' : '',
-    x.bestResponse ? `learning also its best one-to-one response to its partner (supervised${typeof x.bestResponse === 'object' && x.bestResponse.own > 0 ? `, its own log-probabilities weighed ${x.bestResponse.own}` : ''})` : '',
+    x.bestResponse ? `learning also its best one-to-one response to its partner (${bestResponseText(x.bestResponse)})` : '',
     x.informationBonus === undefined ? '' : typeof x.informationBonus === 'number' ? `information bonus ${x.informationBonus}`
       : `information bonus ${Object.entries(x.informationBonus).filter(([part, w]) => w && part !== 'steps').map(([part, w]) => `${part} ${w}`).join(', ')}` +
         ((x.informationBonus.steps ?? 1) > 1 ? ` (shares over its last ${x.informationBonus.steps} steps)` : ''),

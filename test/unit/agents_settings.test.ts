@@ -122,7 +122,8 @@ describe('trainAgents settings', () => {
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', bestResponse: true, expectedReward: true, vocabulary: ['a'] }, { name: 'b', hindsight: true }] })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', bestResponse: false }, { name: 'b', script }] })).not.toThrow();
     expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', bestResponse: { own: 0.5 } }, { name: 'b', hindsight: true }] })).not.toThrow();
-    for (const bad of ['yes', null, { own: -1 }, { own: '1' }, { own: 1, more: 2 }, {}]) expect(fieldOf({ seats: [{ name: 'a', bestResponse: bad }, { name: 'b' }] })).toBe('seats[0].bestResponse');
+    for (const ok2 of [{ keep: 0.5 }, { own: 1, keep: 2 }, {}]) expect(() => checkAgentsSettings({ ...ok, seats: [{ name: 'a', bestResponse: ok2 }, { name: 'b', hindsight: true }] })).not.toThrow();
+    for (const bad of ['yes', null, { own: -1 }, { own: '1' }, { own: 1, more: 2 }, { keep: -1 }, { keep: Infinity }, { own: 1, keep: '1' }, { own: NaN }]) expect(fieldOf({ seats: [{ name: 'a', bestResponse: bad }, { name: 'b' }] })).toBe('seats[0].bestResponse');
     expect(fieldOf({ seats: [{ name: 'a', bestResponse: { own: 1 } }, { name: 'b', hindsight: true, vocabulary: ['r'] }] })).toBe('seats[1].vocabulary');
     expect(fieldOf({ seats: [{ name: 'a', bestResponse: true }, { name: 'b', script }] })).toBe('seats[0].bestResponse');
     expect(fieldOf({ seats: [{ name: 'a', bestResponse: true }, { name: 'b' }], pool: { every: 2, size: 2 } })).toBe('seats[0].bestResponse');

@@ -466,7 +466,7 @@ export const agentsJobCases: GpuCase[] = [
     },
   },
   {
-    name: 'bestResponse: the signalling speaker\'s table is the listener\'s probability of the target on each letter (oracle: expectedRewards on the played games); the assignment is the best one-to-one; plays carry it; trainAgents with it is seeded and it moves the speaker',
+    name: 'bestResponse: the signalling speaker\'s table is the listener\'s probability of the target on each letter (oracle: expectedRewards on the played games); the assignment is the best one-to-one (and with the own and keep bonuses); plays carry it; trainAgents with it is seeded and it moves the speaker',
     async fn(ctx) {
       const letters = 'aeio';
       const env = signalEnv({ objects: ['ring', 'box', 'star', 'cross'], symbols: letters, prompt: 'short', message: 'bare', pick: 'initial' });
@@ -521,6 +521,16 @@ export const agentsJobCases: GpuCase[] = [
         const combined = withOwn.table.map((r) => r.expected.map((x, a) => Math.log(Math.max(x, 1e-12)) + 3 * Math.log(Math.max(r.own![a], 1e-12))));
         const ownChosen = withOwn.situations.map((x) => letters.indexOf(x.action));
         assert.closeTo(ownChosen.reduce((sum, c, r) => sum + combined[r][c], 0), bestOneToOne(combined), 1e-9);
+        // With keep: each target's letter last time (here the chosen one's neighbour, still one-to-one) gets the bonus;
+        // the assignment is the best under the sum, and a bonus beyond any difference keeps every letter.
+        const previous = new Map(br.table.map((r, s) => [r.situation, letters[(chosen[s] + 1) % letters.length]]));
+        for (const nats of [0.5, 1e3]) {
+          const kept = await bestResponse(env, 0, speaker, [{ seat: 1, client: policies[1] }], pack, replay, undefined, { previous, nats });
+          const scores = kept.table.map((r) => r.expected.map((x, a) => Math.log(Math.max(x, 1e-12)) + (previous.get(r.situation) === letters[a] ? nats : 0)));
+          const keptChosen = kept.situations.map((x) => letters.indexOf(x.action));
+          assert.closeTo(keptChosen.reduce((sum, c, r) => sum + scores[r][c], 0), bestOneToOne(scores), 1e-9);
+          if (nats === 1e3) assert.deepEqual(kept.situations.map((x) => x.action), kept.table.map((r) => previous.get(r.situation)));
+        }
         // Plays: one per game, the speaker's, with its target's letter.
         assert.lengthOf(br.plays, 12);
         const letterOf = new Map(br.table.map((r, s) => [r.situation, br.situations[s].action]));
@@ -535,7 +545,7 @@ export const agentsJobCases: GpuCase[] = [
 
         // Through trainAgents: the speaker's metrics name a letter per target met, distinct; the listener's are null;
         // the same seed → the same bytes; and the best-response step moves the speaker beyond its RL step alone.
-        const go = (bestResponse: boolean | { own: number }) => trainAgents({
+        const go = (bestResponse: boolean | { own?: number; keep?: number }) => trainAgents({
           ...base, steps: 2, groups: 4, groupSize: 2, service,
           seats: [{ name: 'speaker', algo: 'grpo', lr: 2e-2, loraRank: 2, maxNewTokens: 1, vocabulary: [...letters], ...(bestResponse ? { bestResponse } : {}) }, { name: 'listener', lr: 2e-2, loraRank: 2, hindsight: true }],
         });
@@ -549,7 +559,7 @@ export const agentsJobCases: GpuCase[] = [
         }
         const again = await go(true);
         for (const [name, v] of Object.entries(r.adapters[0]!)) assert.deepEqual(Array.from(again.adapters[0]![name]), Array.from(v), name);
-        const sticky = await go({ own: 1 });
+        const sticky = await go({ own: 1, keep: 1 });
         assert.isTrue(sticky.steps.every((m) => m.bestResponse[0] !== null && m.bestResponse[1] === null));
         const without = await go(false);
         for (const m of without.steps) assert.deepEqual(m.bestResponse, [null, null]);
