@@ -191,7 +191,7 @@ export function agentsJson(rep: AgentsBenchReport): Record<string, unknown> {
 /** A best response's settings in words. */
 function bestResponseText(br: true | { readonly own?: number; readonly keep?: number }): string {
   const o = br === true ? {} : br;
-  return ['supervised', (o.own ?? 0) > 0 ? `its own log-probabilities weighed ${o.own}` : '', (o.keep ?? 0) > 0 ? `each target's last letter kept unless another beats it by ${o.keep} nats` : ''].filter(Boolean).join(', ');
+  return ['supervised', (o.own ?? 0) > 0 ? `its own log-probabilities weighed ${o.own}` : '', (o.keep ?? 0) > 0 ? `each target's last letter kept unless another beats it by ${o.keep} nat${o.keep === 1 ? '' : 's'}` : ''].filter(Boolean).join(', ');
 }
 
 /** A seat's settings beyond its rate and KL penalty, in words (empty when it has none). */

@@ -66,13 +66,15 @@ const SIGNAL_OPTIONS = { objects: ['ring', 'box', 'star', 'cross'], symbols: 'ae
  * only the game's letters, credited the listener's probability of the target on its letter
  * (`expectedReward`) and paid half p̂(target | letter) on top, counted over its last 4 steps (the
  * information bonus's posterior part), and learning also its best one-to-one response to the
- * listener, its own log-probabilities weighed 1 (`bestResponse: { own: 1 }`: what splits pooled
- * targets); the listener learning greedy from hindsight, on its last 4 steps' games; both at a cosine
+ * listener, its own log-probabilities weighed 1 and each target's last letter kept unless another
+ * beats it by 1 nat (`bestResponse: { own: 1, keep: 1 }`: what splits pooled targets — without `keep`,
+ * two targets sent one mixture the listener reads alike tie, and a coin toss each step pulled them
+ * towards either letter in turn: seed 0 of the probe stayed at 0.72); the listener learning greedy from hindsight, on its last 4 steps' games; both at a cosine
  * rate (at a constant 0.01 a settled code was broken by one update; the probe's settings, README
  * "Several agents").
  */
 const SIGNAL_SEATS: readonly [SeatExtras, SeatExtras] = [
-  { algo: 'rloo', maxNewTokens: 1, vocabulary: [...SIGNAL_OPTIONS.symbols], expectedReward: true, informationBonus: { posterior: 0.5, steps: 4 }, bestResponse: { own: 1 }, schedule: 'cosine' },
+  { algo: 'rloo', maxNewTokens: 1, vocabulary: [...SIGNAL_OPTIONS.symbols], expectedReward: true, informationBonus: { posterior: 0.5, steps: 4 }, bestResponse: { own: 1, keep: 1 }, schedule: 'cosine' },
   { maxNewTokens: 1, hindsight: true, hindsightSteps: 4, temperature: 0, schedule: 'cosine' },
 ];
 
