@@ -80,6 +80,9 @@ function successShare(spec: TurnBasedEnvSpec, batch: TurnBasedBatch): number | n
   return batch.games.length === 0 ? 0 : trajs.filter(spec.success ?? isSuccess).length / batch.games.length;
 }
 
+/** The seed of trainAgents' held-out games for a run seed (groupEpisodes(evalGames, 1, this): the same games before, after and for each stand-in). */
+export const agentsEvalSeed = (seed: number): number => new Rng(seed, 0xe7a1).nextU32();
+
 /**
  * Trains one agent per seat of `s.env` on a shared base; see the header. Settings are checked
  * before any GPU work. A given `service` stays open; without one the run acquires the device.
@@ -170,7 +173,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       const n = s.evalGames ?? 128;
       const P = s.seats.length;
       if (n === 0) return { together: 0, returns: s.seats.map(() => 0), swapped: s.seats.map(() => null), swappedReturns: s.seats.map(() => null) };
-      const evalSeed = new Rng(seed, 0xe7a1).nextU32();
+      const evalSeed = agentsEvalSeed(seed);
       const all = await play(s.seats.map((_, k) => agent(k)), n, evalSeed);
       const swapped: (number | null)[] = [];
       const swappedReturns: (number[] | null)[] = [];

@@ -80,7 +80,7 @@ const SIGNAL_SEATS: readonly [SeatExtras, SeatExtras] = [
 
 /**
  * The measured run. Signal: SIGNAL_OPTIONS and SIGNAL_SEATS, 100 steps of 32 games × 4 at lr 0.01 (the probe's
- * runs of these settings had a whole code by steps 30–40). Bargain: the arena page's rates, twice its steps, to see whether the returns
+ * runs of these settings had a whole code by steps 50–60 and 0.93–0.98 held out, seeds 0–2). Bargain: the arena page's rates, twice its steps, to see whether the returns
  * settle. Nim: the jobs' nim from a 1400-step warm start, with the opponent pool.
  */
 export const AGENTS_RUN: AgentsBenchSettings = Object.freeze<AgentsBenchSettings>({
