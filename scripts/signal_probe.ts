@@ -2,7 +2,8 @@
  * A diagnostic of the signalling game: which side of a code the agents learn, and how far. One seat
  * (or both) learns with trainAgents from a fresh formats-only warm start; a learning seat's partner
  * is either the other learner (`--learn both`) or a script that knows the code (symbol i ↔ object i),
- * so one side is measured alone. `--weights FILE` starts from a shipped warm start (e.g.
+ * so one side is measured alone. `--warm-seed N` runs the warm start with seed N instead of `--seed`'s
+ * (the bench runs seed 0's and shares it between its seeds). `--weights FILE` starts from a shipped warm start (e.g.
  * demos/src/lib/models/signal-gpt2-100k.safetensors, made for the default objects and letters a–d).
  * `--prompt short` (or one per seat: `--prompt full,short`), `--drills F`, `--speaker-drills F` and `--message bare` are signalEnv's options (short prompts;
  * reading drills in the listener's warm start, naming drills in the speaker's; the speaker's message as the bare symbol, which the
@@ -49,7 +50,7 @@ const { values: v } = parseArgs({
     prompt: { type: 'string', default: 'full' }, message: { type: 'string', default: 'answer' }, pick: { type: 'string', default: 'answer' }, drills: { type: 'string', default: '0' }, 'speaker-drills': { type: 'string', default: '0' }, 'teach-code': { type: 'boolean', default: false }, 'teach-speaker': { type: 'boolean', default: false }, hindsight: { type: 'boolean', default: false }, 'hindsight-steps': { type: 'string', default: '1' }, 'info-bonus': { type: 'string', default: '0' }, 'expected-reward': { type: 'boolean', default: false }, 'best-response': { type: 'string' }, 'table-every': { type: 'string', default: '0' }, 'listener-temperature': { type: 'string' }, vocabulary: { type: 'string', default: 'none' },
     algo: { type: 'string', default: 'grpo' }, lr: { type: 'string', default: '0.01' }, schedule: { type: 'string', default: 'constant' }, kl: { type: 'string', default: '0.05' }, rank: { type: 'string', default: '8' }, entropy: { type: 'string', default: '0' },
     steps: { type: 'string', default: '60' }, groups: { type: 'string', default: '8' }, 'group-size': { type: 'string', default: '8' },
-    seed: { type: 'string', default: '1' }, weights: { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
+    seed: { type: 'string', default: '1' }, weights: { type: 'string' }, 'warm-seed': { type: 'string' }, eval: { type: 'string', default: '128' }, 'warm-steps': { type: 'string', default: '200' },
   },
 });
 if (!['none', 'speaker', 'listener', 'both'].includes(v.vocabulary!)) throw new RangeError(`--vocabulary must be none, speaker, listener or both, got ${v.vocabulary}`);
@@ -129,7 +130,9 @@ const learner = (name: string, seat: number): SeatSettings => ({
 const seats = v.learn === 'both' ? [learner('speaker', 0), learner('listener', 1)]
   : v.learn === 'speaker' ? [learner('speaker', 0), { name: 'listener', script: signalCodeListener(o) }]
   : [{ name: 'speaker', script: signalCodeSpeaker(o) }, learner('listener', 1)];
-const weights = v.weights ? await (await openSafetensors(await Deno.readFile(v.weights))).allF32() : undefined;
+// `--warm-seed N`: the warm start run first with seed N and shared (as the bench shares seed 0's between its seeds).
+const warmOnce = async () => (await trainAgents({ env, seats, model: 'gpt2-100k', warmStart: { steps: num('warm-steps') }, steps: 0, evalGames: 0, seed: num('warm-seed') })).base;
+const weights = v.weights ? await (await openSafetensors(await Deno.readFile(v.weights))).allF32() : v['warm-seed'] !== undefined ? await warmOnce() : undefined;
 const r = await trainAgents({
   env, seats, partners: [signalRandomSpeaker(o), signalRandomListener(o)], model: 'gpt2-100k', ...(weights ? { weights } : { warmStart: { steps: num('warm-steps') } }),
   steps, groups: num('groups'), groupSize: num('group-size'), seed: num('seed'), evalGames,
