@@ -140,7 +140,7 @@ const r = await trainAgents({
     if (m.step === 0) counting = null;
     if (m.step === steps - 1) [counting, counted] = [tables[1], 0];
     const expected = (m.expected[0] === null ? '' : ` expected ${m.expected[0].toFixed(3)}`) +
-      (m.bestResponse[0] === null ? '' : ` best response ${m.bestResponse[0].map((x) => `${x.action} ${x.expected.toFixed(2)}`).join(', ')}`);
+      (m.bestResponse[0] === null ? '' : ` best response ${objects.flatMap((o) => m.bestResponse[0]!.filter((x) => x.situation.includes(o)).map((x) => `${o}→${x.action} ${x.expected.toFixed(2)}`)).join(', ')}`);
     const every = num('table-every');
     if (every > 0 && m.step % every === every - 1) {
       const shares = trainTable.map((row) => row.map((x) => (x / Math.max(1, row.reduce((a, b) => a + b, 0))).toFixed(2)).join(' '));

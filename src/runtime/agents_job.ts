@@ -277,7 +277,7 @@ async function runAgents(service: ServiceClient, s: AgentsSettings): Promise<Age
       const m: AgentsStepMetrics = {
         step, success: successShare(s.env, batch) ?? 0, reward, datums, loss, lr, transcript,
         expected: expected.map((gs) => (gs === null ? null : meanReward(gs))),
-        bestResponse: responses.map((r) => r?.situations ?? null),
+        bestResponse: responses.map((r) => r?.situations.map((x, i) => ({ situation: tok.decode(r.table[i].situation.split(',').map(Number)), ...x })) ?? null),
         ...(pool && poolPlay ? { pool: { copies: pool.steps(), games: poolPlay.games, reward: poolPlay.reward } } : {}), seconds: (performance.now() - ts) / 1000,
       };
       steps.push(m);

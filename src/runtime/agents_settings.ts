@@ -199,9 +199,9 @@ export interface AgentsStepMetrics {
   /**
    * Per seat with `bestResponse`: per situation met in the step (in order of first meeting), the
    * action assigned to it and the expected reward its partners give that action there (the mean over
-   * the situation's games); null for other seats.
+   * the situation's games), with the situation itself (the seat's prompt as it read it); null for other seats.
    */
-  readonly bestResponse: readonly (readonly { readonly action: string; readonly expected: number }[] | null)[];
+  readonly bestResponse: readonly (readonly { readonly situation: string; readonly action: string; readonly expected: number }[] | null)[];
   /**
    * With a pool: per seat, the steps its copies in the pool were taken at (after this step's
    * copy, before its games), and per learner its games against copies and its mean reward in them.

@@ -556,6 +556,9 @@ export const agentsJobCases: GpuCase[] = [
           assert.isAtLeast(xs.length, 1);
           assert.strictEqual(new Set(xs.map((x) => x.action)).size, xs.length);
           for (const x of xs) assert.isTrue(letters.includes(x.action) && x.expected >= 0 && x.expected <= 1, JSON.stringify(x));
+          // Each situation as the speaker read it: its prompt, naming one target; no target twice.
+          const targets = xs.map((x) => ['ring', 'box', 'star', 'cross'].filter((o) => x.situation.includes(`pick the ${o}`)));
+          assert.isTrue(targets.every((t) => t.length === 1) && new Set(targets.flat()).size === xs.length, JSON.stringify(xs));
         }
         const again = await go(true);
         for (const [name, v] of Object.entries(r.adapters[0]!)) assert.deepEqual(Array.from(again.adapters[0]![name]), Array.from(v), name);
