@@ -89,6 +89,10 @@ export interface SignalFigures {
   readonly speakerSwapped: readonly number[];
   readonly listenerSwapped: readonly number[];
   readonly successMet: boolean;
+  /** Seeds whose success after is ≥ 0.9. */
+  readonly seedsMet: number;
+  /** Success after above chance by more than 2 standard errors on every seed: only then does a swap falling to chance show each agent's part. */
+  readonly leftChance: boolean;
   /** Both swaps within 2 standard errors of chance on every seed (each agent's part is visible only once success is above chance). */
   readonly swapsAtChance: boolean;
 }
@@ -103,6 +107,8 @@ export function signalFigures(g: GameReport): SignalFigures {
   return {
     chance, before, after, speakerSwapped, listenerSwapped,
     successMet: meanSd(after).mean >= 0.9,
+    seedsMet: after.filter((x) => x >= 0.9).length,
+    leftChance: after.length > 0 && after.every((x) => x - chance > 2 * se(chance, n)),
     swapsAtChance: [...speakerSwapped, ...listenerSwapped].every(near),
   };
 }
@@ -247,8 +253,8 @@ function signalSection(g: GameReport, quick: boolean): string[] {
     ])),
     '',
     markdownTable(['target (issue 25)', 'measured', 'met'], [
-      ['success together ≥ 0.9', `${pm(f.after)} (before ${pm(f.before)})`, yes(f.successMet)],
-      [`with either agent swapped for an untrained stand-in, success falls to chance (${f3(f.chance)})`, `speaker swapped ${pm(f.speakerSwapped)}, listener swapped ${pm(f.listenerSwapped)}`, f.successMet ? yes(f.swapsAtChance) : 'moot: success never left chance'],
+      ['success together ≥ 0.9 (mean over the seeds)', `${pm(f.after)} (before ${pm(f.before)}); ≥ 0.9 on ${f.seedsMet} of ${f.after.length} seeds`, yes(f.successMet)],
+      [`with either agent swapped for an untrained stand-in, success falls to chance (${f3(f.chance)}, within 2 standard errors on every seed)`, `speaker swapped ${pm(f.speakerSwapped)}, listener swapped ${pm(f.listenerSwapped)}`, f.leftChance ? yes(f.swapsAtChance) : 'moot: success did not leave chance on every seed'],
     ]),
     '',
     `Last step's first game (speaker → listener): ${g.runs.map((r) => `seed ${r.seed} ${r.lastTranscript.map((t) => t.map(printable).join(' ')).join(' → ')}`).join('; ')}.`,

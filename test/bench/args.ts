@@ -26,6 +26,7 @@ const FLAGS = {
   json: { type: 'string', value: 'FILE', help: 'write the results as JSON to FILE' },
   markdown: { type: 'string', value: 'FILE', help: `write the tables into FILE (default ${DEFAULT_MARKDOWN}, but none with --quick or --filter)` },
   'no-markdown': { type: 'boolean', help: 'do not write any markdown file' },
+  'from-json': { type: 'string', value: 'FILE', help: 'measure nothing: render the --only part\'s section again from FILE, a --json run of it (agents only)' },
   help: { type: 'boolean', short: 'h', help: 'print this help and exit' },
 } as const;
 
@@ -39,6 +40,8 @@ export interface BenchArgs {
   json?: string;
   /** Markdown file to update, or undefined for none. */
   markdown?: string;
+  /** Render the --only part's section from this saved --json run instead of measuring. */
+  fromJson?: string;
   /** The flags as given (for the "measured with" line). */
   argv: string[];
 }
@@ -56,6 +59,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
         filter: { type: 'string' },
         markdown: { type: 'string' },
         'no-markdown': { type: 'boolean' },
+        'from-json': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -73,6 +77,12 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const quick = values.quick === true;
   if (values['no-markdown'] === true && values.markdown !== undefined) throw new BenchArgsError('--markdown and --no-markdown contradict each other');
   const markdown = values['no-markdown'] === true ? undefined : (values.markdown as string | undefined) ?? (quick || values.filter !== undefined ? undefined : DEFAULT_MARKDOWN);
+  const fromJson = values['from-json'] as string | undefined;
+  if (fromJson !== undefined) {
+    if (only.length !== 1 || only[0] !== 'agents') throw new BenchArgsError(`--from-json renders the agents section alone: give --only agents (got ${only.length ? only.join(', ') : 'no --only'})`);
+    if (markdown === undefined) throw new BenchArgsError('--from-json writes a markdown file: not with --no-markdown');
+    if (values.json !== undefined || values.filter !== undefined || quick) throw new BenchArgsError('--from-json measures nothing: not with --json, --filter or --quick');
+  }
   return {
     help: values.help === true,
     parts,
@@ -80,6 +90,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     ...(values.json !== undefined ? { json: values.json as string } : {}),
     ...(values.filter !== undefined ? { filter: values.filter as string } : {}),
     ...(markdown !== undefined ? { markdown } : {}),
+    ...(fromJson !== undefined ? { fromJson } : {}),
     argv: [...argv],
   };
 }

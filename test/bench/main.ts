@@ -29,6 +29,7 @@ import { runPaper } from './paper.ts';
 import { paperFigures, paperJson, paperMarkdown } from './paper_report.ts';
 import { PAPER_QUICK, PAPER_RUN } from './paper_settings.ts';
 import { runAgentsBench } from './agents.ts';
+import { rerenderAgents } from './rerender.ts';
 import { agentsFigures, agentsJson, agentsMarkdown } from './agents_report.ts';
 import { AGENTS_QUICK, AGENTS_RUN } from './agents_settings.ts';
 import { runScheduler, schedulerMarkdown } from './scheduler.ts';
@@ -71,6 +72,20 @@ function machineInfo(): MachineInfo {
 }
 
 async function main(args: BenchArgs): Promise<number> {
+  if (args.fromJson) {
+    // Nothing measured: the section rendered again from the saved run (test/bench/rerender.ts).
+    const markdown = args.markdown!;
+    const figureName = (suffix: string) => `${basename(markdown).replace(/\.md$/, '')}.${suffix}`;
+    const r = rerenderAgents(JSON.parse(readFileSync(args.fromJson, 'utf8')), readText(markdown), figureName);
+    writeFileSync(markdown, r.markdown);
+    log(`wrote ${markdown} (sections: agents, from ${args.fromJson})`);
+    for (const [suffix, svg] of r.figures) {
+      const path = join(dirname(markdown), figureName(suffix));
+      writeFileSync(path, svg);
+      log(`wrote ${path}`);
+    }
+    return 0;
+  }
   const ours = new Ours();
   try {
     await ours.init();
@@ -95,7 +110,7 @@ async function main(args: BenchArgs): Promise<number> {
   if (notYet.length) log(`bench: parts not implemented yet (skipped): ${notYet.join(', ')}`);
   log(`adapter: ${adapter.vendor} ${adapter.architecture} ${adapter.description}; machine: ${run.machine.cpu}, ${run.machine.cores} cores`);
 
-  const json: Record<string, unknown> = { adapter: { ...a }, machine: run.machine, date: run.date, quick: args.quick };
+  const json: Record<string, unknown> = { adapter: { ...a }, machine: run.machine, date: run.date, quick: args.quick, run };
   const sectionMakers = new Map<string, () => string>();
   /** Figures written beside the markdown file, by suffix (BENCHMARKS.md → BENCHMARKS.<suffix>). */
   const figures = new Map<string, string>();

@@ -12,6 +12,7 @@ import {
   agentsFigures, agentsJson, agentsMarkdown, bargainFigures, meanRewardCurves, nimDemosText, nimFigures, nimScore, printable, seatExtrasText, signalFigures, signalGameText, steadiness,
 } from '../../test/bench/agents_report.ts';
 import { AGENTS_QUICK, AGENTS_RUN, GAMES } from '../../test/bench/agents_settings.ts';
+import { rerenderAgents } from '../../test/bench/rerender.ts';
 
 const evaluation = (o: Partial<AgentsEvaluation>): AgentsEvaluation => ({ together: 0, returns: [0, 0], swapped: [null, null], swappedReturns: [null, null], ...o });
 const seedRun = (o: Partial<GameSeedRun>): GameSeedRun => ({
@@ -57,7 +58,14 @@ describe('agents part: figures and verdicts', () => {
     expect(f.swapsAtChance).toBe(true);
     const far = signalFigures(game('signal', [seedRun({ after: evaluation({ together: 0.95, swapped: [0.5, 0.25] }) })]));
     expect(far.swapsAtChance).toBe(false);
+    expect(f.seedsMet).toBe(2);
+    expect(f.leftChance).toBe(true);
     expect(signalFigures(game('signal', [seedRun({ after: evaluation({ together: 0.85, swapped: [0.25, 0.25] }) })])).successMet).toBe(false);
+    // Two seeds of three at 0.977 and one at 0.664: the mean misses 0.9, two seeds meet it, every seed left chance.
+    const most = signalFigures(game('signal', [0.977, 0.664, 0.977].map((x, seed) => seedRun({ seed, after: evaluation({ together: x, swapped: [0.25, 0.25] }) }))));
+    expect([most.successMet, most.seedsMet, most.leftChance]).toEqual([false, 2, true]);
+    // A seed at chance: the swaps show nothing there.
+    expect(signalFigures(game('signal', [0.95, 0.27].map((x, seed) => seedRun({ seed, after: evaluation({ together: x }) })))).leftChance).toBe(false);
     // Chance is 1/k of the run's own objects.
     const three = { ...game('signal', [seedRun({ after: evaluation({ together: 0.95, swapped: [0.34, 0.3] }) })]), run: { ...AGENTS_RUN.games.signal, evalGames: 100, signal: { objects: ['ring', 'box', 'star'] } } };
     expect(signalFigures(three).chance).toBeCloseTo(1 / 3, 12);
@@ -164,5 +172,38 @@ describe('agents part: the shipped warm starts', () => {
       expect(f.metadata['webtinker.model'], g).toBe(JSON.stringify(agentsModelConfig(gameSettings(AGENTS_RUN, g, 0))));
       expect(JSON.parse(f.metadata['webtinker.made']).trainAgents, g).toBe(true);
     }
+  });
+});
+
+describe('agents part: --from-json', () => {
+  const rep: AgentsBenchReport = {
+    settings: AGENTS_RUN, seconds: 12,
+    games: [game('signal', [0.97, 0.66].map((x, seed) => seedRun({ seed, after: evaluation({ together: x, swapped: [0.25, 0.25] }) })), 128)],
+  };
+  const run = {
+    date: '2026-01-02T03:04:05Z', command: 'npm run bench -- --only agents --json r.json',
+    adapter: { vendor: 'v', architecture: '', device: '0', description: 'llvmpipe', isFallbackAdapter: true, features: [] },
+    machine: { cpu: 'cpu', cores: 2, os: 'linux', deno: '2', loadavg: null },
+  };
+  const existing = ['<!-- generated -->', '# Benchmarks', '- Latest run: 2026-01-02T03:04:05Z', '<!-- bench:header:end -->', '', '<!-- bench:kernels:begin -->', 'kernels body', '<!-- bench:kernels:end -->', '',
+    '<!-- bench:agents:begin -->', '## Several agents', '', '_Measured 2026-01-02T03:04:05Z with `old line`._', 'old body', '<!-- bench:agents:end -->', ''].join('\n');
+  const figure = (suffix: string) => `B.${suffix}`;
+
+  it('renders the section from the saved report, keeping the header and the other sections, with the run\'s measured line', () => {
+    const json = { date: run.date, quick: false, run, ...agentsJson(rep) };
+    const r = rerenderAgents(JSON.parse(JSON.stringify(json)), existing, figure);
+    expect(r.markdown.startsWith('<!-- generated -->\n# Benchmarks\n- Latest run: 2026-01-02T03:04:05Z\n<!-- bench:header:end -->')).toBe(true);
+    expect(r.markdown).toContain('kernels body');
+    expect(r.markdown).not.toContain('old body');
+    expect(r.markdown).toContain(agentsMarkdown(rep, '_Measured 2026-01-02T03:04:05Z with `npm run bench -- --only agents --json r.json` on v / 0 / llvmpipe (fallback adapter); cpu, 2 cores, linux, Deno 2._', false, figure).trim());
+    expect([...r.figures.keys()]).toEqual([...agentsFigures(rep).keys()]);
+  });
+
+  it('a JSON without its run takes the section\'s own measured line of that date, and refuses another date', () => {
+    const json = { date: run.date, quick: false, ...agentsJson(rep) };
+    expect(rerenderAgents(json, existing, figure).markdown).toContain('_Measured 2026-01-02T03:04:05Z with `old line`._');
+    expect(() => rerenderAgents({ ...json, date: '2026-02-02T00:00:00Z' }, existing, figure)).toThrow(/not that run's \(2026-02-02T00:00:00Z\)/);
+    expect(() => rerenderAgents({ date: run.date, run }, existing, figure)).toThrow(/no agents results/);
+    expect(() => rerenderAgents({ ...json, run }, null, figure)).toThrow(/no markdown to update/);
   });
 });

@@ -188,11 +188,17 @@ describe('bench flags', () => {
     expect(() => parseBenchArgs(['--json'])).toThrow(BenchArgsError);
     expect(() => parseBenchArgs(['extra'])).toThrow(BenchArgsError);
     expect(() => parseBenchArgs(['--markdown', 'a.md', '--no-markdown'])).toThrow(/contradict/);
+    // --from-json: the agents section alone, written to a markdown file, nothing measured.
+    expect(parseBenchArgs(['--only', 'agents', '--from-json', 'r.json'])).toMatchObject({ parts: ['agents'], fromJson: 'r.json', markdown: 'BENCHMARKS.md' });
+    expect(() => parseBenchArgs(['--from-json', 'r.json'])).toThrow(/give --only agents \(got no --only\)/);
+    expect(() => parseBenchArgs(['--only', 'agents,kernels', '--from-json', 'r.json'])).toThrow(/--only agents/);
+    expect(() => parseBenchArgs(['--only', 'agents', '--from-json', 'r.json', '--no-markdown'])).toThrow(/not with --no-markdown/);
+    expect(() => parseBenchArgs(['--only', 'agents', '--from-json', 'r.json', '--json', 'x.json'])).toThrow(/measures nothing/);
   });
 
   it('documents every flag and part in --help', () => {
     const h = benchHelp();
-    for (const f of ['--only', '--quick', '--filter', '--json', '--markdown', '--no-markdown', '--help']) expect(h).toContain(f);
+    for (const f of ['--only', '--quick', '--filter', '--json', '--markdown', '--no-markdown', '--from-json', '--help']) expect(h).toContain(f);
     for (const p of ['kernels', 'model', 'scheduler', 'algorithms', 'paper', 'agents', 'fleet']) expect(h).toContain(p);
   });
 });
