@@ -105,7 +105,7 @@ export async function bestResponse(
   const log = (p: number) => Math.log(Math.max(p, FLOOR));
   const names = games[0].alternatives.map((a) => a.action);
   const situations = [...index.keys()];
-  const kept = (s: number, a: number) => (keep && keep.nats > 0 && keep.previous.get(situations[s]) === names[a] ? keep.nats : 0);
+  const kept = (s: number, a: number) => (keep?.previous.get(situations[s]) === names[a] ? keep.nats : 0);
   const assigned = bestAssignment(mean.map((row, s) => row.map((p, a) => log(p) + (ownMean ? own!.weight * log(ownMean[s][a]) : 0) + kept(s, a))));
   // The seat's own replayed trajectories, by demonstration.
   const mine = new Map(of(k).map((t) => [t.episodeId, t]));

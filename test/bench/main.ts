@@ -72,10 +72,11 @@ function machineInfo(): MachineInfo {
 }
 
 async function main(args: BenchArgs): Promise<number> {
+  /** A figure's file beside the markdown file, from its suffix (BENCHMARKS.md → BENCHMARKS.<suffix>). */
+  const figureName = (suffix: string) => `${basename(args.markdown ?? DEFAULT_MARKDOWN).replace(/\.md$/, '')}.${suffix}`;
   if (args.fromJson) {
     // Nothing measured: the section rendered again from the saved run (test/bench/rerender.ts).
     const markdown = args.markdown!;
-    const figureName = (suffix: string) => `${basename(markdown).replace(/\.md$/, '')}.${suffix}`;
     const r = rerenderAgents(JSON.parse(readFileSync(args.fromJson, 'utf8')), readText(markdown), figureName);
     writeFileSync(markdown, r.markdown);
     log(`wrote ${markdown} (sections: agents, from ${args.fromJson})`);
@@ -114,7 +115,6 @@ async function main(args: BenchArgs): Promise<number> {
   const sectionMakers = new Map<string, () => string>();
   /** Figures written beside the markdown file, by suffix (BENCHMARKS.md → BENCHMARKS.<suffix>). */
   const figures = new Map<string, string>();
-  const figureName = (suffix: string) => `${basename(args.markdown ?? DEFAULT_MARKDOWN).replace(/\.md$/, '')}.${suffix}`;
   let failed = false;
   for (const part of args.parts) {
     log(`\n=== ${part}`);

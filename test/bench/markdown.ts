@@ -42,7 +42,7 @@ export interface RunInfo {
 
 const begin = (part: string) => `<!-- bench:${part}:begin -->`;
 const end = (part: string) => `<!-- bench:${part}:end -->`;
-const HEADER_END = '<!-- bench:header:end -->';
+export const HEADER_END = '<!-- bench:header:end -->';
 
 export function adapterLine(a: AdapterInfo): string {
   const name = [a.vendor, a.architecture, a.device, a.description].filter((s) => s).join(' / ') || 'unknown adapter';

@@ -8,7 +8,7 @@
 import { GAMES } from './agents_settings.ts';
 import type { AgentsBenchReport, GameReport } from './agents.ts';
 import { agentsFigures, agentsMarkdown } from './agents_report.ts';
-import { measuredLine, parseSections, type RunInfo, updateMarkdown } from './markdown.ts';
+import { HEADER_END, measuredLine, parseSections, type RunInfo, updateMarkdown } from './markdown.ts';
 import { PARTS } from './args.ts';
 
 /** The agents report a `--json` run saved (its `agents` object). */
@@ -37,7 +37,7 @@ export function rerenderAgents(json: Record<string, unknown>, existing: string |
     measured = line;
   }
   if (existing === null) throw new Error('no markdown to update: --from-json rewrites a section of an existing file');
-  const header = existing.slice(0, existing.indexOf('<!-- bench:header:end -->') + '<!-- bench:header:end -->'.length);
+  const header = existing.slice(0, existing.indexOf(HEADER_END) + HEADER_END.length);
   const rep = agentsReportFromJson(json.agents as Record<string, unknown>);
   const sections = new Map([['agents', agentsMarkdown(rep, measured, json.quick === true, figure)]]);
   return { markdown: updateMarkdown(existing, header, sections, PARTS), figures: new Map(agentsFigures(rep)) };
